@@ -1,0 +1,171 @@
+"""Incremental audio encoders: float32 samples in, container bytes out, piece by piece.
+
+Each encoder returns whatever bytes are ready after every ``encode`` call, so the first piece of a long
+message leaves the server before the rest is synthesised. Transport-agnostic: the server and the
+benchmarks both use these.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.protocol import SAMPLE_RATE
+
+MEDIA_TYPES = {
+    "pcm": "audio/L16;rate=24000;channels=1",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg;codecs=opus",
+    "aac": "audio/mp4",
+}
+
+
+class Encoder(Protocol):
+    media_type: str
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
+def to_pcm16(samples: NDArray[np.float32]) -> NDArray[np.int16]:
+    clipped = np.clip(samples, -1.0, 1.0)
+    return (clipped * 32767.0).astype("<i2")
+
+
+class PcmEncoder:
+    media_type = MEDIA_TYPES["pcm"]
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes:
+        return to_pcm16(samples).tobytes()
+
+    def flush(self) -> bytes:
+        return b""
+
+
+def wav_header(sample_rate: int = SAMPLE_RATE, data_bytes: int = 0xFFFFFFFF - 36) -> bytes:
+    """A 16-bit mono header; the default sizes mark an unknown (streamed) length, as players accept."""
+    riff_size = min(data_bytes + 36, 0xFFFFFFFF)
+    return (
+        b"RIFF"
+        + struct.pack("<I", riff_size)
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
+        + b"data"
+        + struct.pack("<I", min(data_bytes, 0xFFFFFFFF))
+    )
+
+
+class WavEncoder:
+    media_type = MEDIA_TYPES["wav"]
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE) -> None:
+        self._header: bytes | None = wav_header(sample_rate)
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes:
+        head, self._header = self._header or b"", None
+        return head + to_pcm16(samples).tobytes()
+
+    def flush(self) -> bytes:
+        head, self._header = self._header or b"", None
+        return head
+
+
+class Mp3Encoder:
+    media_type = MEDIA_TYPES["mp3"]
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE, bitrate_kbps: int = 48) -> None:
+        import lameenc
+
+        self._enc = lameenc.Encoder()
+        self._enc.set_bit_rate(bitrate_kbps)
+        self._enc.set_in_sample_rate(sample_rate)
+        self._enc.set_channels(1)
+        self._enc.set_quality(2)
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes:
+        return bytes(self._enc.encode(to_pcm16(samples).tobytes()))
+
+    def flush(self) -> bytes:
+        return bytes(self._enc.flush())
+
+
+class _PyAvEncoder:
+    """Shared plumbing for encoders that go through FFmpeg (Opus in Ogg, AAC in fragmented MP4)."""
+
+    media_type = ""
+
+    def __init__(self, fmt: str, codec: str, bitrate: int, sample_rate: int, options: dict[str, str]) -> None:
+        import av
+
+        self._av = av
+        self._buf = io.BytesIO()
+        self._sent = 0
+        self._container = av.open(self._buf, "w", format=fmt, options=options)
+        stream: Any = self._container.add_stream(codec, rate=sample_rate, layout="mono")
+        stream.bit_rate = bitrate
+        self._stream = stream
+        self._sample_rate = sample_rate
+        self._pts = 0
+        self._closed = False
+
+    def _take(self) -> bytes:
+        data = self._buf.getvalue()
+        new, self._sent = data[self._sent :], len(data)
+        return new
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes:
+        pcm = to_pcm16(samples).reshape(1, -1)
+        frame = self._av.AudioFrame.from_ndarray(pcm, format="s16", layout="mono")
+        frame.sample_rate = self._sample_rate
+        frame.pts = self._pts
+        self._pts += pcm.shape[1]
+        for packet in self._stream.encode(frame):
+            self._container.mux(packet)
+        return self._take()
+
+    def flush(self) -> bytes:
+        if self._closed:
+            return b""
+        self._closed = True
+        for packet in self._stream.encode(None):
+            self._container.mux(packet)
+        self._container.close()
+        return self._take()
+
+
+class OpusEncoder(_PyAvEncoder):
+    media_type = MEDIA_TYPES["opus"]
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE, bitrate: int = 32_000) -> None:
+        # 20 ms Ogg pages: without this the muxer holds about a second of audio before writing a byte.
+        super().__init__("ogg", "libopus", bitrate, sample_rate, {"page_duration": "20000"})
+
+
+class AacEncoder(_PyAvEncoder):
+    media_type = MEDIA_TYPES["aac"]
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE, bitrate: int = 32_000) -> None:
+        super().__init__(
+            "mp4", "aac", bitrate, sample_rate, {"movflags": "frag_keyframe+empty_moov+default_base_moof"}
+        )
+
+
+def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE) -> Encoder:
+    match fmt:
+        case "pcm":
+            return PcmEncoder()
+        case "wav":
+            return WavEncoder(sample_rate)
+        case "mp3":
+            return Mp3Encoder(sample_rate)
+        case "opus":
+            return OpusEncoder(sample_rate)
+        case "aac":
+            return AacEncoder(sample_rate)
+    raise ValueError(f"unsupported audio format {fmt!r}")

@@ -1,0 +1,200 @@
+"""``streamvoice`` command line: serve, say, voices, models, agent, demo, bench.
+
+Heavy imports happen inside each command so ``streamvoice --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model-dir",
+        help="folder with kokoro-v1.0*.onnx and voices-v1.0.bin (default: $KOKORO_MODEL_DIR, then the user cache)",
+    )
+    p.add_argument(
+        "--variant", choices=["int8", "fp32"], help="which export to load when several are present"
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from streamvoice.server import ServerConfig, create_app
+
+    config = ServerConfig.from_env(
+        host=args.host,
+        port=args.port,
+        model_dir=args.model_dir,
+        model_variant=args.variant,
+        scheduler=args.scheduler,
+    )
+    app = create_app(config)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=args.log_level,
+        ws_max_size=config.max_message_bytes,
+    )
+    return 0
+
+
+def cmd_say(args: argparse.Namespace) -> int:
+    from streamvoice.audio.encoders import make_encoder
+    from streamvoice.engine import KokoroEngine
+    from streamvoice.protocol import ProtocolError, validate_format, validate_speed
+
+    try:
+        speed = validate_speed(args.speed)
+        fmt = validate_format(args.format or _format_from_name(args.output))
+    except ProtocolError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    engine = KokoroEngine.load(args.model_dir, args.variant)
+    encoder = make_encoder(fmt)
+    out = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")  # noqa: SIM115
+    audio_s = 0.0
+    try:
+        for audio in engine.stream(args.text, args.voice, speed, args.lang):
+            out.write(encoder.encode(audio))
+            audio_s += audio.size / engine.sample_rate
+        out.write(encoder.flush())
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    if fmt == "wav" and args.output != "-":
+        _fix_wav_sizes(Path(args.output))
+    if args.output != "-":
+        print(f"wrote {args.output} ({audio_s:.2f} s of {fmt} audio)", file=sys.stderr)
+    return 0
+
+
+def _format_from_name(path: str) -> str:
+    suffix = Path(path).suffix.lower().lstrip(".")
+    return suffix if suffix in ("wav", "mp3", "opus", "pcm") else "wav"
+
+
+def _fix_wav_sizes(path: Path) -> None:
+    """A file has a known length, so replace the streaming header's placeholder sizes."""
+    from streamvoice.audio.encoders import wav_header
+
+    data = path.read_bytes()
+    body = data[44:]
+    path.write_bytes(wav_header(data_bytes=len(body)) + body)
+
+
+def cmd_voices(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from streamvoice.engine.model_files import resolve_model_files
+    from streamvoice.engine.voices import describe
+
+    files = resolve_model_files(args.model_dir)
+    with np.load(files.voices) as packs:
+        names = sorted(packs.files)
+    rows = [describe(n) for n in names]
+    if args.json:
+        print(json.dumps([r.__dict__ for r in rows], indent=2))
+        return 0
+    print(f"{'voice':16} {'lang':6} {'language':22} gender")
+    for r in rows:
+        print(f"{r.name:16} {r.lang:6} {r.language:22} {r.gender}")
+    print(f"\n{len(rows)} voices. Blend them with weights, e.g. --voice 'af_heart*0.7+am_michael*0.3'")
+    return 0
+
+
+def cmd_models_download(args: argparse.Namespace) -> int:
+    from streamvoice.engine.model_files import (
+        RELEASE_BASE_URL,
+        DownloadError,
+        download_models,
+        text_progress,
+        user_cache_dir,
+    )
+
+    dest = Path(args.dest) if args.dest else user_cache_dir()
+    try:
+        files = download_models(dest, args.variant, args.base_url or RELEASE_BASE_URL, text_progress())
+    except DownloadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"model: {files.model}\nvoices: {files.voices}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="streamvoice", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the speech server (SageMaker container contract)")
+    p.add_argument("--host", default=None, help="default 127.0.0.1 (the container passes 0.0.0.0)")
+    p.add_argument("--port", type=int, default=None, help="default 8080")
+    p.add_argument("--scheduler", choices=["deadline", "fifo"], default=None)
+    p.add_argument("--log-level", default="info")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("say", help="synthesise text to a file (or - for stdout)")
+    p.add_argument("text")
+    p.add_argument("-o", "--output", default="out.wav")
+    p.add_argument("--voice", default="af_heart")
+    p.add_argument("--speed", type=float, default=1.0)
+    p.add_argument("--format", choices=["pcm", "wav", "mp3", "opus"], default=None)
+    p.add_argument("--lang", default=None)
+    _add_model_args(p)
+    p.set_defaults(func=cmd_say)
+
+    p = sub.add_parser("voices", help="list the 54 voices with language and gender")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--model-dir")
+    p.set_defaults(func=cmd_voices)
+
+    p = sub.add_parser("models", help="manage model files")
+    msub = p.add_subparsers(dest="models_command", required=True)
+    d = msub.add_parser("download", help="fetch the official Kokoro v1.0 release and verify sha256")
+    d.add_argument("--variant", action="append", choices=["int8", "fp32"], help="repeatable; default int8")
+    d.add_argument("--dest", help="default: the user cache")
+    d.add_argument("--base-url", help=argparse.SUPPRESS)
+    d.set_defaults(func=cmd_models_download)
+
+    try:
+        from streamvoice.agent.cli import add_agent_commands
+    except ImportError:  # the agent extra is not installed
+        pass
+    else:
+        add_agent_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "models" and not getattr(args, "variant", None):
+        args.variant = ["int8"]
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from streamvoice.engine.kokoro import EngineError
+    from streamvoice.engine.model_files import ModelNotFoundError
+    from streamvoice.engine.voices import VoiceError
+
+    try:
+        return int(args.func(args))
+    except (ModelNotFoundError, VoiceError, EngineError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""Kokoro-82M on ONNX Runtime: text in, 24 kHz float32 audio out, one model call per piece.
+
+The engine is synchronous and transport-free on purpose: the server decides which thread runs a model
+call and in what order (see ``streamvoice.server.scheduler``). Phonemisation comes from kokoro-onnx's
+espeak-ng tokenizer; inference is our own thin ONNX Runtime call so threads and providers are ours to tune.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from numpy.typing import NDArray
+
+from streamvoice.engine.model_files import ModelFiles, resolve_model_files
+from streamvoice.engine.voices import (
+    SUPPORTED_LANGS,
+    VoiceInfo,
+    VoiceSpec,
+    blend_style,
+    default_lang,
+    describe,
+    parse_voice_spec,
+)
+from streamvoice.text.chunker import ChunkPolicy, chunk_text
+
+log = logging.getLogger("streamvoice.engine")
+# phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
+logging.getLogger("phonemizer").setLevel(logging.ERROR)
+
+SAMPLE_RATE = 24_000
+MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding tokens
+SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
+# How a message is cut into model calls: a first piece that ends at the first sentence (fast first
+# audio), later pieces merged towards Kokoro's comfortable 100-200 tokens (fewer fixed costs per call).
+MESSAGE_POLICY = ChunkPolicy(min_tokens=(1, 100), max_tokens=250, clean_markdown=False)
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One model call's worth of input."""
+
+    text: str
+    phonemes: str
+    tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    intra_op_threads: int = 0  # 0: ONNX Runtime's default (all cores)
+    inter_op_threads: int = 1
+    providers: tuple[str, ...] | None = None
+
+
+def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
+    available = ort.get_available_providers()
+    if requested:
+        missing = [p for p in requested if p not in available]
+        if missing:
+            raise EngineError(
+                f"ONNX Runtime providers {missing} are not available here; available: {available}"
+            )
+        return list(requested)
+    preferred = [p for p in ("CUDAExecutionProvider",) if p in available]
+    return [*preferred, "CPUExecutionProvider"]
+
+
+class KokoroEngine:
+    sample_rate = SAMPLE_RATE
+
+    def __init__(self, files: ModelFiles, options: EngineOptions = EngineOptions()) -> None:
+        from kokoro_onnx.tokenizer import Tokenizer
+
+        self.files = files
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = options.intra_op_threads
+        so.inter_op_num_threads = options.inter_op_threads
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.providers = choose_providers(options.providers)
+        self._session = ort.InferenceSession(str(files.model), sess_options=so, providers=self.providers)
+        inputs = {i.name: i for i in self._session.get_inputs()}
+        self._token_input = "input_ids" if "input_ids" in inputs else "tokens"
+        speed_type = inputs["speed"].type if "speed" in inputs else "tensor(float)"
+        self._speed_dtype = np.int32 if "int" in speed_type else np.float32
+        with np.load(files.voices) as packs:
+            self._packs: dict[str, NDArray[np.float32]] = {
+                k: packs[k].astype(np.float32) for k in packs.files
+            }
+        self.voice_names = frozenset(self._packs)
+        self._tokenizer = Tokenizer()
+        self._style_cache: dict[str, NDArray[np.float32]] = {}
+        self._style_lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: str | Path | None = None,
+        variant: str | None = None,
+        options: EngineOptions | None = None,
+    ) -> KokoroEngine:
+        if options is None:
+            threads = int(os.environ.get("STREAMVOICE_ORT_THREADS", "0"))
+            options = EngineOptions(intra_op_threads=threads)
+        return cls(resolve_model_files(model_dir, variant), options)
+
+    # -- voices ---------------------------------------------------------------------------------------
+    def voices(self) -> list[VoiceInfo]:
+        return [describe(n) for n in sorted(self.voice_names)]
+
+    def parse_voice(self, spec: str) -> VoiceSpec:
+        return parse_voice_spec(spec, self.voice_names)
+
+    def style_pack(self, voice: VoiceSpec) -> NDArray[np.float32]:
+        key = voice.text
+        with self._style_lock:
+            pack = self._style_cache.get(key)
+            if pack is None:
+                pack = blend_style(voice, self._packs)
+                if len(self._style_cache) < 256:
+                    self._style_cache[key] = pack
+        return pack
+
+    @staticmethod
+    def resolve_lang(voice: VoiceSpec, lang: str | None) -> str:
+        if lang is None:
+            return default_lang(voice)
+        if lang not in SUPPORTED_LANGS:
+            raise EngineError(f"unsupported lang {lang!r}; use one of {', '.join(SUPPORTED_LANGS)}")
+        return lang
+
+    # -- text -> pieces -------------------------------------------------------------------------------
+    def phonemize(self, text: str, lang: str) -> str:
+        phonemes: str = self._tokenizer.phonemize(text, lang)
+        return " ".join(phonemes.split())
+
+    def tokenize(self, phonemes: str) -> list[int]:
+        return list(self._tokenizer.tokenize(phonemes, limit=None))
+
+    def plan(self, text: str, lang: str, policy: ChunkPolicy = MESSAGE_POLICY) -> list[Piece]:
+        """Cut a message into model calls that never exceed the model's input, in speaking order."""
+        pieces: list[Piece] = []
+        for chunk in chunk_text(text, policy):
+            phonemes = self.phonemize(chunk, lang)
+            for part in split_phonemes(phonemes, SAFE_MAX_TOKENS):
+                tokens = self.tokenize(part)
+                if tokens:
+                    pieces.append(Piece(text=chunk, phonemes=part, tokens=tuple(tokens)))
+        return pieces
+
+    # -- inference ------------------------------------------------------------------------------------
+    def synthesize_tokens(
+        self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
+    ) -> NDArray[np.float32]:
+        """One model call. Blocking: call it from a worker thread, never from the event loop."""
+        n = len(tokens)
+        if not 0 < n <= MODEL_MAX_TOKENS:
+            raise EngineError(f"a model call takes 1-{MODEL_MAX_TOKENS} tokens, got {n}")
+        style = pack[min(n, len(pack)) - 1].reshape(1, -1)
+        feeds = {
+            self._token_input: np.array([[0, *tokens, 0]], dtype=np.int64),
+            "style": style,
+            "speed": np.array([speed], dtype=self._speed_dtype),
+        }
+        started = time.perf_counter()
+        audio = self._session.run(None, feeds)[0]
+        samples: NDArray[np.float32] = np.asarray(audio, dtype=np.float32).reshape(-1)
+        log.debug(
+            "model call: %d tokens -> %.2fs audio in %.0f ms",
+            n,
+            len(samples) / SAMPLE_RATE,
+            (time.perf_counter() - started) * 1000,
+        )
+        return samples
+
+    def synthesize_piece(self, piece: Piece, voice: VoiceSpec, speed: float) -> NDArray[np.float32]:
+        return self.synthesize_tokens(piece.tokens, self.style_pack(voice), speed)
+
+    def stream(
+        self, text: str, voice: str = "af_heart", speed: float = 1.0, lang: str | None = None
+    ) -> Iterator[NDArray[np.float32]]:
+        """Audio per model call, in order (the simple synchronous path used by the CLI)."""
+        spec = self.parse_voice(voice)
+        for piece in self.plan(text, self.resolve_lang(spec, lang)):
+            yield self.synthesize_piece(piece, spec, speed)
+
+    def synthesize(
+        self, text: str, voice: str = "af_heart", speed: float = 1.0, lang: str | None = None
+    ) -> NDArray[np.float32]:
+        parts = list(self.stream(text, voice, speed, lang))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+
+    def warm_up(self) -> float:
+        """Run a real synthesis; returns seconds of audio produced (health means audio, not a socket)."""
+        audio = self.synthesize("Ready.", "af_heart")
+        if audio.size == 0 or not np.isfinite(audio).all() or float(np.abs(audio).max()) < 1e-4:
+            raise EngineError("warm-up synthesis produced no audible audio")
+        return audio.size / SAMPLE_RATE
+
+
+def split_phonemes(phonemes: str, max_tokens: int) -> list[str]:
+    """Keep a phoneme string within ``max_tokens`` characters, cutting at punctuation, then spaces."""
+    parts: list[str] = []
+    rest = phonemes.strip()
+    while len(rest) > max_tokens:
+        window = rest[: max_tokens + 1]
+        cut = max((window.rfind(p) for p in ".!?;:,"), default=-1)
+        if cut < max_tokens // 3:
+            cut = window.rfind(" ")
+        if cut <= 0:
+            cut = max_tokens
+        parts.append(rest[: cut + 1].strip())
+        rest = rest[cut + 1 :].strip()
+    if rest:
+        parts.append(rest)
+    return parts

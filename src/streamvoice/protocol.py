@@ -1,0 +1,302 @@
+"""The vocabulary the speech server and its clients share: messages, error codes, and framing rules.
+
+Pure: no I/O, no engine. The server validates engine-specific things (voice names) on top of this.
+
+Framing rule for readers of the server's stream: a frame is control only if the *whole* frame parses as a
+JSON object; anything else is audio. Raw PCM may start with ``{`` (0x7b), so a first-byte test is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SAMPLE_RATE = 24_000
+AUDIO_FORMATS = ("pcm", "wav", "mp3", "opus")
+MIN_SPEED, MAX_SPEED = 0.5, 2.0
+DEFAULT_VOICE = "af_heart"
+DEFAULT_FORMAT = "pcm"
+WS_PATH = "/invocations-bidirectional-stream"
+
+
+class ErrorCode(StrEnum):
+    INVALID_JSON = "invalid_json"
+    INVALID_UTF8 = "invalid_utf8"
+    INVALID_MESSAGE = "invalid_message"  # valid JSON, but not an object
+    UNKNOWN_TYPE = "unknown_type"
+    MISSING_TEXT = "missing_text"
+    EMPTY_TEXT = "empty_text"
+    TEXT_TOO_LONG = "text_too_long"
+    MESSAGE_TOO_LARGE = "message_too_large"
+    INVALID_FIELD = "invalid_field"
+    UNKNOWN_VOICE = "unknown_voice"
+    INVALID_SPEED = "invalid_speed"
+    UNSUPPORTED_FORMAT = "unsupported_format"
+    QUEUE_FULL = "queue_full"
+    SERVER_BUSY = "server_busy"
+    IDLE_TIMEOUT = "idle_timeout"
+    SESSION_EXPIRED = "session_expired"
+    CANCELLED = "cancelled"
+    SYNTHESIS_FAILED = "synthesis_failed"
+    NOT_READY = "not_ready"
+    UNAUTHORIZED = "unauthorized"
+    INTERNAL = "internal_error"
+
+
+class ProtocolError(Exception):
+    """A client mistake, with a stable code and a message that says what to do."""
+
+    def __init__(self, code: ErrorCode, message: str, id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
+
+
+# --- client -> server -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Synthesize:
+    text: str
+    id: str | None = None
+    voice: str | None = None
+    speed: float | None = None
+    format: str | None = None
+    lang: str | None = None
+    type: str = "synthesize"
+
+
+@dataclass(frozen=True)
+class Configure:
+    voice: str | None = None
+    speed: float | None = None
+    format: str | None = None
+    lang: str | None = None
+    type: str = "configure"
+
+
+@dataclass(frozen=True)
+class Cancel:
+    type: str = "cancel"
+
+
+@dataclass(frozen=True)
+class Close:
+    type: str = "close"
+
+
+ClientMessage = Synthesize | Configure | Cancel | Close
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Input limits; the defaults are safe for a public endpoint."""
+
+    max_message_bytes: int = 64 * 1024
+    max_text_chars: int = 10_000
+
+
+def _id_of(obj: dict[str, Any]) -> str | None:
+    raw = obj.get("id")
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        return None
+    return str(raw)[:128]
+
+
+def decode_client_frame(data: str | bytes, limits: Limits = Limits()) -> ClientMessage:
+    """Turn one WebSocket frame (text or binary: SageMaker delivers binary) into a message."""
+    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
+    if size > limits.max_message_bytes:
+        raise ProtocolError(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"message is {size} bytes; the limit is {limits.max_message_bytes}. Split the text into "
+            "several synthesize messages.",
+        )
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolError(
+                ErrorCode.INVALID_UTF8, "message bytes are not valid UTF-8; send UTF-8 encoded JSON."
+            ) from None
+    else:
+        text = data
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON,
+            'message is not valid JSON; send an object such as {"type": "synthesize", "text": "Hello."}',
+        ) from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(
+            ErrorCode.INVALID_MESSAGE,
+            f"message must be a JSON object, got a JSON {type(obj).__name__}; "
+            'send {"type": "synthesize", "text": "..."}',
+        )
+    return message_from_object(obj, limits)
+
+
+def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> ClientMessage:
+    msg_id = _id_of(obj)
+    kind = obj.get("type")
+    if kind is None and "text" in obj:
+        kind = "synthesize"  # what the reference client sends
+    if kind == "synthesize":
+        fields = _options(obj, msg_id)
+        return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, **fields)
+    if kind == "configure":
+        return Configure(**_options(obj, msg_id))
+    if kind == "cancel":
+        return Cancel()
+    if kind == "close":
+        return Close()
+    if kind is None:
+        raise ProtocolError(
+            ErrorCode.MISSING_TEXT,
+            'message has neither "type" nor "text"; send {"type": "synthesize", "text": "..."}',
+            msg_id,
+        )
+    shown = kind[:40] if isinstance(kind, str) else type(kind).__name__
+    raise ProtocolError(
+        ErrorCode.UNKNOWN_TYPE,
+        f"unknown message type {shown!r}; use one of synthesize, configure, cancel, close",
+        msg_id,
+    )
+
+
+def _text(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> str:
+    if "text" not in obj:
+        raise ProtocolError(ErrorCode.MISSING_TEXT, 'synthesize needs a "text" field', msg_id)
+    text = obj["text"]
+    if not isinstance(text, str):
+        raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', msg_id)
+    if not text.strip():
+        raise ProtocolError(ErrorCode.EMPTY_TEXT, '"text" is empty; send something to say', msg_id)
+    if len(text) > limits.max_text_chars:
+        raise ProtocolError(
+            ErrorCode.TEXT_TOO_LONG,
+            f'"text" has {len(text)} characters; the limit is {limits.max_text_chars}. '
+            "Send it as several messages on the same session.",
+            msg_id,
+        )
+    return text
+
+
+def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    voice = obj.get("voice")
+    if voice is not None:
+        if not isinstance(voice, str) or not voice.strip():
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_VOICE, '"voice" must be a voice name such as "af_heart"', msg_id
+            )
+        out["voice"] = voice.strip()
+    if obj.get("speed") is not None:
+        out["speed"] = validate_speed(obj["speed"], msg_id)
+    fmt = obj.get("format")
+    if fmt is not None:
+        out["format"] = validate_format(fmt, msg_id)
+    lang = obj.get("lang")
+    if lang is not None:
+        if not isinstance(lang, str) or not lang.strip() or len(lang) > 16:
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD, '"lang" must be a language code such as "en-us"', msg_id
+            )
+        out["lang"] = lang.strip().lower()
+    return out
+
+
+def validate_speed(raw: Any, msg_id: str | None = None) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        raise ProtocolError(
+            ErrorCode.INVALID_SPEED, f'"speed" must be a number from {MIN_SPEED} to {MAX_SPEED}', msg_id
+        )
+    if not MIN_SPEED <= raw <= MAX_SPEED:
+        raise ProtocolError(
+            ErrorCode.INVALID_SPEED,
+            f'"speed" {raw} is outside {MIN_SPEED}-{MAX_SPEED}; 1.0 is normal pace',
+            msg_id,
+        )
+    return float(raw)
+
+
+def validate_format(raw: Any, msg_id: str | None = None) -> str:
+    if not isinstance(raw, str) or raw.lower() not in AUDIO_FORMATS:
+        shown = raw[:20] if isinstance(raw, str) else type(raw).__name__
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_FORMAT,
+            f'"format" {shown!r} is not supported; use one of {", ".join(AUDIO_FORMATS)}',
+            msg_id,
+        )
+    return raw.lower()
+
+
+# --- server -> client -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SynthesisStarted:
+    id: str | None
+    sequence: int
+    format: str
+    sample_rate: int = SAMPLE_RATE
+    type: str = "synthesis_started"
+
+
+@dataclass(frozen=True)
+class SynthesisComplete:
+    id: str | None
+    sequence: int
+    audio_ms: float
+    bytes: int
+    pieces: int
+    type: str = "synthesis_complete"
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    code: str
+    message: str
+    id: str | None = None
+    sequence: int | None = None
+    type: str = "error"
+
+
+@dataclass(frozen=True)
+class Ack:
+    """Answers configure, cancel and close so the client knows when they took effect."""
+
+    type: str  # "configured" | "cancelled" | "session_closed"
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+ServerEvent = SynthesisStarted | SynthesisComplete | ErrorEvent | Ack
+
+
+def encode_event(event: ServerEvent) -> str:
+    if isinstance(event, Ack):
+        return json.dumps({"type": event.type, **event.detail})
+    payload = {k: v for k, v in asdict(event).items() if v is not None or k == "id"}
+    return json.dumps(payload)
+
+
+def decode_control_frame(chunk: bytes | str) -> dict[str, Any] | None:
+    """A frame is control iff the whole of it is a JSON object; otherwise it is audio."""
+    try:
+        text = chunk.decode("utf-8") if isinstance(chunk, bytes) else chunk
+        decoded = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def error_body(code: ErrorCode | str, message: str) -> dict[str, Any]:
+    """The HTTP error shape: {"error": {"code", "message"}}."""
+    return {"error": {"code": str(code), "message": message}}

@@ -1,0 +1,225 @@
+"""The speech server's ASGI app: the SageMaker container contract plus metrics.
+
+- ``GET /ping``: 200 only after the model loaded *and* a warm-up synthesis produced audio.
+- ``POST /invocations``: one complete input, streamed back piece by piece.
+- ``WS /invocations-bidirectional-stream``: one long-lived session, many messages.
+- ``GET /metrics``: Prometheus text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hmac
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import numpy as np
+from numpy.typing import NDArray
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from streamvoice.audio.encoders import MEDIA_TYPES, make_encoder
+from streamvoice.engine.kokoro import KokoroEngine
+from streamvoice.protocol import (
+    SAMPLE_RATE,
+    WS_PATH,
+    ErrorCode,
+    ErrorEvent,
+    ProtocolError,
+    Synthesize,
+    encode_event,
+    error_body,
+    message_from_object,
+)
+from streamvoice.server.config import ServerConfig
+from streamvoice.server.metrics import Metrics
+from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
+from streamvoice.server.session import BidiSession
+
+log = logging.getLogger("streamvoice.server")
+
+
+def _error(status: int, code: ErrorCode, message: str) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status)
+
+
+def _authorized(headers: dict[str, str] | object, token: str | None) -> bool:
+    if not token:
+        return True
+    value = headers.get("authorization", "") if hasattr(headers, "get") else ""
+    scheme, _, supplied = str(value).partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.encode(), token.encode())
+
+
+def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None = None) -> Starlette:
+    config = config or ServerConfig.from_env()
+    metrics = Metrics()
+    state: dict[str, SpeechService] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        eng = (
+            engine
+            if engine is not None
+            else await asyncio.to_thread(KokoroEngine.load, config.model_dir, config.model_variant)
+        )
+        service = SpeechService(eng, config, metrics)
+        metrics.queue_depth = lambda: service.scheduler.queue_depth
+        service.start()
+        state["service"] = service
+        app.state.service = service
+        if config.warm_up:
+            await service.warm_up()
+        else:
+            service.ready = True
+        log.info("speech server ready (providers %s)", eng.providers)
+        try:
+            yield
+        finally:
+            service.ready = False
+            service.stop()
+
+    async def ping(request: Request) -> Response:
+        service = state.get("service")
+        if service is None or not service.ready:
+            return _error(503, ErrorCode.NOT_READY, "model is loading or warming up")
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_route(request: Request) -> Response:
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def invocations(request: Request) -> Response:
+        service = state.get("service")
+        if service is None or not service.ready:
+            return _error(
+                503, ErrorCode.NOT_READY, "model is loading or warming up; retry after /ping returns 200"
+            )
+        if not _authorized(request.headers, config.auth_token):
+            return _error(401, ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+        body = await request.body()
+        if len(body) > config.max_message_bytes:
+            return _error(
+                413,
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"body is {len(body)} bytes; the limit is {config.max_message_bytes}",
+            )
+        try:
+            obj = json.loads(body.decode("utf-8"))
+        except UnicodeDecodeError:
+            return _error(400, ErrorCode.INVALID_UTF8, "body must be UTF-8 JSON")
+        except (ValueError, RecursionError):
+            return _error(400, ErrorCode.INVALID_JSON, 'body must be JSON such as {"text": "Hello."}')
+        if not isinstance(obj, dict):
+            return _error(
+                400, ErrorCode.INVALID_MESSAGE, 'body must be a JSON object such as {"text": "Hello."}'
+            )
+        obj.setdefault("type", "synthesize")
+        try:
+            msg = message_from_object(obj, config.limits)
+            if not isinstance(msg, Synthesize):
+                raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
+            resolved = service.resolve(
+                msg.text, SessionDefaults(), msg.voice, msg.speed, msg.format, msg.lang, msg.id
+            )
+            pieces_iter = service.audio_pieces(resolved)
+            first = await anext(pieces_iter)  # plan + first piece before headers: errors become 4xx
+        except ProtocolError as exc:
+            metrics.count_error(str(exc.code))
+            return _error(400, exc.code, exc.message)
+        stream_sse = obj.get("stream") == "sse" or "text/event-stream" in request.headers.get("accept", "")
+        body_iter = (
+            _sse_body(resolved, first, pieces_iter)
+            if stream_sse
+            else _audio_body(resolved, first, pieces_iter)
+        )
+        media = "text/event-stream" if stream_sse else MEDIA_TYPES[resolved.format]
+        return StreamingResponse(body_iter, media_type=media)
+
+    async def bidi(ws: WebSocket) -> None:
+        service = state.get("service")
+        await ws.accept()
+        if service is None or not service.ready:
+            await ws.send_text(
+                encode_event(
+                    ErrorEvent(ErrorCode.NOT_READY, "model is loading; retry after /ping returns 200")
+                )
+            )
+            await ws.close(1013, "not ready")
+            return
+        if not _authorized(ws.headers, config.auth_token):
+            await ws.send_text(
+                encode_event(ErrorEvent(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"))
+            )
+            await ws.close(1008, "unauthorized")
+            return
+        if metrics.active_sessions >= config.max_sessions:
+            await ws.send_text(
+                encode_event(
+                    ErrorEvent(
+                        ErrorCode.SERVER_BUSY,
+                        f"the server holds {config.max_sessions} sessions already; retry later",
+                    )
+                )
+            )
+            await ws.close(1013, "server busy")
+            return
+        session_id = ws.headers.get("x-amzn-sagemaker-session-id") or uuid.uuid4().hex[:12]
+        metrics.active_sessions += 1
+        try:
+            await BidiSession(ws, service, session_id).run()
+        finally:
+            metrics.active_sessions -= 1
+
+    return Starlette(
+        routes=[
+            Route("/ping", ping, methods=["GET"]),
+            Route("/invocations", invocations, methods=["POST"]),
+            Route("/metrics", metrics_route, methods=["GET"]),
+            WebSocketRoute(WS_PATH, bidi),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def _chain(
+    first: NDArray[np.float32], rest: AsyncIterator[NDArray[np.float32]]
+) -> AsyncIterator[NDArray[np.float32]]:
+    yield first
+    async for audio in rest:
+        yield audio
+
+
+async def _audio_body(
+    request: ResolvedRequest, first: NDArray[np.float32], rest: AsyncIterator[NDArray[np.float32]]
+) -> AsyncIterator[bytes]:
+    encoder = make_encoder(request.format)
+    async for audio in _chain(first, rest):
+        data = encoder.encode(audio)
+        if data:
+            yield data
+    tail = encoder.flush()
+    if tail:
+        yield tail
+
+
+async def _sse_body(
+    request: ResolvedRequest, first: NDArray[np.float32], rest: AsyncIterator[NDArray[np.float32]]
+) -> AsyncIterator[bytes]:
+    """Audio as SSE events with base64 data, for InvokeEndpointWithResponseStream callers."""
+
+    def event(payload: dict[str, object]) -> bytes:
+        return f"data: {json.dumps(payload)}\n\n".encode()
+
+    yield event({"type": "audio_start", "format": request.format, "sample_rate": SAMPLE_RATE})
+    seq = 0
+    async for data in _audio_body(request, first, rest):
+        yield event({"type": "audio_chunk", "seq": seq, "data": base64.b64encode(data).decode("ascii")})
+        seq += 1
+    yield event({"type": "audio_end", "chunks": seq})

@@ -1,0 +1,59 @@
+"""Speech server settings: defaults a public endpoint can run with, every one overridable by environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from streamvoice.protocol import Limits
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    model_dir: str | None = None
+    model_variant: str | None = None  # "int8" | "fp32"; None picks int8 when present
+    ort_threads: int = 0  # 0 = all cores
+    synth_workers: int = 1  # concurrent model calls; one is fastest on a small CPU
+    scheduler: str = "deadline"  # or "fifo"
+    max_message_bytes: int = 64 * 1024
+    max_text_chars: int = 10_000
+    max_queued_messages: int = 64  # per session
+    max_sessions: int = 64
+    idle_timeout_s: float = 300.0
+    session_lifetime_s: float = 3600.0
+    auth_token: str | None = None
+    warm_up: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(max_message_bytes=self.max_message_bytes, max_text_chars=self.max_text_chars)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ServerConfig:
+        """``STREAMVOICE_<FIELD>`` for every field, then explicit overrides (CLI flags) on top."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            raw = os.environ.get(f"STREAMVOICE_{f.name.upper()}")
+            if raw is None:
+                continue
+            values[f.name] = _convert(raw, type(getattr(cls(), f.name)))
+        if "model_dir" not in values and os.environ.get("KOKORO_MODEL_DIR"):
+            values["model_dir"] = os.environ["KOKORO_MODEL_DIR"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def _convert(raw: str, kind: type) -> Any:
+    if kind is bool:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if kind is int:
+        return int(raw)
+    if kind is float:
+        return float(raw)
+    return raw

@@ -1,0 +1,90 @@
+"""Prometheus text-format metrics, without a client library: a handful of counters and histograms."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+_BUCKETS_S = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
+class Histogram:
+    def __init__(self, buckets: tuple[float, ...] = _BUCKETS_S) -> None:
+        self.buckets = buckets
+        self.counts = [0] * len(buckets)
+        self.total = 0.0
+        self.n = 0
+
+    def observe(self, value: float) -> None:
+        for i, edge in enumerate(self.buckets):
+            if value <= edge:
+                self.counts[i] += 1
+        self.total += value
+        self.n += 1
+
+    def render(self, name: str) -> list[str]:
+        lines = [f"# TYPE {name} histogram"]
+        for edge, count in zip(self.buckets, self.counts, strict=True):
+            lines.append(f'{name}_bucket{{le="{edge}"}} {count}')
+        lines += [
+            f'{name}_bucket{{le="+Inf"}} {self.n}',
+            f"{name}_sum {self.total:.6f}",
+            f"{name}_count {self.n}",
+        ]
+        return lines
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.first_audio = Histogram()
+        self.model_call = Histogram()
+        self.rtf = Histogram((0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0))
+        self.errors: Counter[str] = Counter()
+        self.messages = 0
+        self.audio_seconds = 0.0
+        self.active_sessions = 0
+        self.queue_depth: Callable[[], int] = lambda: 0
+
+    def observe_first_audio(self, seconds: float) -> None:
+        with self._lock:
+            self.first_audio.observe(seconds)
+
+    def observe_model_call(self, seconds: float, audio_s: float) -> None:
+        with self._lock:
+            self.model_call.observe(seconds)
+            if audio_s > 0:
+                self.rtf.observe(seconds / audio_s)
+            self.audio_seconds += audio_s
+
+    def count_error(self, code: str) -> None:
+        with self._lock:
+            self.errors[code] += 1
+
+    def count_message(self) -> None:
+        with self._lock:
+            self.messages += 1
+
+    def render(self) -> str:
+        with self._lock:
+            lines: list[str] = []
+            lines += self.first_audio.render("streamvoice_time_to_first_audio_seconds")
+            lines += self.model_call.render("streamvoice_model_call_seconds")
+            lines += self.rtf.render("streamvoice_real_time_factor")
+            lines += [
+                "# TYPE streamvoice_messages_total counter",
+                f"streamvoice_messages_total {self.messages}",
+            ]
+            lines += [
+                "# TYPE streamvoice_audio_seconds_total counter",
+                f"streamvoice_audio_seconds_total {self.audio_seconds:.3f}",
+            ]
+            lines += ["# TYPE streamvoice_errors_total counter"]
+            lines += [f'streamvoice_errors_total{{code="{c}"}} {n}' for c, n in sorted(self.errors.items())]
+            lines += [
+                "# TYPE streamvoice_active_sessions gauge",
+                f"streamvoice_active_sessions {self.active_sessions}",
+            ]
+            lines += ["# TYPE streamvoice_queue_depth gauge", f"streamvoice_queue_depth {self.queue_depth()}"]
+        return "\n".join(lines) + "\n"

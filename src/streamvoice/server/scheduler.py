@@ -1,0 +1,129 @@
+"""Which model call runs next, across every session on the server.
+
+The model is the scarce resource (two cores run one call at a time well). Model calls go through one
+priority queue served by worker threads, so the event loop never blocks and the order is a policy:
+
+- ``deadline``: earliest playback deadline first. A new session's first piece is due now; a later piece
+  of a session that already has seconds of audio buffered is due only when that audio runs out.
+- ``fifo``: arrival order, the baseline the benchmarks compare against.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+Policy = Literal["deadline", "fifo"]
+
+
+@dataclass(order=True)
+class _Job:
+    key: float
+    seq: int
+    fn: Callable[[], Any] = field(compare=False)
+    future: asyncio.Future[Any] = field(compare=False)
+    loop: asyncio.AbstractEventLoop = field(compare=False)
+
+
+class SynthesisScheduler:
+    def __init__(self, workers: int = 1, policy: Policy = "deadline") -> None:
+        self.policy: Policy = policy
+        self._workers = workers
+        self._heap: list[_Job] = []
+        self._cv = threading.Condition()
+        self._seq = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+        self.busy = 0
+        self.completed = 0
+
+    def start(self) -> None:
+        if self._threads:
+            return
+        self._stopping = False
+        for i in range(self._workers):
+            t = threading.Thread(target=self._run, name=f"synth-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._cv:
+            self._stopping = True
+            for job in self._heap:
+                job.loop.call_soon_threadsafe(_cancel, job.future)
+            self._heap.clear()
+            self._cv.notify_all()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads.clear()
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._heap)
+
+    def submit(self, fn: Callable[[], T], deadline: float | None = None) -> asyncio.Future[T]:
+        """Queue a blocking call; cancelling the returned future before it starts skips the call."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        now = time.monotonic()
+        key = now if self.policy == "fifo" or deadline is None else deadline
+        with self._cv:
+            if self._stopping:
+                future.set_exception(RuntimeError("scheduler is stopping"))
+                return future
+            heapq.heappush(self._heap, _Job(key, next(self._seq), fn, future, loop))
+            self._cv.notify()
+        return future
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._heap and not self._stopping:
+                    self._cv.wait()
+                if self._stopping:
+                    return
+                job = heapq.heappop(self._heap)
+                if job.future.cancelled():
+                    continue
+                self.busy += 1
+            try:
+                result = job.fn()
+            except (
+                BaseException
+            ) as exc:  # delivered to the awaiting session, which turns it into an error frame
+                _deliver(job, _fail, exc)
+            else:
+                _deliver(job, _resolve, result)
+            finally:
+                with self._cv:
+                    self.busy -= 1
+                    self.completed += 1
+
+
+def _deliver(job: _Job, fn: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:
+    # A closed loop (process shutting down) means nobody is waiting for this result.
+    with contextlib.suppress(RuntimeError):
+        job.loop.call_soon_threadsafe(fn, job.future, value)
+
+
+def _resolve(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _cancel(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()

@@ -1,0 +1,160 @@
+"""The speech service both routes share: request validation, planning, and scheduled model calls.
+
+Routes own transport; this module owns the rules (what a valid request is, how a message becomes model
+calls, when each call is due).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.kokoro import EngineError, KokoroEngine, Piece
+from streamvoice.engine.voices import VoiceError, VoiceSpec
+from streamvoice.protocol import DEFAULT_FORMAT, DEFAULT_VOICE, ErrorCode, ProtocolError
+from streamvoice.server.config import ServerConfig
+from streamvoice.server.metrics import Metrics
+from streamvoice.server.scheduler import SynthesisScheduler
+
+# Seconds of audio per phoneme token at speed 1.0, plus the model's lead-in/out; measured on the bench
+# texts (af_heart). Only used to estimate playback deadlines before the audio exists.
+AUDIO_S_PER_TOKEN = 0.058
+AUDIO_S_OVERHEAD = 0.3
+
+
+@dataclass(frozen=True)
+class SessionDefaults:
+    voice: str = DEFAULT_VOICE
+    speed: float = 1.0
+    format: str = DEFAULT_FORMAT
+    lang: str | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    text: str
+    voice: VoiceSpec
+    speed: float
+    format: str
+    lang: str
+
+
+class PlaybackClock:
+    """Tracks when a listener will run out of audio, to give each model call a deadline."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.scheduled_s = 0.0
+
+    def next_deadline(self, estimated_s: float) -> float:
+        now = time.monotonic()
+        if self.start is None or self.start + self.scheduled_s < now:
+            self.start, self.scheduled_s = now, 0.0  # listener drained: the next audio is due now
+        deadline = self.start + self.scheduled_s
+        self.scheduled_s += estimated_s
+        return deadline
+
+
+def estimate_audio_s(piece: Piece, speed: float) -> float:
+    return (AUDIO_S_OVERHEAD + AUDIO_S_PER_TOKEN * len(piece.tokens)) / speed
+
+
+class SpeechService:
+    def __init__(self, engine: KokoroEngine, config: ServerConfig, metrics: Metrics | None = None) -> None:
+        self.engine = engine
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self.scheduler = SynthesisScheduler(workers=config.synth_workers, policy=_policy(config.scheduler))
+        self.ready = False
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+
+    async def warm_up(self) -> None:
+        await self.scheduler.submit(self.engine.warm_up, deadline=0.0)
+        self.ready = True
+
+    def resolve(
+        self,
+        text: str,
+        defaults: SessionDefaults,
+        voice: str | None = None,
+        speed: float | None = None,
+        fmt: str | None = None,
+        lang: str | None = None,
+        msg_id: str | None = None,
+    ) -> ResolvedRequest:
+        try:
+            spec = self.engine.parse_voice(voice or defaults.voice)
+        except VoiceError as exc:
+            raise ProtocolError(ErrorCode.UNKNOWN_VOICE, str(exc), msg_id) from None
+        try:
+            resolved_lang = self.engine.resolve_lang(spec, lang or defaults.lang)
+        except EngineError as exc:
+            raise ProtocolError(ErrorCode.INVALID_FIELD, str(exc), msg_id) from None
+        return ResolvedRequest(
+            text=text,
+            voice=spec,
+            speed=speed if speed is not None else defaults.speed,
+            format=fmt or defaults.format,
+            lang=resolved_lang,
+        )
+
+    def check_defaults(self, defaults: SessionDefaults) -> SessionDefaults:
+        """Validate a configure message by resolving a dummy request with the new defaults."""
+        self.resolve("x", defaults)
+        return replace(defaults)
+
+    async def plan(self, request: ResolvedRequest) -> list[Piece]:
+        pieces = await asyncio.to_thread(self.engine.plan, request.text, request.lang)
+        if not pieces:
+            raise ProtocolError(
+                ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
+            )
+        return pieces
+
+    def submit(
+        self, pieces: list[Piece], request: ResolvedRequest, clock: PlaybackClock
+    ) -> list[asyncio.Future[NDArray[np.float32]]]:
+        """Queue every piece now (pipelining), each due when the listener would run out of audio."""
+        futures = []
+        for piece in pieces:
+            deadline = clock.next_deadline(estimate_audio_s(piece, request.speed))
+            futures.append(self.scheduler.submit(self._call(piece, request), deadline=deadline))
+        return futures
+
+    def _call(self, piece: Piece, request: ResolvedRequest):  # type: ignore[no-untyped-def]
+        engine, metrics = self.engine, self.metrics
+
+        def run() -> NDArray[np.float32]:
+            started = time.perf_counter()
+            audio = engine.synthesize_piece(piece, request.voice, request.speed)
+            metrics.observe_model_call(time.perf_counter() - started, audio.size / engine.sample_rate)
+            return audio
+
+        return run
+
+    async def audio_pieces(self, request: ResolvedRequest) -> AsyncIterator[NDArray[np.float32]]:
+        """Audio per model call, in order, as each is ready; cancels unstarted calls if abandoned."""
+        pieces = await self.plan(request)
+        futures = self.submit(pieces, request, PlaybackClock())
+        try:
+            for fut in futures:
+                yield await fut
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+
+def _policy(name: str):  # type: ignore[no-untyped-def]
+    if name not in ("deadline", "fifo"):
+        raise ValueError(f"scheduler must be 'deadline' or 'fifo', not {name!r}")
+    return name
