@@ -119,6 +119,16 @@ def cmd_models_download(args: argparse.Namespace) -> int:
     )
 
     dest = Path(args.dest) if args.dest else user_cache_dir()
+    if args.if_missing:
+        from streamvoice.engine.model_files import ModelNotFoundError, resolve_model_files
+
+        try:
+            found = resolve_model_files(args.dest)
+        except ModelNotFoundError:
+            pass
+        else:
+            print(f"model files present: {found.model.parent}")
+            return 0
     try:
         files = download_models(dest, args.variant, args.base_url or RELEASE_BASE_URL, text_progress())
     except DownloadError as exc:
@@ -161,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = msub.add_parser("download", help="fetch the official Kokoro v1.0 release and verify sha256")
     d.add_argument("--variant", action="append", choices=["int8", "fp32"], help="repeatable; default int8")
     d.add_argument("--dest", help="default: the user cache")
+    d.add_argument("--if-missing", action="store_true", help="do nothing when the files are already found")
     d.add_argument("--base-url", help=argparse.SUPPRESS)
     d.set_defaults(func=cmd_models_download)
 

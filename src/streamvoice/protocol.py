@@ -179,6 +179,10 @@ def _text(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> str:
         raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', msg_id)
     if not text.strip():
         raise ProtocolError(ErrorCode.EMPTY_TEXT, '"text" is empty; send something to say', msg_id)
+    if not any(ch.isalnum() for ch in text):
+        raise ProtocolError(
+            ErrorCode.EMPTY_TEXT, '"text" has nothing speakable (no letters or digits); send words to say', msg_id
+        )
     if len(text) > limits.max_text_chars:
         raise ProtocolError(
             ErrorCode.TEXT_TOO_LONG,

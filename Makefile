@@ -1,0 +1,48 @@
+# Two entry points a fresh clone needs: `make demo` and `make test`. Each installs what it needs.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.12 >/dev/null 2>&1 && echo python3.12 || echo python)
+VENV := .venv
+BIN := $(VENV)/bin
+# Dev and CI read the model from the shared folder beside the repo; users get it from `streamvoice models download`.
+ifneq ($(wildcard ../shared/kokoro/voices-v1.0.bin),)
+export KOKORO_MODEL_DIR ?= $(abspath ../shared/kokoro)
+endif
+
+.PHONY: install demo test lint typecheck unit browser-deps bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[agent,infra,dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install
+	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(BIN)/streamvoice models download --if-missing; fi
+	$(BIN)/streamvoice demo $(ARGS)
+
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser test"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "could not install chromium: the browser test will fail with a message saying so"; }
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install browser-deps
+	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
+
+test: lint typecheck unit
+
+bench: install
+	$(BIN)/python -m streamvoice.bench.suite $(ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache results

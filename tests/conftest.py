@@ -1,0 +1,94 @@
+"""Shared fixtures: the real Kokoro model, a real speech server on loopback, and a real Whisper model."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from streamvoice.engine import KokoroEngine
+from streamvoice.server import ServerConfig, create_app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def model_dir() -> Path:
+    configured = os.environ.get("KOKORO_MODEL_DIR")
+    path = Path(configured) if configured else ROOT.parent / "shared" / "kokoro"
+    if not (path / "voices-v1.0.bin").is_file():
+        pytest.fail(
+            f"Kokoro model files not found in {path}. Set KOKORO_MODEL_DIR to a folder with "
+            "kokoro-v1.0.int8.onnx and voices-v1.0.bin, or run `streamvoice models download`."
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def kokoro_dir() -> Path:
+    return model_dir()
+
+
+@pytest.fixture(scope="session")
+def engine(kokoro_dir: Path) -> KokoroEngine:
+    return KokoroEngine.load(kokoro_dir)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RunningServer:
+    """A real uvicorn server on a loopback port, in a thread of this process."""
+
+    def __init__(self, app: object, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.ws_url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws_max_size=1 << 20)  # type: ignore[arg-type]
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self, timeout: float = 60.0) -> RunningServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("speech server did not become healthy")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+def start_speech_server(engine: KokoroEngine, **config: object) -> RunningServer:
+    port = free_port()
+    cfg = ServerConfig(port=port, **config)  # type: ignore[arg-type]
+    return RunningServer(create_app(cfg, engine=engine), port).start()
+
+
+@pytest.fixture(scope="session")
+def speech_server(engine: KokoroEngine) -> Iterator[RunningServer]:
+    server = start_speech_server(engine, max_text_chars=2000, max_message_bytes=16 * 1024)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def transcriber(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    from streamvoice.bench.asr import Transcriber
+
+    return Transcriber.load(tmp_path_factory.mktemp("whisper"))

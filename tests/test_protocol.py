@@ -1,0 +1,104 @@
+import json
+
+import pytest
+
+from streamvoice.protocol import (
+    Cancel,
+    Close,
+    Configure,
+    ErrorCode,
+    Limits,
+    ProtocolError,
+    Synthesize,
+    decode_client_frame,
+    decode_control_frame,
+)
+
+
+def code_of(frame: str | bytes, limits: Limits = Limits()) -> ErrorCode:
+    with pytest.raises(ProtocolError) as info:
+        decode_client_frame(frame, limits)
+    return info.value.code
+
+
+def test_text_and_binary_frames_decode_the_same() -> None:
+    payload = {"type": "synthesize", "text": "Hello.", "voice": "af_heart", "speed": 1.2, "format": "MP3", "id": 7}
+    as_text = decode_client_frame(json.dumps(payload))
+    as_bytes = decode_client_frame(json.dumps(payload).encode())
+    assert as_text == as_bytes == Synthesize(text="Hello.", id="7", voice="af_heart", speed=1.2, format="mp3")
+
+
+def test_text_without_type_is_a_synthesize_request() -> None:
+    assert decode_client_frame(b'{"text": "Hi there."}') == Synthesize(text="Hi there.")
+
+
+def test_control_messages() -> None:
+    assert decode_client_frame('{"type": "cancel"}') == Cancel()
+    assert decode_client_frame('{"type": "close"}') == Close()
+    assert decode_client_frame('{"type": "configure", "voice": "bm_george", "speed": 0.9}') == Configure(
+        voice="bm_george", speed=0.9
+    )
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", ErrorCode.INVALID_JSON),
+        ("[1, 2]", ErrorCode.INVALID_MESSAGE),
+        ('"text"', ErrorCode.INVALID_MESSAGE),
+        (b"\xff\xfe{", ErrorCode.INVALID_UTF8),
+        ("{}", ErrorCode.MISSING_TEXT),
+        ('{"type": "synthesize"}', ErrorCode.MISSING_TEXT),
+        ('{"type": "synthesize", "text": "   "}', ErrorCode.EMPTY_TEXT),
+        ('{"type": "synthesize", "text": 5}', ErrorCode.INVALID_FIELD),
+        ('{"type": "dance"}', ErrorCode.UNKNOWN_TYPE),
+        ('{"type": ["x"]}', ErrorCode.UNKNOWN_TYPE),
+        ('{"text": "hi", "speed": 3}', ErrorCode.INVALID_SPEED),
+        ('{"text": "hi", "speed": 0.1}', ErrorCode.INVALID_SPEED),
+        ('{"text": "hi", "speed": "fast"}', ErrorCode.INVALID_SPEED),
+        ('{"text": "hi", "speed": true}', ErrorCode.INVALID_SPEED),
+        ('{"text": "hi", "format": "flac"}', ErrorCode.UNSUPPORTED_FORMAT),
+        ('{"text": "hi", "voice": 3}', ErrorCode.UNKNOWN_VOICE),
+        ("[" * 100_000, ErrorCode.MESSAGE_TOO_LARGE),
+    ],
+)
+def test_bad_frames_get_stable_codes(frame: str | bytes, code: ErrorCode) -> None:
+    assert code_of(frame) == code
+
+
+def test_deep_json_is_rejected_not_crashing() -> None:
+    assert code_of("[" * 5000 + "]" * 5000, Limits(max_message_bytes=1 << 20)) in (
+        ErrorCode.INVALID_JSON,
+        ErrorCode.INVALID_MESSAGE,
+    )
+    assert code_of('{"a":' * 50_000 + "1" + "}" * 50_000, Limits(max_message_bytes=1 << 20)) in (
+        ErrorCode.INVALID_JSON,
+        ErrorCode.MISSING_TEXT,
+    )
+
+
+def test_text_length_limit_says_what_to_do() -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode_client_frame(json.dumps({"text": "a" * 101, "id": "x"}), Limits(max_text_chars=100))
+    assert info.value.code == ErrorCode.TEXT_TOO_LONG
+    assert "several messages" in info.value.message
+    assert info.value.id == "x"
+
+
+def test_error_messages_never_echo_raw_exceptions() -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode_client_frame('{"type": "synthesize"}')
+    assert info.value.message != "text"
+    assert "text" in info.value.message and "field" in info.value.message
+
+
+def test_control_frame_rule_needs_the_whole_chunk() -> None:
+    assert decode_control_frame(b'{"type": "synthesis_complete", "id": "a"}') == {
+        "type": "synthesis_complete",
+        "id": "a",
+    }
+    pcm_starting_with_brace = bytes([0x7B, 0x00, 0x22, 0x01]) + bytes(range(200))
+    assert decode_control_frame(pcm_starting_with_brace) is None
+    assert decode_control_frame(b'{"almost": "json"') is None
+    assert decode_control_frame(b"[1, 2]") is None
+    assert decode_control_frame(b"\xff\xff") is None

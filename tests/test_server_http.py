@@ -1,0 +1,90 @@
+"""The SageMaker container contract over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import httpx
+import numpy as np
+import pytest
+
+from streamvoice.engine import KokoroEngine
+from tests.conftest import RunningServer
+
+TWO_SENTENCES = "First, a short sentence. Then a second sentence follows it, long enough to be its own piece of audio."
+
+
+def test_ping_is_healthy_after_warm_up(speech_server: RunningServer) -> None:
+    r = httpx.get(speech_server.url + "/ping")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def test_invocations_streams_pcm_per_piece(speech_server: RunningServer) -> None:
+    chunks: list[bytes] = []
+    with httpx.stream("POST", speech_server.url + "/invocations", json={"text": TWO_SENTENCES}, timeout=60) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("audio/L16")
+        for chunk in r.iter_raw():
+            chunks.append(chunk)
+    audio = np.frombuffer(b"".join(chunks), "<i2")
+    assert audio.size / 24_000 > 3.0
+    assert len(chunks) >= 2  # the first piece left before the second was synthesised
+
+
+@pytest.mark.parametrize(("fmt", "ctype"), [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg")])
+def test_invocations_formats(speech_server: RunningServer, fmt: str, ctype: str) -> None:
+    r = httpx.post(speech_server.url + "/invocations", json={"text": "Hello there.", "format": fmt}, timeout=60)
+    assert r.status_code == 200 and r.headers["content-type"].startswith(ctype)
+    assert len(r.content) > 1000
+
+
+def test_invocations_sse_for_response_streams(speech_server: RunningServer) -> None:
+    r = httpx.post(
+        speech_server.url + "/invocations", json={"text": "Hi there.", "stream": "sse"}, timeout=60
+    )
+    events = [json.loads(block[len("data: ") :]) for block in r.text.split("\n\n") if block]
+    assert [e["type"] for e in events][0] == "audio_start" and events[-1]["type"] == "audio_end"
+    audio = b"".join(base64.b64decode(e["data"]) for e in events if e["type"] == "audio_chunk")
+    assert len(audio) > 24_000
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"not json", "invalid_json"),
+        (b"[1]", "invalid_message"),
+        (b"\xff\xfe", "invalid_utf8"),
+        (b"{}", "missing_text"),
+        (b'{"text": ""}', "empty_text"),
+        (b'{"text": "hi", "voice": "af_nobody"}', "unknown_voice"),
+        (b'{"text": "hi", "speed": 9}', "invalid_speed"),
+        (b'{"text": "hi", "format": "flac"}', "unsupported_format"),
+        (json.dumps({"text": "a " * 1500}).encode(), "text_too_long"),
+        (b"x" * 20_000, "message_too_large"),
+        (b'{"text": "..."}', "empty_text"),
+    ],
+)
+def test_invocations_bad_input_is_4xx_json(speech_server: RunningServer, body: bytes, code: str) -> None:
+    r = httpx.post(speech_server.url + "/invocations", content=body, timeout=30)
+    assert 400 <= r.status_code < 500
+    err = r.json()["error"]
+    assert err["code"] == code and len(err["message"]) > 10
+
+
+def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
+    httpx.post(speech_server.url + "/invocations", json={"text": "Counting."}, timeout=60)
+    text = httpx.get(speech_server.url + "/metrics").text
+    assert "streamvoice_model_call_seconds_count" in text and "streamvoice_active_sessions" in text
+
+
+def test_ping_is_503_until_warm(engine: KokoroEngine) -> None:
+    """A server whose app has not finished start-up answers 503, never a misleading 200."""
+    from starlette.testclient import TestClient
+
+    from streamvoice.server import ServerConfig, create_app
+
+    app = create_app(ServerConfig(), engine=engine)
+    client = TestClient(app)  # no lifespan: the service never started
+    r = client.get("/ping")
+    assert r.status_code == 503 and r.json()["error"]["code"] == "not_ready"

@@ -1,0 +1,159 @@
+"""The bidirectional session over a real WebSocket: order, frame kinds, cancel, close, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+
+from streamvoice.client import ControlEvent, SpeechClient, SpeechError
+from tests.conftest import RunningServer
+
+
+async def collect(ws: Any, until: int, timeout: float = 90) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Read frames until ``until`` answers (complete or error) arrived; count audio bytes per message id."""
+    controls: list[dict[str, Any]] = []
+    audio: dict[str, int] = {}
+    current = None
+    answers = 0
+    async with asyncio.timeout(timeout):
+        while answers < until:
+            frame = await ws.recv()
+            try:
+                obj = json.loads(frame)
+                is_control = isinstance(obj, dict)
+            except (ValueError, UnicodeDecodeError):
+                is_control = False
+            if not is_control:
+                assert isinstance(frame, bytes), "audio must travel as binary frames"
+                assert current is not None, "audio arrived outside a synthesis"
+                audio[current] = audio.get(current, 0) + len(frame)
+                continue
+            assert isinstance(frame, str), "control must travel as text frames"
+            controls.append(obj)
+            if obj["type"] == "synthesis_started":
+                current = obj["id"]
+            if obj["type"] in ("synthesis_complete", "error"):
+                answers += 1
+                current = None
+    return controls, audio
+
+
+async def test_text_and_binary_frames_many_messages_in_order(speech_server: RunningServer) -> None:
+    async with connect(speech_server.ws_url) as ws:
+        await ws.send(json.dumps({"type": "synthesize", "text": "One.", "id": "a"}))
+        await ws.send(json.dumps({"text": "Two, sent as binary like SageMaker does.", "id": "b"}).encode())
+        await ws.send(json.dumps({"type": "synthesize", "text": "Three.", "id": "c", "format": "mp3"}))
+        controls, audio = await collect(ws, 3)
+    completes = [c for c in controls if c["type"] == "synthesis_complete"]
+    assert [c["id"] for c in completes] == ["a", "b", "c"]
+    assert [c["sequence"] for c in completes] == [0, 1, 2]
+    for c in completes:
+        assert c["bytes"] == audio[c["id"]] > 0 and c["audio_ms"] > 300
+    assert completes[0]["bytes"] == completes[0]["audio_ms"] * 48  # s16le at 24 kHz
+
+
+async def test_every_bad_input_gets_an_error_and_the_session_goes_on(speech_server: RunningServer) -> None:
+    bad_frames: list[str | bytes] = [
+        "not json at all",
+        "[1, 2, 3]",
+        b"\xff\xfe\xfd",
+        '{"type": "synthesize", "id": "m"}',
+        '{"type": "synthesize", "text": "", "id": "e"}',
+        '{"type": "synthesize", "text": "Hi.", "voice": "af_nobody", "id": "v"}',
+        '{"type": "synthesize", "text": "Hi.", "speed": 5, "id": "s"}',
+        json.dumps({"type": "synthesize", "text": "word " * 500, "id": "long"}),
+        "x" * 20_000,
+        '{"type": "warp"}',
+        '{"type": "configure", "voice": "zz_bad"}',
+    ]
+    expected = [
+        "invalid_json",
+        "invalid_message",
+        "invalid_utf8",
+        "missing_text",
+        "empty_text",
+        "unknown_voice",
+        "invalid_speed",
+        "text_too_long",
+        "message_too_large",
+        "unknown_type",
+        "unknown_voice",
+    ]
+    async with connect(speech_server.ws_url) as ws:
+        for frame in bad_frames:
+            await ws.send(frame)
+        await ws.send(json.dumps({"type": "synthesize", "text": "Still working.", "id": "ok"}))
+        controls, audio = await collect(ws, len(bad_frames) + 1)
+    errors = [c for c in controls if c["type"] == "error"]
+    assert [e["code"] for e in errors] == expected
+    for e in errors:
+        assert len(e["message"]) > 15 and e["message"] not in ("text", "'text'")
+    assert controls[-1]["type"] == "synthesis_complete" and controls[-1]["id"] == "ok"
+    assert audio["ok"] > 0
+    unknown = next(e for e in errors if e["code"] == "unknown_voice")
+    assert "Did you mean" in unknown["message"]
+
+
+async def test_configure_sets_session_defaults(speech_server: RunningServer) -> None:
+    async with connect(speech_server.ws_url) as ws:
+        await ws.send(json.dumps({"type": "configure", "format": "wav", "speed": 1.3, "voice": "bm_george"}))
+        await ws.send(json.dumps({"type": "synthesize", "text": "Configured.", "id": "w"}))
+        controls, _ = await collect(ws, 1)
+    assert controls[0]["type"] == "configured" and controls[0]["voice"] == "bm_george"
+    started = next(c for c in controls if c["type"] == "synthesis_started")
+    assert started["format"] == "wav"
+
+
+async def test_cancel_drops_queued_and_in_progress_work(speech_server: RunningServer) -> None:
+    long_text = "This is a long message that would take many seconds to say out loud. " * 6
+    async with connect(speech_server.ws_url) as ws:
+        for i in range(3):
+            await ws.send(json.dumps({"type": "synthesize", "text": long_text, "id": f"l{i}"}))
+        await asyncio.sleep(0.2)
+        await ws.send(json.dumps({"type": "cancel"}))
+        await ws.send(json.dumps({"type": "synthesize", "text": "After the cancel.", "id": "after"}))
+        controls, audio = await collect(ws, 4, timeout=60)
+    answers = {c["id"]: c for c in controls if c["type"] in ("synthesis_complete", "error")}
+    assert {answers[f"l{i}"]["code"] for i in range(3)} == {"cancelled"}
+    assert answers["after"]["type"] == "synthesis_complete"
+    ack = next(c for c in controls if c["type"] == "cancelled")
+    assert ack["count"] == 3
+    assert audio["after"] > 0
+
+
+async def test_close_finishes_queued_work_then_ends(speech_server: RunningServer) -> None:
+    client = await SpeechClient.connect(speech_server.ws_url)
+    await client.synthesize("Finish me before closing.", id="x")
+    await client.close()
+    events = [e async for e in client.events()]
+    types = [e.type for e in events if isinstance(e, ControlEvent)]
+    assert types[-2:] == ["synthesis_complete", "session_closed"]
+    await client.aclose()
+
+
+async def test_client_speak_and_errors(speech_server: RunningServer) -> None:
+    async with await SpeechClient.connect(speech_server.url) as client:
+        result = await client.speak("Client library test.", format="pcm")
+        assert len(result.audio) == result.complete["bytes"] > 0
+        assert result.time_to_first_audio_s is not None and result.time_to_first_audio_s > 0
+        with pytest.raises(SpeechError) as info:
+            await client.speak("x", voice="nope_voice")
+        assert info.value.code == "unknown_voice"
+        again = await client.speak("Still usable.", binary=True)
+        assert again.audio
+
+
+async def test_idle_timeout_closes_with_reason(engine) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import start_speech_server
+
+    server = await asyncio.to_thread(start_speech_server, engine, idle_timeout_s=0.5, warm_up=False)
+    try:
+        async with connect(server.ws_url) as ws:
+            frame = await asyncio.wait_for(ws.recv(), 5)
+            assert json.loads(frame)["code"] == "idle_timeout"
+    finally:
+        await asyncio.to_thread(server.stop)
