@@ -181,7 +181,9 @@ def _text(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> str:
         raise ProtocolError(ErrorCode.EMPTY_TEXT, '"text" is empty; send something to say', msg_id)
     if not any(ch.isalnum() for ch in text):
         raise ProtocolError(
-            ErrorCode.EMPTY_TEXT, '"text" has nothing speakable (no letters or digits); send words to say', msg_id
+            ErrorCode.EMPTY_TEXT,
+            '"text" has nothing speakable (no letters or digits); send words to say',
+            msg_id,
         )
     if len(text) > limits.max_text_chars:
         raise ProtocolError(

@@ -42,7 +42,7 @@ def resample(audio: NDArray[np.float32], src_rate: int, dst_rate: int = 16_000) 
     """Linear-interpolation resampling: enough for ASR, and dependency-free."""
     if src_rate == dst_rate or audio.size == 0:
         return audio.astype(np.float32)
-    n = int(round(audio.size * dst_rate / src_rate))
+    n = round(audio.size * dst_rate / src_rate)
     x_new = np.linspace(0, audio.size - 1, n)
     return np.interp(x_new, np.arange(audio.size), audio).astype(np.float32)
 

@@ -128,3 +128,15 @@ def clause_cuts(text: str) -> list[int]:
 
 def word_cuts(text: str) -> list[int]:
     return [m.start() for m in re.finditer(r"(?<=\S)\s+(?=\S)", text)]
+
+
+# Words that open a new phrase: cutting just before one keeps each half sounding natural.
+PHRASE_STARTERS = frozenset(
+    "because and but so which when while where although though since unless whereas or then".split()
+)
+_PHRASE_RE = re.compile(r"\s(?=(\w+)\s)")
+
+
+def phrase_cuts(text: str) -> list[int]:
+    """Positions of the space before a complete phrase-opening word (``... blue | because the ...``)."""
+    return [m.start() for m in _PHRASE_RE.finditer(text) if m.group(1).lower() in PHRASE_STARTERS]

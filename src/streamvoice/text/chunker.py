@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from streamvoice.text.boundaries import CJK_STOPS, clause_cuts, sentence_cuts, word_cuts
+from streamvoice.text.boundaries import CJK_STOPS, clause_cuts, phrase_cuts, sentence_cuts, word_cuts
 from streamvoice.text.markdown import clean_token
 
 Measure = Callable[[str], int]
@@ -39,8 +39,9 @@ class ChunkPolicy:
 
     min_tokens: Sequence[int] = (12, 24, 48, 96)  # piece k needs min_tokens[min(k, len-1)]
     max_tokens: int = 300
-    fast_first: bool = False  # let the first piece end at a clause break
-    first_clause_min_tokens: int = 24  # a first clause shorter than this waits for more
+    fast_first: bool = False  # let the first piece end at a clause or phrase break
+    first_clause_min_tokens: int = 12  # a first clause shorter than this waits for more
+    first_phrase_min_tokens: int = 18  # cut before "because", "and", ... once the head is this long
     clean_markdown: bool = True
 
     def min_for(self, index: int) -> int:
@@ -142,10 +143,16 @@ class IncrementalSentenceChunker:
         decided_until = until - offset
         if self.policy.fast_first and self._emitted == 0:
             clause_min = self.policy.first_clause_min_tokens
+            phrase_min = self.policy.first_phrase_min_tokens
             candidates += [
                 c
                 for c in clause_cuts(self._pending)
                 if c < decided_until and self.measure(self._pending[:c]) >= clause_min
+            ]
+            candidates += [
+                c
+                for c in phrase_cuts(self._pending)
+                if c < decided_until and self.measure(self._pending[:c]) >= phrase_min
             ]
         need = self.policy.min_for(self._emitted)
         for c in sorted(set(candidates)):

@@ -1,0 +1,22 @@
+"""The agent side: LLM sources, the speech pipeline (bidi vs batch), the caller-facing service, the demo."""
+
+from streamvoice.agent.llm import (
+    BedrockSource,
+    LlamaCppSource,
+    LLMError,
+    OpenAICompatibleSource,
+    ScriptedTextSource,
+    TextSource,
+)
+from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
+
+__all__ = [
+    "BedrockSource",
+    "LLMError",
+    "LlamaCppSource",
+    "OpenAICompatibleSource",
+    "ScriptedTextSource",
+    "SpeechPipeline",
+    "TextSource",
+    "TurnOptions",
+]

@@ -1,0 +1,220 @@
+"""The caller-facing agent service, on bedrock-agentcore's app class so the same entry point runs on
+AgentCore Runtime: ``GET /ping``, ``POST /invocations`` answering Server-Sent Events, ``WS /ws`` with binary
+audio frames, and the browser page at ``/``.
+
+The speech endpoint comes from the agent's own configuration, never from the request: a caller must not
+be able to point the agent's traffic somewhere else.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hmac
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bedrock_agentcore import BedrockAgentCoreApp
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from streamvoice.agent.llm import TextSource
+from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
+from streamvoice.client import SpeechClient
+
+log = logging.getLogger("streamvoice.agent")
+
+WEB_DIR = Path(str(resources.files("streamvoice").joinpath("web/static")))
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    speech_url: str = "http://127.0.0.1:8080"
+    speech_token: str | None = None
+    auth_token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_prompt_chars: int = 2000
+    default_voice: str = "af_heart"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> AgentConfig:
+        env = os.environ
+        values: dict[str, Any] = {}
+        if env.get("STREAMVOICE_SPEECH_URL"):
+            values["speech_url"] = env["STREAMVOICE_SPEECH_URL"]
+        if env.get("STREAMVOICE_SPEECH_TOKEN"):
+            values["speech_token"] = env["STREAMVOICE_SPEECH_TOKEN"]
+        if env.get("STREAMVOICE_AGENT_TOKEN"):
+            values["auth_token"] = env["STREAMVOICE_AGENT_TOKEN"]
+        if env.get("STREAMVOICE_CORS_ORIGINS"):
+            values["cors_origins"] = tuple(
+                o.strip() for o in env["STREAMVOICE_CORS_ORIGINS"].split(",") if o.strip()
+            )
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+class BadRequest(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOptions]:
+    """Validate a caller's payload. Unknown fields are ignored (AgentCore adds its own); none can redirect traffic."""
+    if not isinstance(payload, dict):
+        raise BadRequest("invalid_message", 'send a JSON object such as {"prompt": "Hello"}')
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise BadRequest("missing_prompt", '"prompt" must be a non-empty string')
+    if len(prompt) > config.max_prompt_chars:
+        raise BadRequest("prompt_too_long", f'"prompt" is limited to {config.max_prompt_chars} characters')
+    mode = payload.get("mode", "bidi")
+    if mode not in ("bidi", "batch"):
+        raise BadRequest("invalid_mode", '"mode" must be "bidi" or "batch"')
+    voice = payload.get("voice", config.default_voice)
+    if not isinstance(voice, str) or not voice.strip() or len(voice) > 200:
+        raise BadRequest("invalid_voice", '"voice" must be a voice name such as "af_heart"')
+    speed = payload.get("speed", 1.0)
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.5 <= speed <= 2.0:
+        raise BadRequest("invalid_speed", '"speed" must be a number from 0.5 to 2.0')
+    return prompt.strip(), TurnOptions(mode=mode, voice=voice.strip(), speed=float(speed))
+
+
+def to_sse_payload(event: Event) -> Event:
+    """SSE is text: audio travels base64-encoded inside JSON (the AgentCore entry point yields dicts)."""
+    if event["type"] == "audio_chunk":
+        return {**event, "data": base64.b64encode(event["data"]).decode("ascii")}
+    return event
+
+
+def _authorized(value: str | None, token: str | None) -> bool:
+    if not token:
+        return True
+    scheme, _, supplied = (value or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.encode(), token.encode())
+
+
+class AgentApp(BedrockAgentCoreApp):
+    """AgentCore's app with safe request parsing: callers never see raw exception text."""
+
+    def __init__(self, config: AgentConfig, middleware: list[Middleware]) -> None:
+        super().__init__(middleware=middleware)
+        self.config = config
+
+    async def _handle_invocation(self, request: Request) -> Response:
+        if not _authorized(request.headers.get("authorization"), self.config.auth_token):
+            return JSONResponse(
+                {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <token>"}}, 401
+            )
+        body = await request.body()
+        try:
+            json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "invalid_json",
+                        "message": 'send a JSON object such as {"prompt": "Hello"}',
+                    }
+                },
+                400,
+            )
+        response: Response = await super()._handle_invocation(request)  # type: ignore[no-untyped-call]
+        return response
+
+
+def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> AgentApp:
+    cfg = config or AgentConfig.from_env()
+    middleware = []
+    if cfg.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cfg.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["content-type", "authorization"],
+            )
+        )
+    app = AgentApp(cfg, middleware)
+
+    async def connect() -> SpeechClient:
+        return await SpeechClient.connect(cfg.speech_url, cfg.speech_token)
+
+    pipeline = SpeechPipeline(source, connect)
+    app.state.pipeline = pipeline
+
+    @app.entrypoint
+    async def invoke(payload: Any) -> Any:
+        try:
+            prompt, options = parse_turn_request(payload, cfg)
+        except BadRequest as exc:
+            return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=400)
+
+        async def events() -> AsyncIterator[Event]:
+            async for event in pipeline.run(prompt, options):
+                yield to_sse_payload(event)
+
+        return events()
+
+    @app.websocket
+    async def ws_handler(websocket: WebSocket, context: Any) -> None:
+        if not _authorized(websocket.headers.get("authorization"), cfg.auth_token):
+            await websocket.close(1008, "unauthorized")
+            return
+        await websocket.accept()
+        with contextlib.suppress(WebSocketDisconnect):
+            while True:
+                raw = await _receive_any(websocket)
+                if raw is None:
+                    return
+                try:
+                    prompt, options = parse_turn_request(_loads(raw), cfg)
+                except BadRequest as exc:
+                    await websocket.send_text(
+                        json.dumps({"type": "error", "code": exc.code, "message": exc.message})
+                    )
+                    continue
+                async for event in pipeline.run(prompt, options):
+                    if event["type"] == "audio_chunk":
+                        await websocket.send_bytes(event["data"])
+                    else:
+                        await websocket.send_text(json.dumps(event))
+
+    async def index(request: Request) -> Response:
+        return FileResponse(WEB_DIR / "index.html")
+
+    app.add_route("/", index, methods=["GET"])
+    app.routes.append(Mount("/static", app=StaticFiles(directory=str(WEB_DIR)), name="static"))
+    return app
+
+
+async def _receive_any(websocket: WebSocket) -> str | bytes | None:
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        return None
+    text = message.get("text")
+    if isinstance(text, str):
+        return text
+    data = message.get("bytes")
+    return data if isinstance(data, bytes) else b""
+
+
+def _loads(raw: str | bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None

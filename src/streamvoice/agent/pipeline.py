@@ -1,0 +1,231 @@
+"""One agent turn: text streams from a language model, speech streams back to the caller.
+
+``bidi``: every piece the chunker completes goes straight into one speech session, so synthesis overlaps
+generation and audio is forwarded the moment it arrives. ``batch``: the baseline the seeds measured
+against; wait for the whole answer, then one synthesis request.
+
+The pipeline speaks to the speech server only through ``streamvoice.client`` (the protocol), never its
+insides, so the same code drives a local server or a SageMaker endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from streamvoice.agent.llm import LLMError, TextSource
+from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
+from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
+
+log = logging.getLogger("streamvoice.agent")
+
+Mode = Literal["bidi", "batch"]
+Event = dict[str, Any]
+Connect = Callable[[], Awaitable[SpeechClient]]
+
+# The agent's default piece schedule: a fast first piece (first clause at a comma once it is long enough),
+# then pieces that grow toward Kokoro's comfortable length.
+AGENT_POLICY = ChunkPolicy(
+    min_tokens=(12, 30, 60, 100), max_tokens=300, fast_first=True, first_clause_min_tokens=20
+)
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    mode: Mode = "bidi"
+    voice: str | None = None
+    speed: float | None = None
+    format: str = "pcm"
+    policy: ChunkPolicy = field(default_factory=lambda: AGENT_POLICY)
+    timeout_s: float = 120.0
+
+
+class TurnError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class SpeechPipeline:
+    def __init__(self, source: TextSource, connect: Connect) -> None:
+        self.source = source
+        self._connect = connect
+
+    async def run(self, prompt: str, options: TurnOptions = TurnOptions()) -> AsyncIterator[Event]:
+        """Yield caller events, each stamped with ``t_ms`` since ``agent_start``. Never raises, never hangs."""
+        t0 = time.perf_counter()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        def emit(kind: str, **fields: Any) -> float:
+            t_ms = round((time.perf_counter() - t0) * 1000, 1)
+            queue.put_nowait({"type": kind, "t_ms": t_ms, **fields})
+            return t_ms
+
+        emit("agent_start", mode=options.mode, model=self.source.name)
+        turn = _Turn(self, prompt, options, emit)
+        task = asyncio.create_task(turn.run_guarded(queue))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+class _Turn:
+    def __init__(
+        self, pipeline: SpeechPipeline, prompt: str, options: TurnOptions, emit: Callable[..., float]
+    ):
+        self.p = pipeline
+        self.prompt = prompt
+        self.options = options
+        self.emit = emit
+        self.text: list[str] = []
+        self.seq = 0
+        self.audio_bytes = 0
+        self.first_audio_ms: float | None = None
+        self.pieces_sent = 0
+        self.answered = 0
+        self.audio_started = False
+
+    async def run_guarded(self, queue: asyncio.Queue[Event | None]) -> None:
+        try:
+            async with asyncio.timeout(self.options.timeout_s):
+                await self._run()
+        except TurnError as exc:
+            self._end_audio()
+            self.emit("error", code=exc.code, message=exc.message)
+        except LLMError as exc:
+            self._end_audio()
+            self.emit("error", code="llm_failed", message=str(exc))
+        except TimeoutError:
+            self._end_audio()
+            self.emit(
+                "error",
+                code="timeout",
+                message=f"the turn did not finish within {self.options.timeout_s:g} s",
+            )
+        except Exception:
+            log.exception("agent turn failed")
+            self._end_audio()
+            self.emit("error", code="internal_error", message="the agent failed on this request; try again")
+        finally:
+            queue.put_nowait(None)
+
+    async def _run(self) -> None:
+        try:
+            client = await self.p._connect()
+        except Exception as exc:
+            log.warning("speech server unreachable: %r", exc)
+            raise TurnError(
+                "speech_unavailable", "the speech server is not reachable; try again shortly"
+            ) from None
+        try:
+            if self.options.mode == "bidi":
+                await self._bidi(client)
+            else:
+                await self._batch(client)
+        finally:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+        self._end_audio()
+        self.emit(
+            "agent_end",
+            text="".join(self.text),
+            pieces=self.pieces_sent,
+            audio_bytes=self.audio_bytes,
+            time_to_first_audio_ms=self.first_audio_ms,
+        )
+
+    async def _send(self, client: SpeechClient, piece: str) -> None:
+        o = self.options
+        await client.synthesize(
+            piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.pieces_sent}"
+        )
+        self.pieces_sent += 1
+
+    async def _bidi(self, client: SpeechClient) -> None:
+        chunker = IncrementalSentenceChunker(self.options.policy)
+        produced = asyncio.Event()
+
+        async def produce() -> None:
+            async for delta in self.p.source.stream(self.prompt):
+                self.text.append(delta)
+                self.emit("text_delta", text=delta)
+                for piece in chunker.feed(delta):
+                    await self._send(client, piece)
+            for piece in chunker.flush():
+                await self._send(client, piece)
+            produced.set()
+
+        producer = asyncio.create_task(produce())
+        consumer = asyncio.create_task(self._consume(client, produced))
+        try:
+            done, _ = await asyncio.wait({producer, consumer}, return_when=asyncio.FIRST_COMPLETED)
+            if consumer in done:
+                consumer.result()  # the speech leg failed while the model was still writing
+            producer.result() if producer in done else await producer
+            if self.answered >= self.pieces_sent:
+                consumer.cancel()  # everything was already spoken while the model finished
+            else:
+                await consumer
+        finally:
+            for task in (producer, consumer):
+                task.cancel()
+            await asyncio.gather(producer, consumer, return_exceptions=True)
+
+    async def _batch(self, client: SpeechClient) -> None:
+        async for delta in self.p.source.stream(self.prompt):
+            self.text.append(delta)
+            self.emit("text_delta", text=delta)
+        answer = " ".join("".join(self.text).split())
+        produced = asyncio.Event()
+        if answer:
+            await self._send(client, answer)
+        produced.set()
+        await self._consume(client, produced)
+
+    async def _consume(self, client: SpeechClient, produced: asyncio.Event) -> None:
+        """Forward audio as it arrives until every piece sent has been answered."""
+        if produced.is_set() and self.answered >= self.pieces_sent:
+            return
+        async for event in client.events():
+            if isinstance(event, AudioChunk):
+                self._audio(event.data)
+                continue
+            assert isinstance(event, ControlEvent)
+            if event.type == "error":
+                raise TurnError(
+                    "speech_failed",
+                    f"speech synthesis failed: {event.payload.get('message', 'unknown error')}",
+                )
+            if event.type == "synthesis_complete":
+                self.answered += 1
+            if produced.is_set() and self.answered >= self.pieces_sent:
+                return
+        raise TurnError(
+            "speech_disconnected", "the speech server closed the session before the answer was spoken"
+        )
+
+    def _audio(self, data: bytes) -> None:
+        if not self.audio_started:
+            self.audio_started = True
+            self.emit("audio_start", format=self.options.format, sample_rate=24_000)
+        t_ms = self.emit("audio_chunk", seq=self.seq, data=data)
+        if self.first_audio_ms is None:
+            self.first_audio_ms = t_ms
+        self.seq += 1
+        self.audio_bytes += len(data)
+
+    def _end_audio(self) -> None:
+        if self.audio_started:
+            self.audio_started = False
+            self.emit("audio_end", chunks=self.seq, bytes=self.audio_bytes)
