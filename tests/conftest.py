@@ -92,3 +92,20 @@ def transcriber(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     from streamvoice.bench.asr import Transcriber
 
     return Transcriber.load(tmp_path_factory.mktemp("whisper"))
+
+
+@pytest.fixture(scope="session")
+def local_llm():  # type: ignore[no-untyped-def]
+    """The embedded default language model: llama.cpp in-process with Gemma 3 270M."""
+    from streamvoice.agent.llm import LlamaCppSource
+
+    source = LlamaCppSource(threads=2, max_tokens=120)
+    source.start()
+    return source
+
+
+def start_agent(source: object, speech_url: str, **config: object) -> RunningServer:
+    from streamvoice.agent.app import AgentConfig, create_agent_app
+
+    app = create_agent_app(source, AgentConfig(speech_url=speech_url, **config))  # type: ignore[arg-type]
+    return RunningServer(app, free_port()).start()

@@ -28,6 +28,7 @@ from streamvoice.engine.model_files import (
 def file_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root = tmp_path / "served"
     root.mkdir()
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -66,7 +67,9 @@ def test_download_verifies_and_installs(file_server: tuple[str, Path], tmp_path:
     (root / "release" / "kokoro-v1.0.int8.onnx").write_bytes(model_bytes)
     (root / "release" / VOICES_FILE).write_bytes(b"voices")
     catalogue = {
-        "kokoro-v1.0.int8.onnx": RemoteFile("kokoro-v1.0.int8.onnx", hashlib.sha256(model_bytes).hexdigest(), 1),
+        "kokoro-v1.0.int8.onnx": RemoteFile(
+            "kokoro-v1.0.int8.onnx", hashlib.sha256(model_bytes).hexdigest(), 1
+        ),
         VOICES_FILE: RemoteFile(VOICES_FILE, hashlib.sha256(b"voices").hexdigest(), 1),
     }
     seen: list[tuple[str, int, int | None]] = []

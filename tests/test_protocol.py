@@ -22,7 +22,14 @@ def code_of(frame: str | bytes, limits: Limits = Limits()) -> ErrorCode:
 
 
 def test_text_and_binary_frames_decode_the_same() -> None:
-    payload = {"type": "synthesize", "text": "Hello.", "voice": "af_heart", "speed": 1.2, "format": "MP3", "id": 7}
+    payload = {
+        "type": "synthesize",
+        "text": "Hello.",
+        "voice": "af_heart",
+        "speed": 1.2,
+        "format": "MP3",
+        "id": 7,
+    }
     as_text = decode_client_frame(json.dumps(payload))
     as_bytes = decode_client_frame(json.dumps(payload).encode())
     assert as_text == as_bytes == Synthesize(text="Hello.", id="7", voice="af_heart", speed=1.2, format="mp3")

@@ -12,7 +12,9 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from tests.conftest import RunningServer
 
-TWO_SENTENCES = "First, a short sentence. Then a second sentence follows it, long enough to be its own piece of audio."
+TWO_SENTENCES = (
+    "First, a short sentence. Then a second sentence follows it, long enough to be its own piece of audio."
+)
 
 
 def test_ping_is_healthy_after_warm_up(speech_server: RunningServer) -> None:
@@ -22,7 +24,9 @@ def test_ping_is_healthy_after_warm_up(speech_server: RunningServer) -> None:
 
 def test_invocations_streams_pcm_per_piece(speech_server: RunningServer) -> None:
     chunks: list[bytes] = []
-    with httpx.stream("POST", speech_server.url + "/invocations", json={"text": TWO_SENTENCES}, timeout=60) as r:
+    with httpx.stream(
+        "POST", speech_server.url + "/invocations", json={"text": TWO_SENTENCES}, timeout=60
+    ) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("audio/L16")
         for chunk in r.iter_raw():
@@ -32,9 +36,13 @@ def test_invocations_streams_pcm_per_piece(speech_server: RunningServer) -> None
     assert len(chunks) >= 2  # the first piece left before the second was synthesised
 
 
-@pytest.mark.parametrize(("fmt", "ctype"), [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg")])
+@pytest.mark.parametrize(
+    ("fmt", "ctype"), [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg")]
+)
 def test_invocations_formats(speech_server: RunningServer, fmt: str, ctype: str) -> None:
-    r = httpx.post(speech_server.url + "/invocations", json={"text": "Hello there.", "format": fmt}, timeout=60)
+    r = httpx.post(
+        speech_server.url + "/invocations", json={"text": "Hello there.", "format": fmt}, timeout=60
+    )
     assert r.status_code == 200 and r.headers["content-type"].startswith(ctype)
     assert len(r.content) > 1000
 

@@ -33,7 +33,10 @@ def test_malformed_blends(bad: str) -> None:
 
 
 def test_blend_is_weighted_sum() -> None:
-    packs = {"af_heart": np.ones((510, 1, 256), np.float32), "am_michael": np.zeros((510, 1, 256), np.float32)}
+    packs = {
+        "af_heart": np.ones((510, 1, 256), np.float32),
+        "am_michael": np.zeros((510, 1, 256), np.float32),
+    }
     spec = parse_voice_spec("af_heart*0.25+am_michael*0.75", frozenset(packs))
     assert np.allclose(blend_style(spec, packs), 0.25)
 

@@ -1,0 +1,205 @@
+"""The agent over real HTTP: SSE events, both modes, the WebSocket alternative, and failures on every leg."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+import time
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from websockets.sync.client import connect as ws_connect
+
+from streamvoice.agent.llm import ScriptedTextSource
+from streamvoice.client.sse import iter_sse
+from tests.conftest import RunningServer, free_port, start_agent, start_speech_server
+
+ANSWER = (
+    "Light from the sun is made of many colours. Air molecules scatter short blue waves far more than red ones, "
+    "so blue light reaches us from every part of the sky. At sunset the light travels through more air, "
+    "and the blue is scattered away before it arrives."
+)
+
+
+def turn(url: str, payload: dict[str, Any], timeout: float = 120) -> list[dict[str, Any]]:
+    with httpx.stream("POST", url + "/invocations", json=payload, timeout=timeout) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"].startswith("text/event-stream")
+        return [e.json() for e in iter_sse(r.iter_raw())]
+
+
+def pcm_of(events: list[dict[str, Any]]) -> np.ndarray:
+    data = b"".join(base64.b64decode(e["data"]) for e in events if e["type"] == "audio_chunk")
+    return np.frombuffer(data, "<i2")
+
+
+def check_shape(events: list[dict[str, Any]]) -> None:
+    types = [e["type"] for e in events]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert types.index("audio_start") < types.index("audio_chunk") < types.index("audio_end")
+    stamps = [e["t_ms"] for e in events]
+    assert stamps == sorted(stamps)
+    seqs = [e["seq"] for e in events if e["type"] == "audio_chunk"]
+    assert seqs == list(range(len(seqs)))
+
+
+@pytest.fixture(scope="module")
+def scripted_agent(speech_server: RunningServer):  # type: ignore[no-untyped-def]
+    agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.1, tokens_per_s=12), speech_server.url)
+    yield agent
+    agent.stop()
+
+
+def test_bidi_speaks_while_the_model_is_still_writing(scripted_agent: RunningServer) -> None:
+    events = turn(scripted_agent.url, {"prompt": "Why is the sky blue?", "mode": "bidi"})
+    check_shape(events)
+    first_audio = next(e["t_ms"] for e in events if e["type"] == "audio_chunk")
+    last_text = max(e["t_ms"] for e in events if e["type"] == "text_delta")
+    assert first_audio < last_text, "bidi must overlap synthesis with generation"
+    end = events[-1]
+    assert end["pieces"] >= 3 and end["text"].startswith("Light from the sun")
+    assert pcm_of(events).size / 24_000 > 8
+
+
+def test_batch_waits_for_the_whole_answer(scripted_agent: RunningServer) -> None:
+    events = turn(scripted_agent.url, {"prompt": "Why is the sky blue?", "mode": "batch"})
+    check_shape(events)
+    first_audio = next(e["t_ms"] for e in events if e["type"] == "audio_chunk")
+    last_text = max(e["t_ms"] for e in events if e["type"] == "text_delta")
+    assert first_audio > last_text and events[-1]["pieces"] == 1
+
+
+@pytest.mark.slow
+def test_local_model_end_to_end_with_speech_to_text(
+    speech_server: RunningServer, local_llm, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    from streamvoice.bench.asr import word_error_rate
+
+    agent = start_agent(local_llm, speech_server.url)
+    try:
+        events = turn(agent.url, {"prompt": "Why do dogs wag their tails?", "mode": "bidi"})
+    finally:
+        agent.stop()
+    check_shape(events)
+    text = events[-1]["text"]
+    assert len(text.split()) >= 8
+    heard = transcriber.transcribe(pcm_of(events).astype(np.float32) / 32768)
+    assert word_error_rate(text, heard) < 0.35, (text, heard)
+
+
+def test_websocket_carries_binary_audio_and_json_control(scripted_agent: RunningServer) -> None:
+    url = f"ws://127.0.0.1:{scripted_agent.port}/ws"
+    with ws_connect(url, max_size=None) as ws:
+        ws.send("not json")
+        err = json.loads(ws.recv(timeout=10))
+        assert err["type"] == "error" and err["code"] == "invalid_message"
+        ws.send(json.dumps({"prompt": "Tell me about the sky.", "mode": "bidi"}))
+        audio = bytearray()
+        types = []
+        while True:
+            frame = ws.recv(timeout=60)
+            if isinstance(frame, bytes):
+                audio += frame
+                continue
+            event = json.loads(frame)
+            types.append(event["type"])
+            assert event["type"] != "audio_chunk"
+            if event["type"] in ("agent_end", "error"):
+                break
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert len(audio) > 24_000 * 2 * 5
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (b"{not json", "invalid_json"),
+        (b"[1, 2]", "invalid_message"),
+        (b"{}", "missing_prompt"),
+        (b'{"prompt": "hi", "mode": "fast"}', "invalid_mode"),
+        (b'{"prompt": "hi", "speed": 7}', "invalid_speed"),
+        (json.dumps({"prompt": "x" * 5000}).encode(), "prompt_too_long"),
+    ],
+)
+def test_bad_payload_is_a_4xx_with_a_stable_code(
+    scripted_agent: RunningServer, payload: bytes, code: str
+) -> None:
+    r = httpx.post(scripted_agent.url + "/invocations", content=payload, timeout=10)
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == code
+
+
+def test_unknown_voice_ends_the_stream_with_an_error_event(scripted_agent: RunningServer) -> None:
+    events = turn(scripted_agent.url, {"prompt": "hi", "voice": "xx_nobody"})
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "speech_failed"
+    assert "unknown voice" in events[-1]["message"]
+
+
+def test_llm_failing_mid_answer_keeps_audio_and_ends_with_error(speech_server: RunningServer) -> None:
+    source = ScriptedTextSource(ANSWER, ttft_s=0.05, tokens_per_s=10, fail_after_tokens=30)
+    agent = start_agent(source, speech_server.url)
+    try:
+        events = turn(agent.url, {"prompt": "go", "mode": "bidi"})
+    finally:
+        agent.stop()
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "llm_failed"
+    assert "Traceback" not in events[-1]["message"]
+    assert pcm_of(events).size > 0  # audio already sent stays valid
+    assert [e["type"] for e in events].count("audio_end") == 1
+
+
+def test_speech_server_down_gives_a_quick_error() -> None:
+    agent = start_agent(ScriptedTextSource("Hello there."), f"http://127.0.0.1:{free_port()}")
+    try:
+        started = time.monotonic()
+        events = turn(agent.url, {"prompt": "hi"}, timeout=30)
+        assert time.monotonic() - started < 10
+    finally:
+        agent.stop()
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "speech_unavailable"
+
+
+def test_speech_server_dying_mid_turn_ends_with_error_then_recovers(engine) -> None:  # type: ignore[no-untyped-def]
+    speech = start_speech_server(engine, warm_up=False)
+    agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.05, tokens_per_s=8), speech.url)
+    try:
+        threading.Timer(3.0, speech.stop).start()
+        started = time.monotonic()
+        events = turn(agent.url, {"prompt": "go"}, timeout=60)
+        assert time.monotonic() - started < 30
+        assert events[-1]["type"] == "error"
+        assert events[-1]["code"] in ("speech_disconnected", "speech_failed", "speech_unavailable")
+    finally:
+        agent.stop()
+
+
+def test_caller_cannot_redirect_speech_traffic(speech_server: RunningServer) -> None:
+    """Fields naming another endpoint are ignored: the agent talks only to its configured server."""
+    trap = socket.socket()
+    trap.bind(("127.0.0.1", 0))
+    trap.listen(5)
+    trap.settimeout(0.5)
+    trap_url = f"http://127.0.0.1:{trap.getsockname()[1]}"
+    agent = start_agent(ScriptedTextSource("Hello there."), speech_server.url)
+    try:
+        events = turn(
+            agent.url,
+            {"prompt": "hi", "endpoint_url": trap_url, "speech_url": trap_url, "endpoint_name": trap_url},
+        )
+        assert events[-1]["type"] == "agent_end"
+        with pytest.raises(TimeoutError):
+            trap.accept()
+    finally:
+        agent.stop()
+        trap.close()
+
+
+def test_ping_and_page(scripted_agent: RunningServer) -> None:
+    assert httpx.get(scripted_agent.url + "/ping").status_code == 200
+    page = httpx.get(scripted_agent.url + "/")
+    assert page.status_code == 200 and "streamvoice" in page.text
+    assert httpx.get(scripted_agent.url + "/static/app.js").status_code == 200

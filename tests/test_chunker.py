@@ -1,0 +1,181 @@
+"""The incremental chunker: good boundaries, markdown cleaning, length policy, and fragmentation invariance."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamvoice import IncrementalSentenceChunker
+from streamvoice.text.chunker import FAST_FIRST, ChunkPolicy, chunk_text, estimate_tokens, normalize_text
+
+NO_MIN = ChunkPolicy(min_tokens=(0,))
+
+
+def pieces(text: str, policy: ChunkPolicy = NO_MIN) -> list[str]:
+    return chunk_text(text, policy)
+
+
+def test_feed_holds_back_until_a_sentence_is_complete() -> None:
+    c = IncrementalSentenceChunker(NO_MIN)
+    assert c.feed("Hello there") == []
+    assert c.feed(". How") == []  # "3." or "Dr." would not end a sentence: wait for the next word
+    assert c.feed(" are") == ["Hello there."]
+    assert c.feed(" you") == []
+    assert c.flush() == ["How are you"]  # a stream that ends without punctuation loses nothing
+
+
+def test_abbreviations_and_titles_do_not_end_sentences() -> None:
+    text = "Dr. Smith met Mr. Jones at 5 p.m. today. They discussed e.g. budgets, i.e. money, etc. and more. The U.S. Army agreed."
+    assert pieces(text) == [
+        "Dr. Smith met Mr. Jones at 5 p.m. today.",
+        "They discussed e.g. budgets, i.e. money, etc. and more.",
+        "The U.S. Army agreed.",
+    ]
+
+
+def test_decimals_versions_urls_and_emails_stay_whole() -> None:
+    text = "Pi is 3.14 and v2.1 shipped. See https://example.com/a.b?x=1 or mail a.b@c.org now. Done."
+    assert pieces(text) == [
+        "Pi is 3.14 and v2.1 shipped.",
+        "See https://example.com/a.b?x=1 or mail a.b@c.org now.",
+        "Done.",
+    ]
+
+
+def test_ellipses_quotes_and_brackets() -> None:
+    text = 'Well... maybe not. He said "stop." Then left (quickly.) Next one? Yes!'
+    assert pieces(text) == [
+        "Well... maybe not.",
+        'He said "stop."',
+        "Then left (quickly.)",
+        "Next one?",
+        "Yes!",
+    ]
+
+
+def test_lists_newlines_and_markdown_are_cleaned() -> None:
+    text = (
+        "# Steps to follow\n\n1. Open the **door** carefully.\n2. Walk `inside` the room.\n"
+        "- Read [the guide](https://x.y/z) first.\n* Then _relax_.\n"
+    )
+    assert pieces(text) == [
+        "Steps to follow",
+        "1. Open the door carefully.",
+        "2. Walk inside the room.",
+        "Read the guide first.",
+        "Then relax.",
+    ]
+
+
+def test_cjk_stops_cut_without_spaces() -> None:
+    assert pieces("你好。今天天气很好！我们走吧？好") == ["你好。", "今天天气很好！", "我们走吧？", "好"]
+
+
+def test_short_pieces_merge_with_the_next() -> None:
+    policy = ChunkPolicy(min_tokens=(20,))
+    assert pieces("Yes. Sure. That is a complete and long enough sentence.", policy) == [
+        "Yes. Sure. That is a complete and long enough sentence."
+    ]
+
+
+def test_long_sentences_split_at_clauses_within_max() -> None:
+    sentence = ", ".join(f"clause number {i} goes here" for i in range(40)) + "."
+    policy = ChunkPolicy(min_tokens=(0,), max_tokens=120)
+    out = pieces(sentence, policy)
+    assert len(out) > 3 and all(estimate_tokens(p) <= 120 for p in out)
+    assert all(p.endswith(",") for p in out[:-1])
+
+
+def test_fast_first_piece_ends_at_a_clause_or_phrase() -> None:
+    text = "The sky looks blue because air scatters blue light more, and red light less. Sunsets look red."
+    out = pieces(text, FAST_FIRST)
+    assert out[0] == "The sky looks blue"
+    assert " ".join(out) == normalize_text(text)
+    plain = pieces(text, ChunkPolicy())
+    assert plain[0].startswith("The sky looks blue because")
+
+
+def test_growing_minimum_schedule() -> None:
+    text = " ".join(f"Sentence {i} is short." for i in range(12))
+    out = pieces(text, ChunkPolicy(min_tokens=(1, 40, 80)))
+    sizes = [estimate_tokens(p) for p in out]
+    assert out[0] == "Sentence 0 is short."
+    assert all(s >= 40 for s in sizes[1:-1])
+
+
+ALPHABET = st.sampled_from(
+    list("abcdefghij ABCDE  0123456789")
+    + [
+        ".",
+        ". ",
+        "! ",
+        "? ",
+        ", ",
+        "; ",
+        "\n",
+        "\n\n",
+        "...",
+        '"',
+        ")",
+        "(",
+        "*",
+        "**",
+        "#",
+        "- ",
+        "`",
+        "[",
+        "]",
+    ]
+    + [
+        "。",
+        "！",
+        "Dr. ",
+        "e.g. ",
+        "3.14",
+        "v2.1",
+        "https://a.b/c.d ",
+        "x@y.com ",
+        "1. ",
+        "_",
+        "because ",
+        "and ",
+    ]
+)
+TEXTS = st.lists(ALPHABET, max_size=80).map("".join)
+
+
+@st.composite
+def text_and_cuts(draw: st.DrawFn) -> tuple[str, list[str]]:
+    text = draw(TEXTS)
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    bounds = [0, *cuts, len(text)]
+    return text, [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+POLICIES = st.sampled_from(
+    [
+        NO_MIN,
+        ChunkPolicy(),
+        FAST_FIRST,
+        ChunkPolicy(min_tokens=(5, 30), max_tokens=40),
+        ChunkPolicy(clean_markdown=False),
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_and_cuts(), POLICIES)
+def test_any_fragmentation_gives_the_same_pieces_and_loses_nothing(
+    case: tuple[str, list[str]], policy: ChunkPolicy
+) -> None:
+    text, fragments = case
+    chunker = IncrementalSentenceChunker(policy)
+    streamed: list[str] = []
+    for fragment in fragments:
+        streamed += chunker.feed(fragment)
+    streamed += chunker.flush()
+    assert streamed == chunk_text(text, policy)
+    assert all(p and p == p.strip() for p in streamed)
+    normalised = normalize_text(text, clean=policy.clean_markdown)
+    # nothing lost, nothing duplicated, same order (whitespace aside: CJK pieces join without spaces)
+    assert "".join(streamed).replace(" ", "") == normalised.replace(" ", "")

@@ -1,0 +1,54 @@
+"""Language model sources against real servers: llama.cpp in-process (Gemma 3 270M), OpenAI-compatible."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from streamvoice.agent.llm import LLMError, OpenAICompatibleSource, ScriptedTextSource, split_tokens
+
+
+async def collect(source, prompt: str = "Why is the sky blue?") -> list[str]:  # type: ignore[no-untyped-def]
+    return [delta async for delta in source.stream(prompt)]
+
+
+async def test_scripted_source_paces_tokens() -> None:
+    source = ScriptedTextSource("one two three four five six", ttft_s=0.2, tokens_per_s=20)
+    started = time.perf_counter()
+    deltas = await collect(source)
+    elapsed = time.perf_counter() - started
+    assert "".join(deltas) == "one two three four five six"
+    assert 0.2 + 5 / 20 - 0.05 <= elapsed < 1.5
+
+
+def test_split_tokens_keeps_all_text() -> None:
+    text = "Supercalifragilistic words, and  spaces.\nNew line."
+    assert "".join(split_tokens(text)) == text
+
+
+async def test_local_model_streams_an_answer(local_llm) -> None:  # type: ignore[no-untyped-def]
+    deltas = await collect(local_llm)
+    text = "".join(deltas)
+    assert len(deltas) > 5 and len(text.split()) > 5
+    assert "Question:" not in text
+
+
+async def test_openai_compatible_completion_and_chat(local_llm) -> None:  # type: ignore[no-untyped-def]
+    completion = OpenAICompatibleSource(
+        base_url=local_llm.base_url,
+        model="any",
+        completion_prompt="Q: {prompt}\nA:",
+        max_tokens=30,
+        stop=["\n"],
+    )
+    assert "".join(await collect(completion)).strip()
+    chat = OpenAICompatibleSource(base_url=local_llm.base_url, model="any", max_tokens=20)
+    assert len(await collect(chat)) > 0
+
+
+async def test_openai_compatible_unreachable_is_a_clean_error() -> None:
+    source = OpenAICompatibleSource(base_url="http://127.0.0.1:9/v1", model="x", timeout_s=2)
+    with pytest.raises(LLMError, match="unreachable"):
+        await asyncio.wait_for(collect(source), 10)
