@@ -30,8 +30,8 @@ browser-deps:
 	  || echo "could not install chromium: the browser test will fail with a message saying so"; }
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 
 typecheck: install
 	$(BIN)/mypy

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,8 +106,8 @@ def test_growing_minimum_schedule() -> None:
 
 
 ALPHABET = st.sampled_from(
-    list("abcdefghij ABCDE  0123456789")
-    + [
+    [
+        *list("abcdefghij ABCDE  0123456789"),
         ".",
         ". ",
         "! ",
@@ -125,8 +127,6 @@ ALPHABET = st.sampled_from(
         "`",
         "[",
         "]",
-    ]
-    + [
         "。",
         "！",
         "Dr. ",
@@ -149,7 +149,7 @@ def text_and_cuts(draw: st.DrawFn) -> tuple[str, list[str]]:
     text = draw(TEXTS)
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
     bounds = [0, *cuts, len(text)]
-    return text, [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return text, [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 POLICIES = st.sampled_from(

@@ -15,7 +15,10 @@ from streamvoice.protocol import (
 )
 
 
-def code_of(frame: str | bytes, limits: Limits = Limits()) -> ErrorCode:
+DEFAULT_LIMITS = Limits()
+
+
+def code_of(frame: str | bytes, limits: Limits = DEFAULT_LIMITS) -> ErrorCode:
     with pytest.raises(ProtocolError) as info:
         decode_client_frame(frame, limits)
     return info.value.code

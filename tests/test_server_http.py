@@ -52,7 +52,7 @@ def test_invocations_sse_for_response_streams(speech_server: RunningServer) -> N
         speech_server.url + "/invocations", json={"text": "Hi there.", "stream": "sse"}, timeout=60
     )
     events = [json.loads(block[len("data: ") :]) for block in r.text.split("\n\n") if block]
-    assert [e["type"] for e in events][0] == "audio_start" and events[-1]["type"] == "audio_end"
+    assert next(e["type"] for e in events) == "audio_start" and events[-1]["type"] == "audio_end"
     audio = b"".join(base64.b64decode(e["data"]) for e in events if e["type"] == "audio_chunk")
     assert len(audio) > 24_000
 

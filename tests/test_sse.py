@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -66,7 +67,7 @@ def test_recorded_stream_random_multi_cuts_and_crlf(recorded_stream: bytes) -> N
         for _ in range(300):
             cuts = sorted(rng.sample(range(len(stream)), 6))
             bounds = [0, *cuts, len(stream)]
-            chunks = [stream[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+            chunks = [stream[a:b] for a, b in itertools.pairwise(bounds)]
             assert decode_all(chunks) == expected
     byte_by_byte = [recorded_stream[i : i + 1] for i in range(len(recorded_stream))]
     assert decode_all(byte_by_byte) == decode_all([recorded_stream])
