@@ -14,7 +14,6 @@ from streamvoice.protocol import (
     decode_control_frame,
 )
 
-
 DEFAULT_LIMITS = Limits()
 
 
