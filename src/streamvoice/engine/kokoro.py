@@ -12,14 +12,16 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.model_files import ModelFiles, resolve_model_files
+from streamvoice.engine.streaming import SplitKokoro, WindowPlan
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
@@ -61,6 +63,10 @@ class EngineOptions:
     intra_op_threads: int = 0  # 0: ONNX Runtime's default (all cores)
     inter_op_threads: int = 1
     providers: tuple[str, ...] | None = None
+    stream_windows: bool = (
+        True  # in-piece streaming: decode each piece in windows (falls back if the graph won't split)
+    )
+    window_plan: WindowPlan = field(default_factory=WindowPlan)
 
 
 def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
@@ -88,8 +94,23 @@ class KokoroEngine:
         so.inter_op_num_threads = options.inter_op_threads
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.providers = choose_providers(options.providers)
-        self._session = ort.InferenceSession(str(files.model), sess_options=so, providers=self.providers)
-        inputs = {i.name: i for i in self._session.get_inputs()}
+        self.window_plan = options.window_plan
+        self._split: SplitKokoro | None = None
+        self._session: ort.InferenceSession | None = None
+        if options.stream_windows:
+            try:
+                self._split = SplitKokoro(files.model, so, self.providers)
+            except Exception as exc:  # any graph that does not split falls back to whole-piece synthesis
+                log.warning(
+                    "in-piece streaming is off for %s (%s); using whole-piece synthesis",
+                    files.model.name,
+                    exc,
+                )
+        if self._split is None:
+            self._session = ort.InferenceSession(str(files.model), sess_options=so, providers=self.providers)
+        first = self._split.front if self._split is not None else self._session
+        assert first is not None
+        inputs = {i.name: i for i in first.get_inputs()}
         self._token_input = "input_ids" if "input_ids" in inputs else "tokens"
         speed_type = inputs["speed"].type if "speed" in inputs else "tensor(float)"
         self._speed_dtype = np.int32 if "int" in speed_type else np.float32
@@ -111,7 +132,13 @@ class KokoroEngine:
     ) -> KokoroEngine:
         if options is None:
             threads = int(os.environ.get("STREAMVOICE_ORT_THREADS", "0"))
-            options = EngineOptions(intra_op_threads=threads)
+            windows = os.environ.get("STREAMVOICE_STREAM_WINDOWS", "1").lower() not in (
+                "0",
+                "false",
+                "no",
+                "off",
+            )
+            options = EngineOptions(intra_op_threads=threads, stream_windows=windows)
         return cls(resolve_model_files(model_dir, variant), options)
 
     # -- voices ---------------------------------------------------------------------------------------
@@ -159,10 +186,13 @@ class KokoroEngine:
         return pieces
 
     # -- inference ------------------------------------------------------------------------------------
-    def synthesize_tokens(
+    @property
+    def streams_in_piece(self) -> bool:
+        return self._split is not None
+
+    def _feeds(
         self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
-    ) -> NDArray[np.float32]:
-        """One model call. Blocking: call it from a worker thread, never from the event loop."""
+    ) -> tuple[dict[str, NDArray[Any]], NDArray[np.float32]]:
         n = len(tokens)
         if not 0 < n <= MODEL_MAX_TOKENS:
             raise EngineError(f"a model call takes 1-{MODEL_MAX_TOKENS} tokens, got {n}")
@@ -172,9 +202,36 @@ class KokoroEngine:
             "style": style,
             "speed": np.array([speed], dtype=self._speed_dtype),
         }
+        return feeds, style
+
+    def stream_tokens(
+        self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
+    ) -> Iterator[NDArray[np.float32]]:
+        """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking."""
+        feeds, style = self._feeds(tokens, pack, speed)
+        if self._split is None:
+            assert self._session is not None
+            yield np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+            return
+        yield from self._split.stream(feeds, style, self.window_plan)
+
+    def stream_piece(self, piece: Piece, voice: VoiceSpec, speed: float) -> Iterator[NDArray[np.float32]]:
+        return self.stream_tokens(piece.tokens, self.style_pack(voice), speed)
+
+    def synthesize_tokens(
+        self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
+    ) -> NDArray[np.float32]:
+        """One whole-piece model call (the decoder sees the whole piece at once). Blocking."""
+        feeds, style = self._feeds(tokens, pack, speed)
         started = time.perf_counter()
-        audio = self._session.run(None, feeds)[0]
-        samples: NDArray[np.float32] = np.asarray(audio, dtype=np.float32).reshape(-1)
+        if self._split is not None:
+            feats = self._split.features(feeds)
+            frames = int(feats[self._split.boundary.asr].shape[2])
+            samples = self._split.decode(feats, style, 0, frames)
+        else:
+            assert self._session is not None
+            samples = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+        n = len(tokens)
         log.debug(
             "model call: %d tokens -> %.2fs audio in %.0f ms",
             n,

@@ -7,9 +7,11 @@ calls, when each call is due).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -121,37 +123,93 @@ class SpeechService:
             )
         return pieces
 
-    def submit(
-        self, pieces: list[Piece], request: ResolvedRequest, clock: PlaybackClock
-    ) -> list[asyncio.Future[NDArray[np.float32]]]:
+    def submit(self, pieces: list[Piece], request: ResolvedRequest, clock: PlaybackClock) -> list[PieceAudio]:
         """Queue every piece now (pipelining), each due when the listener would run out of audio."""
-        futures = []
+        loop = asyncio.get_running_loop()
+        out = []
         for piece in pieces:
             deadline = clock.next_deadline(estimate_audio_s(piece, request.speed))
-            futures.append(self.scheduler.submit(self._call(piece, request), deadline=deadline))
-        return futures
+            audio = PieceAudio(loop)
+            audio.future = self.scheduler.submit(self._call(piece, request, audio), deadline=deadline)
+            out.append(audio)
+        return out
 
-    def _call(self, piece: Piece, request: ResolvedRequest):  # type: ignore[no-untyped-def]
+    def _call(self, piece: Piece, request: ResolvedRequest, sink: PieceAudio) -> Callable[[], int]:
         engine, metrics = self.engine, self.metrics
 
-        def run() -> NDArray[np.float32]:
+        def run() -> int:
             started = time.perf_counter()
-            audio = engine.synthesize_piece(piece, request.voice, request.speed)
-            metrics.observe_model_call(time.perf_counter() - started, audio.size / engine.sample_rate)
-            return audio
+            samples = 0
+            for window in engine.stream_piece(piece, request.voice, request.speed):
+                if sink.abandoned:
+                    break  # barge-in or disconnect: stop decoding the rest of this piece
+                sink.push(window)
+                samples += window.size
+            metrics.observe_model_call(time.perf_counter() - started, samples / engine.sample_rate)
+            return samples
 
         return run
 
     async def audio_pieces(self, request: ResolvedRequest) -> AsyncIterator[NDArray[np.float32]]:
-        """Audio per model call, in order, as each is ready; cancels unstarted calls if abandoned."""
+        """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves."""
         pieces = await self.plan(request)
-        futures = self.submit(pieces, request, PlaybackClock())
+        streams = self.submit(pieces, request, PlaybackClock())
         try:
-            for fut in futures:
-                yield await fut
+            for stream in streams:
+                async for window in stream.windows():
+                    yield window
         finally:
-            for fut in futures:
-                fut.cancel()
+            for stream in streams:
+                stream.cancel()
+
+
+class PieceAudio:
+    """One piece's audio as the worker thread decodes it, window by window, handed to the event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._queue: asyncio.Queue[NDArray[np.float32]] = asyncio.Queue()
+        self.future: asyncio.Future[int] = loop.create_future()
+        self.abandoned = False
+
+    def push(self, window: NDArray[np.float32]) -> None:
+        """Called from the worker thread."""
+        with contextlib.suppress(RuntimeError):  # loop closed: nobody is listening
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, window)
+
+    def cancel(self) -> None:
+        self.abandoned = True
+        self.future.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.future.cancelled()
+
+    async def windows(self) -> AsyncIterator[NDArray[np.float32]]:
+        """Windows in order; raises the model's exception, or CancelledError if the piece was cancelled."""
+        while True:
+            if not self._queue.empty():
+                yield self._queue.get_nowait()
+                continue
+            if self.future.done():
+                # every push was scheduled before the future resolved, so the queue is complete
+                while not self._queue.empty():
+                    yield self._queue.get_nowait()
+                if self.future.cancelled():
+                    raise asyncio.CancelledError
+                exc = self.future.exception()
+                if exc is not None:
+                    raise exc
+                return
+            getter = asyncio.ensure_future(self._queue.get())
+            waiters: set[asyncio.Future[Any]] = {getter, self.future}
+            try:
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled():
+                yield getter.result()
 
 
 def _policy(name: str):  # type: ignore[no-untyped-def]

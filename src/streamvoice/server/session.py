@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamvoice.audio.encoders import make_encoder
@@ -37,7 +35,13 @@ from streamvoice.protocol import (
     decode_client_frame,
     encode_event,
 )
-from streamvoice.server.service import PlaybackClock, ResolvedRequest, SessionDefaults, SpeechService
+from streamvoice.server.service import (
+    PieceAudio,
+    PlaybackClock,
+    ResolvedRequest,
+    SessionDefaults,
+    SpeechService,
+)
 
 log = logging.getLogger("streamvoice.session")
 
@@ -50,8 +54,8 @@ class _Job:
     id: str | None
     request: ResolvedRequest
     received_at: float
-    plan: asyncio.Task[list[asyncio.Future[NDArray[np.float32]]]] | None = None
-    futures: list[asyncio.Future[NDArray[np.float32]]] = field(default_factory=list)
+    plan: asyncio.Task[list[PieceAudio]] | None = None
+    streams: list[PieceAudio] = field(default_factory=list)
     cancelled: bool = False
 
 
@@ -201,17 +205,15 @@ class BidiSession:
         self.service.metrics.count_message()
         await self._outbox.put(job)
 
-    async def _plan_and_submit(
-        self, job: _Job, previous: asyncio.Task[Any] | None
-    ) -> list[asyncio.Future[NDArray[np.float32]]]:
+    async def _plan_and_submit(self, job: _Job, previous: asyncio.Task[Any] | None) -> list[PieceAudio]:
         pieces: list[Piece] = await self.service.plan(job.request)
         if previous is not None:
             # Submit in message order so deadlines follow speaking order.
             await asyncio.wait({previous})
         if job.cancelled:
             raise asyncio.CancelledError
-        job.futures = self.service.submit(pieces, job.request, self.clock)
-        return job.futures
+        job.streams = self.service.submit(pieces, job.request, self.clock)
+        return job.streams
 
     async def _configure(self, msg: Configure) -> None:
         changes: dict[str, Any] = {
@@ -251,8 +253,8 @@ class BidiSession:
             job.cancelled = True
             if job.plan is not None:
                 job.plan.cancel()
-            for fut in job.futures:
-                fut.cancel()
+            for stream in job.streams:
+                stream.cancel()
             ids.append(job.id)
         return ids
 
@@ -277,7 +279,7 @@ class BidiSession:
 
     async def _run_job(self, job: _Job) -> None:
         metrics = self.service.metrics
-        futures: list[asyncio.Future[NDArray[np.float32]]] = []
+        streams: list[PieceAudio] = []
         if not job.cancelled and job.plan is not None:
             await asyncio.wait({job.plan})
             if not job.plan.cancelled():
@@ -293,22 +295,33 @@ class BidiSession:
                         job, ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis"
                     )
                     return
-                futures = job.plan.result()
+                streams = job.plan.result()
         if job.cancelled:
             await self._send_error(job, ErrorCode.CANCELLED, "cancelled before it finished")
             return
         encoder = make_encoder(job.request.format)
         await self._send_event(SynthesisStarted(job.id, job.sequence, job.request.format))
         sent = samples = 0
-        for fut in futures:
-            await asyncio.wait({fut})
-            if job.cancelled or fut.cancelled():
+        for stream in streams:
+            try:
+                async for audio in stream.windows():
+                    if job.cancelled:
+                        raise asyncio.CancelledError
+                    data = encoder.encode(audio)
+                    if sent == 0 and data:
+                        metrics.observe_first_audio(time.monotonic() - job.received_at)
+                    sent += await self._send_audio(data)
+                    samples += audio.size
+            except asyncio.CancelledError:
+                if not job.cancelled:
+                    raise  # the session itself is shutting down
                 await self._send_error(job, ErrorCode.CANCELLED, "cancelled before it finished")
                 return
-            exc = fut.exception()
-            if exc is not None:
+            except _Disconnected:
+                raise
+            except Exception as exc:
                 log.error("model call failed session=%s seq=%d: %r", self.session_id, job.sequence, exc)
-                for rest in futures:
+                for rest in streams:
                     rest.cancel()
                 await self._send_error(
                     job,
@@ -316,15 +329,9 @@ class BidiSession:
                     "the speech model failed on this message; later messages are unaffected",
                 )
                 return
-            audio = fut.result()
-            data = encoder.encode(audio)
-            if sent == 0 and data:
-                metrics.observe_first_audio(time.monotonic() - job.received_at)
-            sent += await self._send_audio(data)
-            samples += audio.size
         sent += await self._send_audio(encoder.flush())
         audio_ms = round(samples * 1000 / self.service.engine.sample_rate, 1)
-        await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, len(futures)))
+        await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, len(streams)))
 
     async def _send_error(self, job: _Job, code: ErrorCode | str, message: str) -> None:
         self.service.metrics.count_error(str(code))
