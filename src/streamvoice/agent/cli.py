@@ -8,8 +8,12 @@ from typing import Any
 
 
 def _add_llm_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm", choices=["local", "openai", "bedrock"], default=os.environ.get("STREAMVOICE_LLM", "local"),
-                   help="local: llama.cpp + Gemma 3 270M in-process (default); openai: any OpenAI-compatible server; bedrock: Amazon Bedrock via Strands")  # fmt: skip
+    p.add_argument(
+        "--llm",
+        choices=["local", "openai", "bedrock"],
+        default=os.environ.get("STREAMVOICE_LLM", "local"),
+        help="local: llama.cpp + Gemma 3 270M in-process (default); openai: any OpenAI-compatible server; bedrock: Amazon Bedrock via Strands",
+    )
     p.add_argument("--llm-threads", type=int, default=int(os.environ.get("STREAMVOICE_LLM_THREADS", "2")))
     p.add_argument(
         "--openai-base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")

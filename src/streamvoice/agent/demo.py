@@ -90,8 +90,12 @@ def format_table(summary: dict[str, Any]) -> str:
     lines = [f"{'mode':6} {'metric':16} {'median':>9} {'min':>9} {'max':>9}"]
     for mode in ("bidi", "batch"):
         row = summary[mode]
-        for key, label in (("first_text_ms", "first text ms"), ("first_audio_ms", "first audio ms"),
-                           ("total_ms", "total ms"), ("chunks", "audio chunks")):  # fmt: skip
+        for key, label in (
+            ("first_text_ms", "first text ms"),
+            ("first_audio_ms", "first audio ms"),
+            ("total_ms", "total ms"),
+            ("chunks", "audio chunks"),
+        ):
             stats = row[key]
             if stats:
                 lines.append(
@@ -135,7 +139,12 @@ def local_stack(llm_args: list[str] | None = None, quiet: bool = True) -> Iterat
     env = dict(os.environ)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        speech = subprocess.Popen([*exe, "serve", "--port", str(speech_port), "--log-level", "warning"], stdout=out, stderr=out, env=env)  # fmt: skip
+        speech = subprocess.Popen(
+            [*exe, "serve", "--port", str(speech_port), "--log-level", "warning"],
+            stdout=out,
+            stderr=out,
+            env=env,
+        )
         procs.append(speech)
         speech_url = f"http://127.0.0.1:{speech_port}"
         agent = subprocess.Popen(
@@ -168,8 +177,10 @@ def measure(url: str, prompt: str, runs: int, token: str | None = None, log: Any
             r = run_turn(url, prompt, mode, token)
             results.append(r)
             if log:
-                log(f"run {i + 1}/{runs} {mode:5}: first audio {r.first_audio_ms} ms, total {r.total_ms} ms"
-                    + (f", error {r.error}" if r.error else ""))  # fmt: skip
+                log(
+                    f"run {i + 1}/{runs} {mode:5}: first audio {r.first_audio_ms} ms, total {r.total_ms} ms"
+                    + (f", error {r.error}" if r.error else "")
+                )
     summary = summarise(results)
     summary["prompt"] = prompt
     summary["runs"] = [asdict(r) for r in results]

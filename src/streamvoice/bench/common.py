@@ -1,0 +1,129 @@
+"""Shared benchmark plumbing: statistics, tables, JSON results, and a real server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(os.environ.get("STREAMVOICE_RESULTS", "results"))
+
+# The seeds' four-sentence, ~267-character block (our own text of the same shape).
+FOUR_SENTENCES = (
+    "Thanks for calling, I can help you with that order today. "
+    "Your package left our warehouse on Monday and is now with the courier. "
+    "It should arrive by Thursday afternoon, weather permitting. "
+    "If it does not arrive by then, just reply and we will send a replacement."
+)
+
+
+def stats(values: Sequence[float]) -> dict[str, float]:
+    data = sorted(values)
+    if not data:
+        return {}
+
+    def pct(p: float) -> float:
+        k = (len(data) - 1) * p
+        lo, hi = int(k), min(int(k) + 1, len(data) - 1)
+        return data[lo] + (data[hi] - data[lo]) * (k - lo)
+
+    return {
+        "n": len(data),
+        "mean": statistics.fmean(data),
+        "p50": pct(0.5),
+        "p95": pct(0.95),
+        "min": data[0],
+        "max": data[-1],
+    }
+
+
+def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
+    widths = [max(len(title), *(len(_fmt(r.get(key))) for r in rows)) for key, title in columns]
+    head = "  ".join(title.ljust(w) for (_, title), w in zip(columns, widths, strict=True))
+    lines = [head, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        lines.append(
+            "  ".join(_fmt(r.get(key)).ljust(w) for (key, _), w in zip(columns, widths, strict=True))
+        )
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
+    return str(value)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "processor": _cpu_model(),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"benchmark": name, "machine": machine(), **payload}
+    path.write_text(json.dumps(payload, indent=2, default=float))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalServer:
+    """A real uvicorn server for an ASGI app, on a loopback port in a background thread."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self) -> LocalServer:
+        import httpx
+
+        self._thread.start()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server did not become healthy")
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(15)

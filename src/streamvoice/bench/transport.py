@@ -1,0 +1,167 @@
+"""Transport isolation (the seeds' experiment) and the server's overhead over the bare engine.
+
+Time to first audio for the seeds' four-sentence block sent as one message, as its first sentence only,
+and as our fast first piece, over a real WebSocket session on loopback; beside them the bare engine:
+the seeds' design (one whole-piece model call on the whole block, nothing leaves before it ends) and the
+engine's own first-audio time for each text, which gives the server's overhead ratio.
+
+Run: ``python -m streamvoice.bench.transport [--trials 20]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+from streamvoice.bench.common import FOUR_SENTENCES, LocalServer, stats, table, write_result
+from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
+from streamvoice.engine import KokoroEngine
+from streamvoice.server import ServerConfig, create_app
+from streamvoice.text.boundaries import sentence_cuts
+from streamvoice.text.chunker import FAST_FIRST, chunk_text
+
+SEEDS = {
+    "whole_block_ms": 329.3,
+    "first_sentence_ms": 156.7,
+    "reduction": 0.524,
+    "hardware": "ml.g5.xlarge (A10G GPU)",
+}
+
+
+def texts() -> dict[str, str]:
+    cuts, _ = sentence_cuts(FOUR_SENTENCES, final=True)
+    first_sentence = FOUR_SENTENCES[: cuts[0]].strip()
+    return {
+        "whole block": FOUR_SENTENCES,
+        "first sentence": first_sentence,
+        "fast first piece": chunk_text(FOUR_SENTENCES, FAST_FIRST)[0],
+    }
+
+
+def bare_first_audio_ms(engine: KokoroEngine, text: str) -> float:
+    """The engine alone, same path as the server: plan, then the first decoded window."""
+    started = time.perf_counter()
+    spec = engine.parse_voice("af_heart")
+    piece = engine.plan(text, "en-us")[0]
+    for _ in engine.stream_piece(piece, spec, 1.0):
+        return (time.perf_counter() - started) * 1000
+    raise RuntimeError("no audio")
+
+
+def seeds_design_ms(engine: KokoroEngine, text: str) -> float:
+    """One whole-piece model call on the whole text; the first byte can only leave after it."""
+    started = time.perf_counter()
+    phonemes = engine.phonemize(text, "en-us")
+    tokens = engine.tokenize(phonemes)
+    engine.synthesize_tokens(tokens, engine.style_pack(engine.parse_voice("af_heart")), 1.0)
+    return (time.perf_counter() - started) * 1000
+
+
+async def session_first_audio_ms(client: SpeechClient, text: str) -> float:
+    started = time.perf_counter()
+    await client.synthesize(text)
+    first: float | None = None
+    async for event in client.events():
+        if isinstance(event, AudioChunk) and first is None:
+            first = event.received_at
+        if isinstance(event, ControlEvent) and event.type in ("synthesis_complete", "error"):
+            if event.type == "error":
+                raise RuntimeError(event.payload)
+            break
+    assert first is not None
+    return (first - started) * 1000
+
+
+async def run_trials(url: str, engine: KokoroEngine, cases: dict[str, str], trials: int) -> dict[str, Any]:
+    """Every measurement interleaved in one loop, so drift on the machine hits all of them alike."""
+    out: dict[str, Any] = {
+        "session": {name: [] for name in cases},
+        "bare": {name: [] for name in cases},
+        "seeds_design_block": [],
+        "seeds_design_sentence": [],
+    }
+    async with await SpeechClient.connect(url) as client:
+        await session_first_audio_ms(client, "Warm up.")
+        for _ in range(3):
+            bare_first_audio_ms(engine, cases["first sentence"])
+        for _ in range(trials):
+            for name, text in cases.items():
+                out["bare"][name].append(bare_first_audio_ms(engine, text))
+                out["session"][name].append(await session_first_audio_ms(client, text))
+            out["seeds_design_block"].append(seeds_design_ms(engine, cases["whole block"]))
+            out["seeds_design_sentence"].append(seeds_design_ms(engine, cases["first sentence"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--trials", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    engine = KokoroEngine.load()
+    cases = texts()
+    with LocalServer(create_app(ServerConfig(), engine=engine)) as server:
+        raw = asyncio.run(run_trials(server.url, engine, cases, args.trials))
+    session, bare = raw["session"], raw["bare"]
+    seeds_design, seeds_sentence = raw["seeds_design_block"], raw["seeds_design_sentence"]
+
+    baseline = stats(seeds_design)["mean"]
+    rows = [
+        {
+            "case": "seeds' design, whole block (bare engine, whole piece)",
+            **stats(seeds_design),
+            "of_baseline": 1.0,
+        },
+        {
+            "case": "seeds' design, first sentence (bare engine, whole piece)",
+            **stats(seeds_sentence),
+            "of_baseline": stats(seeds_sentence)["mean"] / baseline,
+        },
+    ]
+    for name in cases:
+        s = stats(session[name])
+        rows.append(
+            {
+                "case": f"streamvoice session: {name}",
+                **s,
+                "of_baseline": s["mean"] / baseline,
+                "overhead": s["mean"] / stats(bare[name])["mean"],
+            }
+        )
+        rows.append(
+            {
+                "case": f"bare engine: {name}",
+                **stats(bare[name]),
+                "of_baseline": stats(bare[name])["mean"] / baseline,
+            }
+        )
+    print(
+        f"Time to first audio, ms ({args.trials} trials each, interleaved; texts: {len(FOUR_SENTENCES)} chars)\n"
+    )
+    print(
+        table(
+            rows,
+            [
+                ("case", "case"),
+                ("mean", "mean"),
+                ("p50", "p50"),
+                ("p95", "p95"),
+                ("of_baseline", "÷ seeds' design"),
+                ("overhead", "÷ bare engine"),
+            ],
+        )
+    )
+    print(
+        f"\nseeds (their GPU): whole block {SEEDS['whole_block_ms']} ms -> first sentence {SEEDS['first_sentence_ms']} ms "
+        f"({SEEDS['first_sentence_ms'] / SEEDS['whole_block_ms']:.1%} of the block)"
+    )
+    result = {"trials": args.trials, "texts": cases, "seeds": {**SEEDS, "hardware": SEEDS_HARDWARE}, "rows": rows, "raw": raw}
+    path = write_result("transport", result)
+    print(f"\nwrote {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""In-piece streaming against whole-piece synthesis of the same pieces.
+
+For ~60-token sentences: time to first audio and total time (windowed vs whole), whether every window is
+ready before the audio ahead of it has finished playing, speech-to-text word error rate of both, the
+log-spectral distance between them, and a seam metric: high-frequency (sample-step) energy around window
+seams, windowed over whole-piece at the same positions (1.0 = the seams add nothing). Optionally draws
+spectrograms of a few seams.
+
+Run: ``python -m streamvoice.bench.windows [--trials 5] [--plots docs/img]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.bench.common import stats, table, write_result
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.streaming import SAMPLES_PER_FRAME
+
+SENTENCES = [
+    "The museum opens at nine in the morning, and the guided tours start every half hour after that.",
+    "Please remember to bring your passport, because the airline will not let you board without it.",
+    "Our new thermostat learns your schedule and lowers the heating automatically when nobody is home.",
+    "She planted tomatoes along the fence, where the afternoon sun keeps the soil warm until evening.",
+    "If the printer jams again, open the side panel and gently pull the crumpled paper toward you.",
+    "The library will extend its weekend hours during exams, so students have somewhere quiet to study.",
+]
+SR = 24_000
+
+
+def seam_positions(engine: KokoroEngine, samples: int) -> list[int]:
+    frames = samples // SAMPLES_PER_FRAME
+    return [end * SAMPLES_PER_FRAME for _, end in engine.window_plan.windows(frames)[:-1]]
+
+
+def step_energy(audio: NDArray[np.float32], centre: int, half: int = 120) -> float:
+    seg = audio[max(1, centre - half) : centre + half]
+    return float(np.mean(np.diff(seg) ** 2)) if seg.size > 2 else 0.0
+
+
+def log_spec(x: NDArray[np.float32], n: int = 1024, hop: int = 240) -> NDArray[np.float64]:
+    frames = np.lib.stride_tricks.sliding_window_view(x, n)[::hop] * np.hanning(n)
+    return np.log10(np.abs(np.fft.rfft(frames, axis=1)) ** 2 + 1e-9)
+
+
+def log_spectral_distance(a: NDArray[np.float32], b: NDArray[np.float32]) -> float:
+    """Mean over frames with speech energy of the RMS difference of log power spectra, in dB."""
+    sa, sb = log_spec(a), log_spec(b)
+    m = min(len(sa), len(sb))
+    sa, sb = sa[:m], sb[:m]
+    loud = sa.max(axis=1) > sa.max() - 6  # ignore near-silent frames, where log spectra are noise
+    return float(np.mean(np.sqrt(np.mean((10 * (sa[loud] - sb[loud])) ** 2, axis=1))))
+
+
+def measure_piece(engine: KokoroEngine, text: str) -> dict[str, Any]:
+    spec = engine.parse_voice("af_heart")
+    piece = engine.plan(text, "en-us")[0]
+    pack = engine.style_pack(spec)
+    started = time.perf_counter()
+    whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)
+    whole_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    ready: list[tuple[float, int]] = []  # (seconds since start, samples so far) per chunk
+    parts = []
+    total = 0
+    for chunk in engine.stream_tokens(piece.tokens, pack, 1.0):
+        total += chunk.size
+        parts.append(chunk)
+        ready.append((time.perf_counter() - started, total))
+    windowed = np.concatenate(parts)
+    first_s = ready[0][0]
+    # A chunk is on time if it is ready before the audio ahead of it has played out (playback starts
+    # when the first chunk is ready).
+    late = [t - (first_s + before / SR) for (t, _), (_, before) in zip(ready[1:], ready[:-1], strict=True)]
+    return {
+        "tokens": len(piece.tokens),
+        "whole_ms": whole_ms,
+        "first_ms": first_s * 1000,
+        "total_ms": ready[-1][0] * 1000,
+        "max_lateness_ms": max([0.0, *[x * 1000 for x in late]]),
+        "same_length": windowed.size == whole.size,
+        "whole": whole,
+        "windowed": windowed,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--plots", type=Path, default=None, help="folder for seam spectrogram PNGs")
+    parser.add_argument("--no-asr", action="store_true")
+    args = parser.parse_args(argv)
+
+    engine = KokoroEngine.load()
+    if not engine.streams_in_piece:
+        raise SystemExit("in-piece streaming is off for this model (see the log); nothing to compare")
+    measure_piece(engine, "Warm up the caches.")
+    runs: list[dict[str, Any]] = []
+    for _ in range(args.trials):
+        for text in SENTENCES:
+            runs.append({"text": text, **measure_piece(engine, text)})
+
+    transcriber = None
+    if not args.no_asr:
+        from streamvoice.bench.asr import Transcriber
+
+        transcriber = Transcriber.load()
+    seam_ratios: list[float] = []
+    lsd: list[float] = []
+    wer_whole: list[float] = []
+    wer_windowed: list[float] = []
+    for run in runs[: len(SENTENCES)]:
+        whole, windowed = run["whole"], run["windowed"]
+        for pos in seam_positions(engine, windowed.size):
+            base = step_energy(whole, pos)
+            if base > 1e-7:
+                seam_ratios.append(step_energy(windowed, pos) / base)
+        lsd.append(log_spectral_distance(windowed, whole))
+        if transcriber is not None:
+            from streamvoice.bench.asr import word_error_rate
+
+            wer_whole.append(word_error_rate(run["text"], transcriber.transcribe(whole)))
+            wer_windowed.append(word_error_rate(run["text"], transcriber.transcribe(windowed)))
+
+    whole_ms = stats([r["whole_ms"] for r in runs])
+    first_ms = stats([r["first_ms"] for r in runs])
+    total_ms = stats([r["total_ms"] for r in runs])
+    summary = {
+        "tokens_mean": float(np.mean([r["tokens"] for r in runs])),
+        "whole_ms": whole_ms,
+        "first_ms": first_ms,
+        "total_ms": total_ms,
+        "first_over_whole": first_ms["mean"] / whole_ms["mean"],
+        "total_over_whole": total_ms["mean"] / whole_ms["mean"],
+        "max_lateness_ms": max(r["max_lateness_ms"] for r in runs),
+        "all_same_length": all(r["same_length"] for r in runs),
+        "seam_step_energy_ratio": stats(seam_ratios),
+        "log_spectral_distance_db": stats(lsd),
+        "wer_whole": float(np.mean(wer_whole)) if wer_whole else None,
+        "wer_windowed": float(np.mean(wer_windowed)) if wer_windowed else None,
+        "window_plan": engine.window_plan.__dict__,
+    }
+    rows = [
+        {"metric": "whole-piece synthesis, ms", **whole_ms},
+        {"metric": "windowed: first audio, ms", **first_ms},
+        {"metric": "windowed: all audio, ms", **total_ms},
+    ]
+    print(f"{len(runs)} syntheses of ~{summary['tokens_mean']:.0f}-token pieces\n")
+    print(table(rows, [("metric", "metric"), ("mean", "mean"), ("p50", "p50"), ("p95", "p95")]))
+    print(f"\nfirst audio / whole piece: {summary['first_over_whole']:.1%}   (target <= 35%)")
+    print(f"total / whole piece:       {summary['total_over_whole']:.2f}x   (target <= 1.15x)")
+    print(
+        f"worst window lateness vs real-time playback: {summary['max_lateness_ms']:.0f} ms   (0 = always ahead)"
+    )
+    print(f"same length as whole-piece audio: {summary['all_same_length']}")
+    print(
+        f"seam step-energy ratio (windowed / whole, same positions): mean {summary['seam_step_energy_ratio'].get('mean', float('nan')):.2f}"
+    )
+    print(
+        f"log-spectral distance windowed vs whole: {summary['log_spectral_distance_db'].get('mean', float('nan')):.2f} dB"
+    )
+    if wer_whole:
+        print(f"word error rate: whole {summary['wer_whole']:.3f}, windowed {summary['wer_windowed']:.3f}")
+    if args.plots:
+        draw_seams(engine, runs[0], args.plots)
+    path = write_result(
+        "windows",
+        {
+            "summary": summary,
+            "runs": [{k: v for k, v in r.items() if k not in ("whole", "windowed")} for r in runs],
+        },
+    )
+    print(f"\nwrote {path}")
+    return summary
+
+
+def draw_seams(engine: KokoroEngine, run: dict[str, Any], folder: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    seams = seam_positions(engine, run["windowed"].size)[:3]
+    fig, axes = plt.subplots(2, len(seams), figsize=(4 * len(seams), 5), squeeze=False)
+    for col, pos in enumerate(seams):
+        for row, (label, audio) in enumerate((("whole piece", run["whole"]), ("windowed", run["windowed"]))):
+            seg = audio[max(0, pos - 6000) : pos + 6000]
+            ax = axes[row][col]
+            ax.specgram(seg, NFFT=512, Fs=SR, noverlap=384, cmap="magma")
+            ax.axvline(min(pos, 6000) / SR, color="cyan", lw=0.8, ls="--")
+            ax.set_title(f"{label}, seam at {pos / SR:.2f} s", fontsize=9)
+            ax.set_ylim(0, 8000)
+    fig.tight_layout()
+    out = folder / "seams.png"
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
