@@ -138,6 +138,14 @@ def cmd_models_download(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module("streamvoice.bench." + ("suite" if args.name == "all" else args.name))
+    module.main(args.args)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamvoice", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -174,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--if-missing", action="store_true", help="do nothing when the files are already found")
     d.add_argument("--base-url", help=argparse.SUPPRESS)
     d.set_defaults(func=cmd_models_download)
+
+    p = sub.add_parser(
+        "bench", help="run a benchmark: transport, windows, e2e, continuity, capacity, encodings, all"
+    )
+    p.add_argument(
+        "name", choices=["transport", "windows", "e2e", "continuity", "capacity", "encodings", "all"]
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER, help="passed to the benchmark (see its --help)")
+    p.set_defaults(func=cmd_bench)
 
     try:
         from streamvoice.agent.cli import add_agent_commands

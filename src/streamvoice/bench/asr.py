@@ -17,8 +17,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 _WORD = re.compile(r"[a-z0-9']+")
-_NUMBERS = {"0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six",
-            "7": "seven", "8": "eight", "9": "nine", "10": "ten"}  # fmt: skip
+_NUMBERS = {
+    "0": "zero",
+    "1": "one",
+    "2": "two",
+    "3": "three",
+    "4": "four",
+    "5": "five",
+    "6": "six",
+    "7": "seven",
+    "8": "eight",
+    "9": "nine",
+    "10": "ten",
+}
 
 
 def words(text: str) -> list[str]:

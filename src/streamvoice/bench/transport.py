@@ -153,7 +153,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"\nseeds (their GPU): whole block {SEEDS['whole_block_ms']} ms -> first sentence {SEEDS['first_sentence_ms']} ms "
         f"({SEEDS['first_sentence_ms'] / SEEDS['whole_block_ms']:.1%} of the block)"
     )
-    result = {"trials": args.trials, "texts": cases, "seeds": {**SEEDS, "hardware": SEEDS_HARDWARE}, "rows": rows, "raw": raw}
+    result = {
+        "trials": args.trials,
+        "texts": cases,
+        "seeds": {**SEEDS, "hardware": SEEDS_HARDWARE},
+        "rows": rows,
+        "raw": raw,
+    }
     path = write_result("transport", result)
     print(f"\nwrote {path}")
     return result

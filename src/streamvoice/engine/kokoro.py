@@ -205,18 +205,23 @@ class KokoroEngine:
         return feeds, style
 
     def stream_tokens(
-        self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
+        self,
+        tokens: tuple[int, ...] | list[int],
+        pack: NDArray[np.float32],
+        speed: float,
+        windowed: bool = True,
     ) -> Iterator[NDArray[np.float32]]:
         """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking."""
-        feeds, style = self._feeds(tokens, pack, speed)
-        if self._split is None:
-            assert self._session is not None
-            yield np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+        if self._split is None or not windowed:
+            yield self.synthesize_tokens(tokens, pack, speed)
             return
+        feeds, style = self._feeds(tokens, pack, speed)
         yield from self._split.stream(feeds, style, self.window_plan)
 
-    def stream_piece(self, piece: Piece, voice: VoiceSpec, speed: float) -> Iterator[NDArray[np.float32]]:
-        return self.stream_tokens(piece.tokens, self.style_pack(voice), speed)
+    def stream_piece(
+        self, piece: Piece, voice: VoiceSpec, speed: float, windowed: bool = True
+    ) -> Iterator[NDArray[np.float32]]:
+        return self.stream_tokens(piece.tokens, self.style_pack(voice), speed, windowed)
 
     def synthesize_tokens(
         self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float

@@ -18,6 +18,8 @@ class ServerConfig:
     ort_threads: int = 0  # 0 = all cores
     synth_workers: int = 1  # concurrent model calls; one is fastest on a small CPU
     scheduler: str = "deadline"  # or "fifo"
+    stream_windows: bool = True  # in-piece streaming (decoder windows); False = whole-piece synthesis
+    pipeline: bool = True  # synthesise later messages while earlier ones are sent; False = reference design
     max_message_bytes: int = 64 * 1024
     max_text_chars: int = 10_000
     max_queued_messages: int = 64  # per session

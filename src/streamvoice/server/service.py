@@ -136,11 +136,12 @@ class SpeechService:
 
     def _call(self, piece: Piece, request: ResolvedRequest, sink: PieceAudio) -> Callable[[], int]:
         engine, metrics = self.engine, self.metrics
+        windowed = self.config.stream_windows
 
         def run() -> int:
             started = time.perf_counter()
             samples = 0
-            for window in engine.stream_piece(piece, request.voice, request.speed):
+            for window in engine.stream_piece(piece, request.voice, request.speed, windowed):
                 if sink.abandoned:
                     break  # barge-in or disconnect: stop decoding the rest of this piece
                 sink.push(window)

@@ -57,6 +57,7 @@ class _Job:
     plan: asyncio.Task[list[PieceAudio]] | None = None
     streams: list[PieceAudio] = field(default_factory=list)
     cancelled: bool = False
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class BidiSession:
         self._open: list[_Job] = []  # accepted, not yet answered
         self._sequence = 0
         self._last_plan: asyncio.Task[Any] | None = None
+        self._last_job: _Job | None = None
         self._started = time.monotonic()
         self._send_lock = asyncio.Lock()
 
@@ -199,17 +201,23 @@ class BidiSession:
             await self._reply_error(exc, sequence)
             return
         job = _Job(sequence, msg.id, request, time.monotonic())
-        job.plan = asyncio.create_task(self._plan_and_submit(job, self._last_plan))
+        job.plan = asyncio.create_task(self._plan_and_submit(job, self._last_plan, self._last_job))
         self._last_plan = job.plan
+        self._last_job = job
         self._open.append(job)
         self.service.metrics.count_message()
         await self._outbox.put(job)
 
-    async def _plan_and_submit(self, job: _Job, previous: asyncio.Task[Any] | None) -> list[PieceAudio]:
+    async def _plan_and_submit(
+        self, job: _Job, previous: asyncio.Task[Any] | None, previous_job: _Job | None
+    ) -> list[PieceAudio]:
         pieces: list[Piece] = await self.service.plan(job.request)
         if previous is not None:
             # Submit in message order so deadlines follow speaking order.
             await asyncio.wait({previous})
+        if previous_job is not None and not self.service.config.pipeline:
+            # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
+            await previous_job.answered.wait()
         if job.cancelled:
             raise asyncio.CancelledError
         job.streams = self.service.submit(pieces, job.request, self.clock)
@@ -272,6 +280,7 @@ class BidiSession:
                 try:
                     await self._run_job(item)
                 finally:
+                    item.answered.set()
                     if item in self._open:
                         self._open.remove(item)
         except _Disconnected:
