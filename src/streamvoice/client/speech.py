@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamvoice.client.transports import Transport, TransportClosed, WebSocketTransport
+from streamvoice.client.transports import Transport, TransportClosed
 from streamvoice.protocol import decode_control_frame
 
 
@@ -71,8 +71,11 @@ class SpeechClient:
         self._closed = False
 
     @classmethod
-    async def connect(cls, url: str, token: str | None = None) -> SpeechClient:
-        return cls(await WebSocketTransport.connect(url, token=token))
+    async def connect(cls, target: str, token: str | None = None) -> SpeechClient:
+        """``target``: a local URL (``http://host:8080``, ``ws://...``) or ``sagemaker://ENDPOINT?region=R``."""
+        from streamvoice.client.sagemaker import connect_transport
+
+        return cls(await connect_transport(target, token))
 
     async def __aenter__(self) -> SpeechClient:
         return self
