@@ -104,21 +104,32 @@ class WindowPlan:
     """Window sizes in aligned frames (25 ms each)."""
 
     first: int = 12  # 0.3 s: first audio as early as possible
-    growth: float = 2.0  # each later window this much larger than the previous ...
-    largest: int = 120  # ... up to 3 s (throughput)
+    second: int = 16  # must decode (with its context) within the first window's 0.3 s of playback
+    # Each window grows by this factor: large enough to keep the count (and the recomputed context) low,
+    # small enough that each window is decoded before the audio ahead of it has played (2 cores, int8).
+    growth: float = 2.2
+    largest: int = 400  # up to 10 s
     context: int = 6  # frames of context on each side, computed and discarded
+    # The decoder's instance norms take statistics over the window; a first window that is mostly the
+    # model's leading silence gets its noise floor normalised up. Looking further ahead fixes that.
+    first_lookahead: int = 20
     crossfade: int = 240  # samples (10 ms) blended at each seam
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
         start, size = 0, self.first
+        sizes_after_first = self.second
         while start < frames:
             end = min(frames, start + size)
             if frames - end < size // 2:  # fold a small tail into this window
                 end = frames
             spans.append((start, end))
             start = end
-            size = min(self.largest, int(size * self.growth))
+            size = (
+                sizes_after_first
+                if len(spans) == 1
+                else min(self.largest, max(size + 1, int(size * self.growth)))
+            )
         return spans
 
 
@@ -158,7 +169,8 @@ class SplitKokoro:
         ctx, xf = plan.context, plan.crossfade
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
         for start, end in plan.windows(frames):
-            lo, hi = max(0, start - ctx), min(frames, end + ctx)
+            right = plan.first_lookahead if start == 0 else ctx
+            lo, hi = max(0, start - ctx), min(frames, end + right)
             audio = self.decode(feats, style, lo, hi)
             keep_from = (start - lo) * SAMPLES_PER_FRAME
             keep_to = (end - lo) * SAMPLES_PER_FRAME

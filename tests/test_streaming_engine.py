@@ -1,0 +1,122 @@
+"""In-piece streaming: the split graph reproduces whole-piece audio, windows concatenate to the right length
+and sound the same, and a graph that cannot split falls back with a log line."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamvoice.bench.windows import log_spectral_distance
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.model_files import ModelFiles
+from streamvoice.engine.streaming import WindowPlan
+
+SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
+
+
+@given(st.integers(1, 2000), st.integers(1, 40), st.integers(1, 40), st.floats(1.0, 4.0), st.integers(1, 400))
+def test_window_plan_tiles_every_frame_once(
+    frames: int, first: int, second: int, growth: float, largest: int
+) -> None:
+    plan = WindowPlan(first=first, second=second, growth=growth, largest=max(largest, first, second))
+    spans = plan.windows(frames)
+    assert spans[0][0] == 0 and spans[-1][1] == frames
+    assert all(a < b for a, b in spans)
+    assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(spans))
+
+
+def test_split_graph_reproduces_the_whole_model(engine: KokoroEngine, kokoro_dir: Path) -> None:
+    assert engine.streams_in_piece
+    spec = engine.parse_voice("af_heart")
+    piece = engine.plan(SENTENCE, "en-us")[0]
+    pack = engine.style_pack(spec)
+    split_audio = engine.synthesize_tokens(piece.tokens, pack, 1.0)
+    whole = ort.InferenceSession(
+        str(kokoro_dir / "kokoro-v1.0.int8.onnx"), providers=["CPUExecutionProvider"]
+    )
+    feeds = {
+        "tokens": np.array([[0, *piece.tokens, 0]], np.int64),
+        "style": pack[len(piece.tokens) - 1].reshape(1, -1),
+        "speed": np.array([1.0], np.float32),
+    }
+    reference = whole.run(None, feeds)[0].reshape(-1)
+    assert split_audio.shape == reference.shape
+    assert log_spectral_distance(split_audio, reference) < 0.5
+    assert float(np.abs(split_audio - reference).max()) < 1e-2
+
+
+@pytest.mark.parametrize("text", ["Yes.", SENTENCE, " ".join([SENTENCE] * 3)])
+def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, text: str) -> None:
+    spec = engine.parse_voice("af_heart")
+    for piece in engine.plan(text, "en-us"):
+        whole = engine.synthesize_piece(piece, spec, 1.0)
+        chunks = list(engine.stream_piece(piece, spec, 1.0))
+        windowed = np.concatenate(chunks)
+        assert windowed.size == whole.size
+        if len(piece.tokens) > 40:
+            assert len(chunks) > 2  # it really streamed
+            assert chunks[0].size < whole.size / 3
+
+
+def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
+    spec = engine.parse_voice("af_heart")
+    piece = engine.plan(SENTENCE, "en-us")[0]
+    whole = engine.synthesize_piece(piece, spec, 1.0)
+    windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+    # Per-window instance-norm statistics make windowed audio differ from whole-piece audio by ~6-8 dB of
+    # log-spectral distance on speech frames (results/windows.json); this guards against regressions.
+    assert log_spectral_distance(windowed, whole) < 9.0
+    ratio = float(np.sqrt(np.mean(windowed**2)) / np.sqrt(np.mean(whole**2)))
+    assert 0.8 < ratio < 1.25
+
+
+@pytest.mark.slow
+def test_windowed_speech_transcribes_like_whole(engine: KokoroEngine, transcriber) -> None:  # type: ignore[no-untyped-def]
+    from streamvoice.bench.asr import word_error_rate
+
+    spec = engine.parse_voice("af_heart")
+    piece = engine.plan(SENTENCE, "en-us")[0]
+    whole = engine.synthesize_piece(piece, spec, 1.0)
+    windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+    wer_whole = word_error_rate(SENTENCE, transcriber.transcribe(whole))
+    wer_windowed = word_error_rate(SENTENCE, transcriber.transcribe(windowed))
+    assert wer_windowed <= wer_whole + 0.05
+
+
+def test_graph_that_cannot_split_falls_back(
+    tmp_path: Path, kokoro_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model with Kokoro's inputs and output but no decoder inside: whole-piece synthesis, and a log line."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    tokens = helper.make_tensor_value_info("tokens", TensorProto.INT64, [1, "n"])
+    style = helper.make_tensor_value_info("style", TensorProto.FLOAT, [1, 256])
+    speed = helper.make_tensor_value_info("speed", TensorProto.FLOAT, [1])
+    audio = helper.make_tensor_value_info("audio", TensorProto.FLOAT, ["samples"])
+    nodes = [
+        helper.make_node("Cast", ["tokens"], ["tf"], to=TensorProto.FLOAT),
+        helper.make_node(
+            "Constant", [], ["shape"], value=helper.make_tensor("s", TensorProto.INT64, [1], [-1])
+        ),
+        helper.make_node("Reshape", ["tf", "shape"], ["flat"]),
+        helper.make_node("Mul", ["flat", "speed"], ["audio"]),
+    ]
+    graph = helper.make_graph(nodes, "not-kokoro", [tokens, style, speed], [audio])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "kokoro-v1.0.onnx"
+    onnx.save(model, str(path))
+    with caplog.at_level(logging.WARNING, logger="streamvoice.engine"):
+        fallback = KokoroEngine(ModelFiles(model=path, voices=kokoro_dir / "voices-v1.0.bin"))
+    assert not fallback.streams_in_piece
+    assert any("in-piece streaming is off" in r.message for r in caplog.records)
+    piece = fallback.plan("Hello there.", "en-us")[0]
+    chunks = list(fallback.stream_piece(piece, fallback.parse_voice("af_heart"), 1.0))
+    assert len(chunks) == 1 and chunks[0].size == len(piece.tokens) + 2
