@@ -23,9 +23,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from streamvoice.server import ServerConfig, create_app
+    from streamvoice.server.app import DrainingServer
 
     config = ServerConfig.from_env(
         host=args.host,
@@ -35,13 +34,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
     )
     app = create_app(config)
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        log_level=args.log_level,
-        ws_max_size=config.max_message_bytes,
-    )
+    # Graceful: the first SIGTERM turns /ping unhealthy and lets sessions finish, then exits.
+    DrainingServer(
+        app, config.host, config.port, log_level=args.log_level, ws_max_size=config.max_message_bytes
+    ).run()
     return 0
 
 

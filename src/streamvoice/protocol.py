@@ -39,6 +39,7 @@ class ErrorCode(StrEnum):
     SERVER_BUSY = "server_busy"
     IDLE_TIMEOUT = "idle_timeout"
     SESSION_EXPIRED = "session_expired"
+    GOING_AWAY = "going_away"
     CANCELLED = "cancelled"
     SYNTHESIS_FAILED = "synthesis_failed"
     NOT_READY = "not_ready"

@@ -143,6 +143,7 @@ class SpeechEndpointStack(cdk.Stack):
                 ),
                 environment={
                     "STREAMVOICE_EMF": "1",  # first-audio latency and errors as CloudWatch metrics
+                    "STREAMVOICE_ENDPOINT_NAME": s.endpoint_name,
                     "STREAMVOICE_MAX_SESSIONS": "64",
                 },
             ),

@@ -16,6 +16,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -88,6 +89,8 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
 
     async def ping(request: Request) -> Response:
         service = state.get("service")
+        if service is not None and service.draining:
+            return _error(503, ErrorCode.GOING_AWAY, "the server is shutting down")
         if service is None or not service.ready:
             return _error(503, ErrorCode.NOT_READY, "model is loading or warming up")
         return JSONResponse({"status": "ok"})
@@ -97,6 +100,8 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
 
     async def invocations(request: Request) -> Response:
         service = state.get("service")
+        if service is not None and service.draining:
+            return _error(503, ErrorCode.GOING_AWAY, "the server is shutting down; retry on another instance")
         if service is None or not service.ready:
             return _error(
                 503, ErrorCode.NOT_READY, "model is loading or warming up; retry after /ping returns 200"
@@ -145,6 +150,14 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
     async def bidi(ws: WebSocket) -> None:
         service = state.get("service")
         await ws.accept()
+        if service is not None and service.draining:
+            await ws.send_text(
+                encode_event(
+                    ErrorEvent(ErrorCode.GOING_AWAY, "the server is shutting down; connect again shortly")
+                )
+            )
+            await ws.close(1001, "going away")
+            return
         if service is None or not service.ready:
             await ws.send_text(
                 encode_event(
@@ -223,3 +236,50 @@ async def _sse_body(
         yield event({"type": "audio_chunk", "seq": seq, "data": base64.b64encode(data).decode("ascii")})
         seq += 1
     yield event({"type": "audio_end", "chunks": seq})
+
+
+class DrainingServer:
+    """uvicorn with a graceful shutdown: on the first SIGTERM/SIGINT, /ping goes unhealthy and sessions
+    finish their queued messages and close with 1001; the process exits once they are gone or after
+    ``drain_timeout_s``. A second signal exits at once."""
+
+    def __init__(
+        self, app: Starlette, host: str, port: int, drain_timeout_s: float = 15.0, **kwargs: Any
+    ) -> None:
+        import uvicorn
+
+        self.app = app
+        self.drain_timeout_s = drain_timeout_s
+        outer = self
+
+        class _Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                if outer._draining or outer._loop is None:
+                    super().handle_exit(sig, frame)
+                    return
+                outer._draining = True
+                outer._loop.call_soon_threadsafe(lambda: outer._loop.create_task(outer._drain()))  # type: ignore[union-attr]
+
+            async def startup(self, sockets: Any = None) -> None:
+                outer._loop = asyncio.get_running_loop()
+                await super().startup(sockets)
+
+        self._draining = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.server = _Server(uvicorn.Config(app, host=host, port=port, **kwargs))
+
+    def request_shutdown(self) -> None:
+        """What a signal does; callable from any thread."""
+        self.server.handle_exit(15, None)
+
+    async def _drain(self) -> None:
+        service: SpeechService | None = getattr(self.app.state, "service", None)
+        if service is not None:
+            service.begin_drain()
+            deadline = asyncio.get_running_loop().time() + self.drain_timeout_s
+            while service.sessions and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.05)
+        self.server.should_exit = True
+
+    def run(self) -> None:
+        self.server.run()

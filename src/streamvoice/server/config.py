@@ -25,6 +25,7 @@ class ServerConfig:
     max_queued_messages: int = 64  # per session
     max_sessions: int = 64
     idle_timeout_s: float = 300.0
+    send_timeout_s: float = 30.0  # a client that reads nothing for this long is disconnected
     session_lifetime_s: float = 3600.0
     auth_token: str | None = None
     warm_up: bool = True

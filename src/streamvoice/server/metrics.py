@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -35,8 +38,33 @@ class Histogram:
         return lines
 
 
+def emf_line(
+    metric: str, value: float, unit: str, dimensions: dict[str, str], namespace: str = "streamvoice"
+) -> str:
+    """A CloudWatch Embedded Metric Format record: logged to stdout, it becomes a metric (SageMaker ships logs)."""
+    return json.dumps(
+        {
+            "_aws": {
+                "Timestamp": int(time.time() * 1000),
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": namespace,
+                        "Dimensions": [list(dimensions)],
+                        "Metrics": [{"Name": metric, "Unit": unit}],
+                    }
+                ],
+            },
+            **dimensions,
+            metric: value,
+        }
+    )
+
+
 class Metrics:
     def __init__(self) -> None:
+        self.emf_dimensions: dict[str, str] | None = None
+        if os.environ.get("STREAMVOICE_EMF", "").lower() in ("1", "true", "yes"):
+            self.emf_dimensions = {"EndpointName": os.environ.get("STREAMVOICE_ENDPOINT_NAME", "local")}
         self._lock = threading.Lock()
         self.first_audio = Histogram()
         self.model_call = Histogram()
@@ -50,6 +78,11 @@ class Metrics:
     def observe_first_audio(self, seconds: float) -> None:
         with self._lock:
             self.first_audio.observe(seconds)
+        if self.emf_dimensions is not None:
+            print(
+                emf_line("TimeToFirstAudio", round(seconds * 1000, 1), "Milliseconds", self.emf_dimensions),
+                flush=True,
+            )
 
     def observe_model_call(self, seconds: float, audio_s: float) -> None:
         with self._lock:
@@ -61,6 +94,9 @@ class Metrics:
     def count_error(self, code: str) -> None:
         with self._lock:
             self.errors[code] += 1
+        server_side = code in ("synthesis_failed", "internal_error", "slow_consumer")
+        if self.emf_dimensions is not None and server_side:
+            print(emf_line("Errors", 1, "Count", self.emf_dimensions), flush=True)
 
     def count_message(self) -> None:
         with self._lock:

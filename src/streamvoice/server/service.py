@@ -73,6 +73,14 @@ class SpeechService:
         self.metrics = metrics or Metrics()
         self.scheduler = SynthesisScheduler(workers=config.synth_workers, policy=_policy(config.scheduler))
         self.ready = False
+        self.draining = False
+        self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
+
+    def begin_drain(self) -> None:
+        """Shutdown, step one: /ping turns unhealthy, new work is refused, sessions finish what they hold."""
+        self.draining = True
+        for session in list(self.sessions):
+            session.drain()
 
     def start(self) -> None:
         self.scheduler.start()

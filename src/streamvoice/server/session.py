@@ -91,7 +91,24 @@ class BidiSession:
         self._started = time.monotonic()
         self._send_lock = asyncio.Lock()
 
+    def drain(self) -> None:
+        """Finish queued messages, then close with 1001 (going away)."""
+        self._outbox.put_nowait(
+            _End(
+                1001,
+                "server shutting down",
+                ErrorEvent(ErrorCode.GOING_AWAY, "the server is shutting down; reconnect to go on"),
+            )
+        )
+
     async def run(self) -> None:
+        self.service.sessions.add(self)
+        try:
+            await self._run()
+        finally:
+            self.service.sessions.discard(self)
+
+    async def _run(self) -> None:
         reader = asyncio.create_task(self._read_loop(), name=f"read-{self.session_id}")
         writer = asyncio.create_task(self._write_loop(), name=f"write-{self.session_id}")
         try:
@@ -112,6 +129,10 @@ class BidiSession:
     async def _read_loop(self) -> None:
         cfg = self.service.config
         while True:
+            # Backpressure: while replies pile up unsent (a slow reader), stop reading its input, so TCP
+            # flow control pushes back on the client instead of our memory growing.
+            while self._outbox.qsize() >= cfg.max_queued_messages:
+                await asyncio.sleep(0.05)
             try:
                 message = await asyncio.wait_for(self.ws.receive(), timeout=cfg.idle_timeout_s)
             except TimeoutError:
@@ -357,11 +378,19 @@ class BidiSession:
     async def _send(self, data: str | bytes) -> None:
         if self.ws.application_state != WebSocketState.CONNECTED:
             raise _Disconnected
+        send = self.ws.send_text(data) if isinstance(data, str) else self.ws.send_bytes(data)
         try:
-            if isinstance(data, str):
-                await self.ws.send_text(data)
-            else:
-                await self.ws.send_bytes(data)
+            # A client that stops reading fills the socket buffer and blocks this send; waiting forever
+            # would pin the session's audio in memory. Give up after a bound and say why.
+            await asyncio.wait_for(send, timeout=self.service.config.send_timeout_s)
+        except TimeoutError:
+            log.warning("session=%s: client stopped reading for %.0f s; closing", self.session_id,
+                        self.service.config.send_timeout_s)  # fmt: skip
+            self.service.metrics.count_error("slow_consumer")
+            self._cancel_all()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.ws.close(1008, "client stopped reading audio"), timeout=2)
+            raise _Disconnected from None
         except (WebSocketDisconnect, RuntimeError, OSError) as exc:
             raise _Disconnected from exc
 
