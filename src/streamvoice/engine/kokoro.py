@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,7 +210,7 @@ class KokoroEngine:
         pack: NDArray[np.float32],
         speed: float,
         windowed: bool = True,
-    ) -> Iterator[NDArray[np.float32]]:
+    ) -> Generator[NDArray[np.float32]]:
         """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking."""
         if self._split is None or not windowed:
             yield self.synthesize_tokens(tokens, pack, speed)
@@ -220,7 +220,7 @@ class KokoroEngine:
 
     def stream_piece(
         self, piece: Piece, voice: VoiceSpec, speed: float, windowed: bool = True
-    ) -> Iterator[NDArray[np.float32]]:
+    ) -> Generator[NDArray[np.float32]]:
         return self.stream_tokens(piece.tokens, self.style_pack(voice), speed, windowed)
 
     def synthesize_tokens(

@@ -24,6 +24,17 @@ T = TypeVar("T")
 Policy = Literal["deadline", "fifo"]
 
 
+@dataclass(frozen=True)
+class Requeue:
+    """Returned by a job that has more to do: run me again when my turn comes, at ``deadline``.
+
+    A piece decodes window by window; handing the worker back between windows lets a new session's first
+    window go ahead of another session's later windows whose audio is not due yet.
+    """
+
+    deadline: float
+
+
 @dataclass(order=True)
 class _Job:
     key: float
@@ -69,7 +80,7 @@ class SynthesisScheduler:
     def queue_depth(self) -> int:
         return len(self._heap)
 
-    def submit(self, fn: Callable[[], T], deadline: float | None = None) -> asyncio.Future[T]:
+    def submit(self, fn: Callable[[], T | Requeue], deadline: float | None = None) -> asyncio.Future[T]:
         """Queue a blocking call; cancelling the returned future before it starts skips the call."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
@@ -96,16 +107,22 @@ class SynthesisScheduler:
                 self.busy += 1
             try:
                 result = job.fn()
-            except (
-                BaseException
-            ) as exc:  # delivered to the awaiting session, which turns it into an error frame
+            except BaseException as exc:  # the awaiting session turns it into an error frame
                 _deliver(job, _fail, exc)
+                result = None
             else:
-                _deliver(job, _resolve, result)
+                if not isinstance(result, Requeue):
+                    _deliver(job, _resolve, result)
             finally:
                 with self._cv:
                     self.busy -= 1
-                    self.completed += 1
+                    if isinstance(result, Requeue) and not job.future.cancelled() and not self._stopping:
+                        if self.policy == "deadline":
+                            job.key = result.deadline
+                        heapq.heappush(self._heap, job)  # FIFO keeps its arrival key: it stays first
+                        self._cv.notify()
+                    else:
+                        self.completed += 1
 
 
 def _deliver(job: _Job, fn: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:

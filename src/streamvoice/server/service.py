@@ -21,7 +21,7 @@ from streamvoice.engine.voices import VoiceError, VoiceSpec
 from streamvoice.protocol import DEFAULT_FORMAT, DEFAULT_VOICE, ErrorCode, ProtocolError
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.metrics import Metrics
-from streamvoice.server.scheduler import SynthesisScheduler
+from streamvoice.server.scheduler import Requeue, SynthesisScheduler
 
 # Seconds of audio per phoneme token at speed 1.0, plus the model's lead-in/out; measured on the bench
 # texts (af_heart). Only used to estimate playback deadlines before the audio exists.
@@ -138,26 +138,34 @@ class SpeechService:
         for piece in pieces:
             deadline = clock.next_deadline(estimate_audio_s(piece, request.speed))
             audio = PieceAudio(loop)
-            audio.future = self.scheduler.submit(self._call(piece, request, audio), deadline=deadline)
+            audio.future = self.scheduler.submit(
+                self._steps(piece, request, audio, deadline), deadline=deadline
+            )
             out.append(audio)
         return out
 
-    def _call(self, piece: Piece, request: ResolvedRequest, sink: PieceAudio) -> Callable[[], int]:
+    def _steps(
+        self, piece: Piece, request: ResolvedRequest, sink: PieceAudio, deadline: float
+    ) -> Callable[[], int | Requeue]:
+        """A scheduler job that decodes one window per turn and hands the worker back in between."""
         engine, metrics = self.engine, self.metrics
-        windowed = self.config.stream_windows
+        windows = engine.stream_piece(piece, request.voice, request.speed, self.config.stream_windows)
+        state = {"samples": 0, "busy_s": 0.0}
 
-        def run() -> int:
+        def step() -> int | Requeue:
             started = time.perf_counter()
-            samples = 0
-            for window in engine.stream_piece(piece, request.voice, request.speed, windowed):
-                if sink.abandoned:
-                    break  # barge-in or disconnect: stop decoding the rest of this piece
-                sink.push(window)
-                samples += window.size
-            metrics.observe_model_call(time.perf_counter() - started, samples / engine.sample_rate)
-            return samples
+            window = None if sink.abandoned else next(windows, None)
+            state["busy_s"] += time.perf_counter() - started
+            if window is None:  # finished, or abandoned (barge-in, disconnect): stop decoding this piece
+                windows.close()
+                metrics.observe_model_call(state["busy_s"], state["samples"] / engine.sample_rate)
+                return int(state["samples"])
+            sink.push(window)
+            state["samples"] += window.size
+            # The next window is due when the audio decoded so far for this piece has played out.
+            return Requeue(deadline + state["samples"] / engine.sample_rate)
 
-        return run
+        return step
 
     async def audio_pieces(self, request: ResolvedRequest) -> AsyncIterator[NDArray[np.float32]]:
         """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves."""
