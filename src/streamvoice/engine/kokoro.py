@@ -210,18 +210,24 @@ class KokoroEngine:
         pack: NDArray[np.float32],
         speed: float,
         windowed: bool = True,
+        plan: WindowPlan | None = None,
     ) -> Generator[NDArray[np.float32]]:
         """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking."""
         if self._split is None or not windowed:
             yield self.synthesize_tokens(tokens, pack, speed)
             return
         feeds, style = self._feeds(tokens, pack, speed)
-        yield from self._split.stream(feeds, style, self.window_plan)
+        yield from self._split.stream(feeds, style, plan or self.window_plan)
 
     def stream_piece(
-        self, piece: Piece, voice: VoiceSpec, speed: float, windowed: bool = True
+        self,
+        piece: Piece,
+        voice: VoiceSpec,
+        speed: float,
+        windowed: bool = True,
+        plan: WindowPlan | None = None,
     ) -> Generator[NDArray[np.float32]]:
-        return self.stream_tokens(piece.tokens, self.style_pack(voice), speed, windowed)
+        return self.stream_tokens(piece.tokens, self.style_pack(voice), speed, windowed, plan)
 
     def synthesize_tokens(
         self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float

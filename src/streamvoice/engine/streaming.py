@@ -186,3 +186,8 @@ class SplitKokoro:
             hold = min(xf, len(body), ctx * SAMPLES_PER_FRAME)  # the next window's left context covers it
             tail = body[len(body) - hold :].copy() if hold else None
             yield body[: len(body) - hold]
+
+
+# For a listener who already has audio buffered, first-audio latency no longer matters: bigger windows and
+# less recomputed context leave more of the CPU for other sessions.
+THROUGHPUT_PLAN = WindowPlan(first=60, second=120, growth=2.0, largest=400, context=6, first_lookahead=6)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,16 +19,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import EngineError, KokoroEngine, Piece
+from streamvoice.engine.streaming import THROUGHPUT_PLAN
 from streamvoice.engine.voices import VoiceError, VoiceSpec
 from streamvoice.protocol import DEFAULT_FORMAT, DEFAULT_VOICE, ErrorCode, ProtocolError
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.scheduler import Requeue, SynthesisScheduler
-
-# Seconds of audio per phoneme token at speed 1.0, plus the model's lead-in/out; measured on the bench
-# texts (af_heart). Only used to estimate playback deadlines before the audio exists.
-AUDIO_S_PER_TOKEN = 0.058
-AUDIO_S_OVERHEAD = 0.3
 
 
 @dataclass(frozen=True)
@@ -44,26 +42,6 @@ class ResolvedRequest:
     speed: float
     format: str
     lang: str
-
-
-class PlaybackClock:
-    """Tracks when a listener will run out of audio, to give each model call a deadline."""
-
-    def __init__(self) -> None:
-        self.start: float | None = None
-        self.scheduled_s = 0.0
-
-    def next_deadline(self, estimated_s: float) -> float:
-        now = time.monotonic()
-        if self.start is None or self.start + self.scheduled_s < now:
-            self.start, self.scheduled_s = now, 0.0  # listener drained: the next audio is due now
-        deadline = self.start + self.scheduled_s
-        self.scheduled_s += estimated_s
-        return deadline
-
-
-def estimate_audio_s(piece: Piece, speed: float) -> float:
-    return (AUDIO_S_OVERHEAD + AUDIO_S_PER_TOKEN * len(piece.tokens)) / speed
 
 
 class SpeechService:
@@ -131,46 +109,21 @@ class SpeechService:
             )
         return pieces
 
-    def submit(self, pieces: list[Piece], request: ResolvedRequest, clock: PlaybackClock) -> list[PieceAudio]:
-        """Queue every piece now (pipelining), each due when the listener would run out of audio."""
+    def lane(self) -> Lane:
+        return Lane(self)
+
+    def submit(self, pieces: list[Piece], request: ResolvedRequest, lane: Lane) -> list[PieceAudio]:
+        """Queue every piece now, so piece N+1 is decoded while piece N is on the wire (pipelining)."""
         loop = asyncio.get_running_loop()
-        out = []
-        for piece in pieces:
-            deadline = clock.next_deadline(estimate_audio_s(piece, request.speed))
-            audio = PieceAudio(loop)
-            audio.future = self.scheduler.submit(
-                self._steps(piece, request, audio, deadline), deadline=deadline
-            )
-            out.append(audio)
-        return out
-
-    def _steps(
-        self, piece: Piece, request: ResolvedRequest, sink: PieceAudio, deadline: float
-    ) -> Callable[[], int | Requeue]:
-        """A scheduler job that decodes one window per turn and hands the worker back in between."""
-        engine, metrics = self.engine, self.metrics
-        windows = engine.stream_piece(piece, request.voice, request.speed, self.config.stream_windows)
-        state = {"samples": 0, "busy_s": 0.0}
-
-        def step() -> int | Requeue:
-            started = time.perf_counter()
-            window = None if sink.abandoned else next(windows, None)
-            state["busy_s"] += time.perf_counter() - started
-            if window is None:  # finished, or abandoned (barge-in, disconnect): stop decoding this piece
-                windows.close()
-                metrics.observe_model_call(state["busy_s"], state["samples"] / engine.sample_rate)
-                return int(state["samples"])
-            sink.push(window)
-            state["samples"] += window.size
-            # The next window is due when the audio decoded so far for this piece has played out.
-            return Requeue(deadline + state["samples"] / engine.sample_rate)
-
-        return step
+        sinks = [PieceAudio(loop) for _ in pieces]
+        for piece, sink in zip(pieces, sinks, strict=True):
+            lane.add(piece, request, sink)
+        return sinks
 
     async def audio_pieces(self, request: ResolvedRequest) -> AsyncIterator[NDArray[np.float32]]:
         """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves."""
         pieces = await self.plan(request)
-        streams = self.submit(pieces, request, PlaybackClock())
+        streams = self.submit(pieces, request, self.lane())
         try:
             for stream in streams:
                 async for window in stream.windows():
@@ -193,6 +146,15 @@ class PieceAudio:
         """Called from the worker thread."""
         with contextlib.suppress(RuntimeError):  # loop closed: nobody is listening
             self._loop.call_soon_threadsafe(self._queue.put_nowait, window)
+
+    def finish(self, samples: int) -> None:
+        """Called from the worker thread once the last window was pushed (pushes are delivered first)."""
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(_settle, self.future, samples, None)
+
+    def fail(self, exc: BaseException) -> None:
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(_settle, self.future, 0, exc)
 
     def cancel(self) -> None:
         self.abandoned = True
@@ -233,3 +195,102 @@ def _policy(name: str):  # type: ignore[no-untyped-def]
     if name not in ("deadline", "fifo"):
         raise ValueError(f"scheduler must be 'deadline' or 'fifo', not {name!r}")
     return name
+
+
+def _settle(future: asyncio.Future[int], samples: int, exc: BaseException | None) -> None:
+    if future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(samples)
+
+
+@dataclass
+class _Work:
+    piece: Piece
+    request: ResolvedRequest
+    sink: PieceAudio
+    windows: Generator[NDArray[np.float32]] | None = None
+    samples: int = 0
+    busy_s: float = 0.0
+
+
+# A listener with this much audio still to play gets throughput-sized windows for its next piece.
+BUFFERED_ENOUGH_S = 1.5
+
+
+class Lane:
+    """One listener's synthesis work, in speaking order, as a single scheduler job at a time.
+
+    The job decodes one window per turn and hands the worker back with the deadline of the next window:
+    the moment this listener would run out of audio (``play_end``). So another session's first window,
+    due now, goes ahead of this session's later windows that are not due yet; and a session's own pieces
+    never overtake each other, because they share one lane.
+    """
+
+    def __init__(self, service: SpeechService) -> None:
+        self._service = service
+        self._lock = threading.Lock()
+        self._queue: deque[_Work] = deque()
+        self._current: _Work | None = None
+        self._active = False
+        self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
+
+    def add(self, piece: Piece, request: ResolvedRequest, sink: PieceAudio) -> None:
+        """Called on the event loop."""
+        with self._lock:
+            self._queue.append(_Work(piece, request, sink))
+            if self._active:
+                return
+            self._active = True
+        self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+
+    def _next_work(self) -> _Work | None:
+        with self._lock:
+            while True:
+                work = self._current
+                if work is not None and not work.sink.abandoned:
+                    return work
+                if work is not None:  # abandoned (barge-in, disconnect): stop decoding it
+                    if work.windows is not None:
+                        work.windows.close()
+                    work.sink.finish(work.samples)
+                if not self._queue:
+                    self._current = None
+                    self._active = False
+                    return None
+                self._current = self._queue.popleft()
+
+    def _step(self) -> int | Requeue:
+        work = self._next_work()
+        if work is None:
+            return 0
+        service = self._service
+        started = time.perf_counter()
+        try:
+            if work.windows is None:
+                buffered = self.play_end - time.monotonic()
+                plan = THROUGHPUT_PLAN if buffered > BUFFERED_ENOUGH_S else None
+                work.windows = service.engine.stream_piece(
+                    work.piece, work.request.voice, work.request.speed, service.config.stream_windows, plan
+                )
+            window = next(work.windows, None)
+        except Exception as exc:
+            work.sink.fail(exc)
+            self._drop_current()
+            return Requeue(time.monotonic())
+        work.busy_s += time.perf_counter() - started
+        if window is None:
+            service.metrics.observe_model_call(work.busy_s, work.samples / service.engine.sample_rate)
+            work.sink.finish(work.samples)
+            self._drop_current()
+            return Requeue(max(self.play_end, time.monotonic()))
+        work.sink.push(window)
+        work.samples += window.size
+        self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
+        return Requeue(self.play_end)
+
+    def _drop_current(self) -> None:
+        with self._lock:
+            self._current = None

@@ -36,8 +36,8 @@ from streamvoice.protocol import (
     encode_event,
 )
 from streamvoice.server.service import (
+    Lane,
     PieceAudio,
-    PlaybackClock,
     ResolvedRequest,
     SessionDefaults,
     SpeechService,
@@ -82,7 +82,7 @@ class BidiSession:
         self.service = service
         self.session_id = session_id
         self.defaults = SessionDefaults()
-        self.clock = PlaybackClock()
+        self.lane: Lane = service.lane()
         self._outbox: asyncio.Queue[_Job | _Reply | _End] = asyncio.Queue()
         self._open: list[_Job] = []  # accepted, not yet answered
         self._sequence = 0
@@ -241,7 +241,7 @@ class BidiSession:
             await previous_job.answered.wait()
         if job.cancelled:
             raise asyncio.CancelledError
-        job.streams = self.service.submit(pieces, job.request, self.clock)
+        job.streams = self.service.submit(pieces, job.request, self.lane)
         return job.streams
 
     async def _configure(self, msg: Configure) -> None:
