@@ -8,13 +8,13 @@ ifneq ($(wildcard ../shared/kokoro/voices-v1.0.bin),)
 export KOKORO_MODEL_DIR ?= $(abspath ../shared/kokoro)
 endif
 
-.PHONY: install demo test lint typecheck unit browser-deps bench clean
+.PHONY: install demo test lint typecheck unit browser-deps bench audit lock clean
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[agent,infra,dev]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[agent,infra,dev]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -43,6 +43,14 @@ test: lint typecheck unit
 
 bench: install
 	$(BIN)/python -m streamvoice.bench.suite $(ARGS)
+
+# Known-vulnerability audit of the locked dependencies (needs the PyPI JSON API or OSV reachable).
+audit: install
+	$(BIN)/pip install -q pip-audit
+	$(BIN)/pip-audit -r requirements.lock --progress-spinner off
+
+lock: install
+	$(BIN)/pip freeze --exclude-editable | grep -v '^streamvoice' > requirements.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache results

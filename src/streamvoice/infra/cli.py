@@ -80,6 +80,14 @@ def speech_main(argv: list[str] | None = None, runner: Runner = run_cdk, boto: A
         return synth("speech", args, stack)
     if args.command == "status":
         return speech_status(args.model_id, args.region, boto)
+    if args.command in ("deploy", "diff") and not args.model_dir:
+        from streamvoice.engine.model_files import ModelNotFoundError, resolve_model_files
+
+        try:
+            args.model_dir = str(resolve_model_files().model.parent)
+        except ModelNotFoundError as exc:
+            print(f"error: the endpoint needs the model files to upload. {exc}", file=sys.stderr)
+            return 2
     if args.command == "deploy":
         print(estimate(args.instance_type, args.region).render(), file=sys.stderr)
         extra = [] if not args.yes else ["--require-approval", "never"]

@@ -1,0 +1,95 @@
+"""Where the time goes in one piece: phonemiser, planning, the front graph (text encoder + prosody), the
+decoder per frame and per call, and each encoder per second of audio.
+
+Run: ``python -m streamvoice.bench.profile``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from streamvoice.audio.encoders import make_encoder
+from streamvoice.bench.common import table, write_result
+from streamvoice.engine import KokoroEngine
+
+TEXT = "The museum opens at nine, and tours start every half hour. Please bring your passport with you."
+
+
+def timed(fn: Callable[[], Any], repeat: int = 5) -> float:
+    runs = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - started)
+    return statistics.median(runs) * 1000
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    engine = KokoroEngine.load()
+    spec = engine.parse_voice("af_heart")
+    piece = engine.plan(TEXT, "en-us")[0]
+    pack = engine.style_pack(spec)
+    rows: list[dict[str, Any]] = [
+        {"step": "phonemise the sentence (espeak-ng)", "ms": timed(lambda: engine.phonemize(TEXT, "en-us"))},
+        {
+            "step": "plan the message (chunk + phonemise + tokenise)",
+            "ms": timed(lambda: engine.plan(TEXT, "en-us")),
+        },
+    ]
+    split = engine._split
+    if split is not None:
+        feeds, style = engine._feeds(piece.tokens, pack, 1.0)
+        feats = split.features(feeds)
+        frames = int(feats[split.boundary.asr].shape[2])
+        rows.append(
+            {
+                "step": f"front graph ({len(piece.tokens)} tokens -> {frames} frames)",
+                "ms": timed(lambda: split.features(feeds)),
+            }
+        )
+        for size in (16, 32, 64, frames):
+            n = min(size, frames)
+
+            def decode(n: int = n) -> None:
+                split.decode(feats, style, 0, n)
+
+            ms = timed(decode, repeat=3)
+            rows.append(
+                {"step": f"decoder, {n} frames ({n * 25} ms of audio)", "ms": ms, "per_frame_ms": ms / n}
+            )
+    whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)
+    rows.append(
+        {
+            "step": "whole piece, one call",
+            "ms": timed(lambda: engine.synthesize_tokens(piece.tokens, pack, 1.0), repeat=3),
+        }
+    )
+    seconds = whole.size / engine.sample_rate
+    for fmt in ("pcm", "mp3", "opus", "aac"):
+
+        def encode(fmt: str = fmt) -> None:
+            enc = make_encoder(fmt)
+            for i in range(0, whole.size, 4800):
+                enc.encode(whole[i : i + 4800])
+            enc.flush()
+
+        rows.append({"step": f"encode {fmt}, per second of audio", "ms": timed(encode) / seconds})
+    print(f"One {len(piece.tokens)}-token piece, {seconds:.2f} s of audio\n")
+    print(table(rows, [("step", "step"), ("ms", "median ms"), ("per_frame_ms", "ms per frame")]))
+    path = write_result(
+        "profile",
+        {"rows": rows, "audio_s": seconds, "tokens": len(piece.tokens), "peak": float(np.abs(whole).max())},
+    )
+    print(f"wrote {path}")
+    return {"rows": rows}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""Render docs/benchmarks.md from results/*.json, so every number in the doc comes from a run.
+
+Run: ``python -m streamvoice.bench.report [--results results] [--out docs/benchmarks.md]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _load(folder: Path, name: str) -> dict[str, Any] | None:
+    path = folder / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _n(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def transport(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["case"],
+            _n(r["mean"], 1),
+            _n(r["p50"], 1),
+            _n(r["p95"], 1),
+            f"{r['of_baseline']:.1%}",
+            _n(r.get("overhead"), 2),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"Texts: the seeds' shape, a {len(d['texts']['whole block'])}-character four-sentence block; "
+        f'first sentence: "{d["texts"]["first sentence"]}"; our fast first piece: "{d["texts"]["fast first piece"]}". '
+        f"{d['trials']} trials each, all measurements interleaved in one loop.\n\n"
+        + _table(["case", "mean ms", "p50 ms", "p95 ms", "of seeds' design", "session / bare engine"], rows)
+        + f"\n\nSeeds ({d['seeds']['hardware']}): whole block {d['seeds']['whole_block_ms']} ms, first sentence "
+        f"{d['seeds']['first_sentence_ms']} ms (47.6% of the block)."
+    )
+
+
+def windows(d: dict[str, Any]) -> str:
+    s = d["summary"]
+    rows = [
+        ["whole-piece synthesis (ms, mean)", _n(s["whole_ms"]["mean"])],
+        ["windowed: first audio (ms, mean)", _n(s["first_ms"]["mean"])],
+        ["first audio / whole piece (target <= 35%)", f"{s['first_over_whole']:.1%}"],
+        ["windowed: all audio (ms, mean)", _n(s["total_ms"]["mean"])],
+        ["total / whole piece (target <= 1.15x)", f"{s['total_over_whole']:.2f}x"],
+        ["worst lateness of a window vs real-time playback (ms)", _n(s["max_lateness_ms"])],
+        ["same length as whole-piece audio", _n(s["all_same_length"])],
+        ["word error rate, whole / windowed", f"{_n(s['wer_whole'], 3)} / {_n(s['wer_windowed'], 3)}"],
+        [
+            "log-spectral distance windowed vs whole (dB, speech frames)",
+            _n(s["log_spectral_distance_db"]["mean"], 2),
+        ],
+        [
+            "HF step energy windowed / whole: at seams, elsewhere",
+            f"{_n(s['seam_step_energy_ratio'], 2)}, {_n(s['elsewhere_step_energy_ratio'], 2)}",
+        ],
+    ]
+    return f"~{s['tokens_mean']:.0f}-token pieces, {len(d['runs'])} syntheses.\n\n" + _table(
+        ["metric", "value"], rows
+    )
+
+
+def e2e(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["source"],
+            r["mode"],
+            _n(r["first_audio_p50"]),
+            _n(r["first_audio_mean"]),
+            _n(r["total_p50"]),
+            _n(r["batch_over_mode"], 2) + "x",
+            str(r["errors"]),
+        ]
+        for r in d["rows"]
+    ]
+    return f"{d['runs']} runs per mode, alternating order.\n\n" + _table(
+        ["LLM source", "mode", "first audio p50 ms", "mean ms", "total p50 ms", "batch / mode", "errors"],
+        rows,
+    )
+
+
+def continuity(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["design"],
+            str(r["pieces"]),
+            _n(r["first_audio_ms"]),
+            _n(r["starvation_ms"]),
+            str(r["stalls"]),
+            _n(r["audio_s"], 1),
+        ]
+        for r in d["rows"]
+    ]
+    return f"Ten-sentence answer at {d['rate']:g} tokens/s.\n\n" + _table(
+        ["design", "pieces", "first audio ms", "starvation ms", "stalls", "audio s"], rows
+    )
+
+
+def capacity(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["policy"],
+            str(r["k"]),
+            _n(r["first_p50"]),
+            _n(r["first_p95"]),
+            _n(r["starvation_ms"]),
+            _n(r["ok"]),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"Sessions arrive {d['stagger_s']:g} s apart; each answer streams at {d['rate']:g} tokens/s.\n\n"
+        + _table(
+            [
+                "policy",
+                "K",
+                "first audio p50 ms",
+                "p95 ms",
+                "starvation ms (sum)",
+                "p95 <= 1 s and no starvation",
+            ],
+            rows,
+        )
+        + f"\n\nLargest K meeting the target: FIFO {d['best_k']['fifo']}, deadline {d['best_k']['deadline']}."
+    )
+
+
+def encodings(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["format"],
+            _n(r["bytes"]),
+            _n(r["base64_bytes"]),
+            _n(r["kbps"], 1),
+            _n(r["encoder_delay_ms"]),
+            _n(r["wer"], 3),
+            _n(r["seeds_bytes"]),
+            _n(r["seeds_base64"]),
+            _n(r["seeds_kbps"], 1),
+        ]
+        for r in d["rows"]
+    ]
+    return f"{d['clips']} clips, {d['seconds']:.1f} s of speech.\n\n" + _table(
+        [
+            "format",
+            "bytes",
+            "base64 bytes",
+            "kbps",
+            "encoder delay ms",
+            "WER",
+            "seeds bytes",
+            "seeds base64",
+            "seeds kbps",
+        ],
+        rows,
+    )
+
+
+SECTIONS = [
+    (
+        "transport",
+        "1. Transport isolation and server overhead",
+        "python -m streamvoice.bench.transport",
+        transport,
+    ),
+    (
+        "windows",
+        "In-piece streaming (windowed decoder) vs whole-piece synthesis",
+        "python -m streamvoice.bench.windows --plots docs/img",
+        windows,
+    ),
+    ("e2e", "2. End to end: bidi vs batch", "python -m streamvoice.bench.e2e", e2e),
+    (
+        "continuity",
+        "3. Continuity: audio ahead of playback",
+        "python -m streamvoice.bench.continuity --plot docs/img/continuity.png",
+        continuity,
+    ),
+    (
+        "capacity",
+        "4. Capacity: concurrent sessions, FIFO vs deadline",
+        "python -m streamvoice.bench.capacity",
+        capacity,
+    ),
+    ("encodings", "5. Encodings", "python -m streamvoice.bench.encodings", encodings),
+]
+
+
+def render(folder: Path, preamble: str = "") -> str:
+    parts = [preamble]
+    machine = None
+    for name, title, command, fn in SECTIONS:
+        data = _load(folder, name)
+        parts.append(f"## {title}\n\n`{command}`\n")
+        if data is None:
+            parts.append("_not run yet_\n")
+            continue
+        machine = machine or data.get("machine")
+        parts.append(fn(data) + "\n")
+    if machine:
+        parts.insert(
+            1,
+            f"Measured on: {machine['processor']}, {machine['cpu_count']} cores, {machine['platform']}, "
+            f"Python {machine['python']} ({machine['when']}).\n",
+        )
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--preamble", type=Path, default=Path("docs/benchmarks.intro.md"))
+    args = parser.parse_args(argv)
+    preamble = args.preamble.read_text() if args.preamble.exists() else "# Benchmarks\n"
+    args.out.write_text(render(args.results, preamble))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
