@@ -3,6 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.12 >/dev/null 2>&1 && echo python3.12 || echo python)
 VENV := .venv
 BIN := $(VENV)/bin
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # Dev and CI read the model from the shared folder beside the repo; users get it from `streamvoice models download`.
 ifneq ($(wildcard ../shared/kokoro/voices-v1.0.bin),)
 export KOKORO_MODEL_DIR ?= $(abspath ../shared/kokoro)
