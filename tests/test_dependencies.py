@@ -10,7 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_lock_file_has_no_torch() -> None:
-    names = [line.split("==")[0].lower() for line in (ROOT / "requirements.lock").read_text().splitlines() if line]
+    names = [
+        line.split("==")[0].lower() for line in (ROOT / "requirements.lock").read_text().splitlines() if line
+    ]
     assert names and not any(n in ("torch", "torchaudio", "torchvision") for n in names)
 
 
@@ -19,7 +21,9 @@ def test_serving_path_never_imports_torch() -> None:
         "import sys, streamvoice.server, streamvoice.engine, streamvoice.agent.app, streamvoice.client;"
         "print('torch' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "False"
 
 
@@ -28,5 +32,7 @@ def test_runtime_never_imports_infra() -> None:
         "import sys, streamvoice.server, streamvoice.agent.app, streamvoice.cli;"
         "print(any(m.startswith('streamvoice.infra') or m.startswith('aws_cdk') for m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "False"

@@ -1,6 +1,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamvoice.protocol import (
     Cancel,
@@ -111,3 +113,42 @@ def test_control_frame_rule_needs_the_whole_chunk() -> None:
     assert decode_control_frame(b'{"almost": "json"') is None
     assert decode_control_frame(b"[1, 2]") is None
     assert decode_control_frame(b"\xff\xff") is None
+
+
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+MESSAGE_LIKE = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.one_of(st.sampled_from(["synthesize", "configure", "cancel", "close"]), ANY_JSON),
+        "text": ANY_JSON,
+        "voice": ANY_JSON,
+        "speed": ANY_JSON,
+        "format": ANY_JSON,
+        "lang": ANY_JSON,
+        "id": ANY_JSON,
+    },
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.text(max_size=200),
+        ANY_JSON.map(lambda v: json.dumps(v, allow_nan=True)),
+        MESSAGE_LIKE.map(lambda v: json.dumps(v, allow_nan=True)),
+        MESSAGE_LIKE.map(lambda v: json.dumps(v, allow_nan=True).encode()),
+    )
+)
+def test_fuzzed_frames_decode_or_fail_with_a_protocol_error(frame: str | bytes) -> None:
+    """Thousands of hostile frames: each either decodes to a message or raises ProtocolError, nothing else."""
+    try:
+        msg = decode_client_frame(frame)
+    except ProtocolError as exc:
+        assert isinstance(exc.code, ErrorCode) and len(exc.message) > 10
+    else:
+        assert isinstance(msg, Synthesize | Configure | Cancel | Close)
