@@ -110,8 +110,10 @@ def continuity(d: dict[str, Any]) -> str:
         ]
         for r in d["rows"]
     ]
-    return f"Ten-sentence answer at {d['rate']:g} tokens/s.\n\n" + _table(
-        ["design", "pieces", "first audio ms", "starvation ms", "stalls", "audio s"], rows
+    return (
+        f"Ten-sentence answer at {d['rate']:g} tokens/s.\n\n"
+        + _table(["design", "pieces", "first audio ms", "starvation ms", "stalls", "audio s"], rows)
+        + "\n\nTimeline per piece (generation, synthesis and sending, playback):\n\n![timeline](img/continuity.png)"
     )
 
 
