@@ -74,8 +74,10 @@ def windows(d: dict[str, Any]) -> str:
             f"{_n(s['seam_step_energy_ratio'], 2)}, {_n(s['elsewhere_step_energy_ratio'], 2)}",
         ],
     ]
-    return f"~{s['tokens_mean']:.0f}-token pieces, {len(d['runs'])} syntheses.\n\n" + _table(
-        ["metric", "value"], rows
+    return (
+        f"~{s['tokens_mean']:.0f}-token pieces, {len(d['runs'])} syntheses.\n\n"
+        + _table(["metric", "value"], rows)
+        + "\n\nSpectrograms around the first seams, whole piece (top) and windowed (bottom):\n\n![seams](img/seams.png)"
     )
 
 
