@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-import uvicorn
 
+from streamvoice.bench.common import LocalServer, free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
 
@@ -40,38 +36,12 @@ def engine(kokoro_dir: Path) -> KokoroEngine:
     return KokoroEngine.load(kokoro_dir)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RunningServer:
-    """A real uvicorn server on a loopback port, in a thread of this process."""
-
-    def __init__(self, app: object, port: int) -> None:
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.ws_url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws_max_size=1 << 20)  # type: ignore[arg-type]
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+class RunningServer(LocalServer):
+    """A real uvicorn server on a loopback port, in a thread of this process (the benchmarks' server)."""
 
     def start(self, timeout: float = 60.0) -> RunningServer:
-        self.thread.start()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("speech server did not become healthy")
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
+        super().start(timeout)
+        return self
 
 
 def start_speech_server(engine: KokoroEngine, **config: object) -> RunningServer:

@@ -100,21 +100,24 @@ def free_port() -> int:
 class LocalServer:
     """A real uvicorn server for an ASGI app, on a loopback port in a background thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, port: int | None = None) -> None:
         import uvicorn
 
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.ws_url = f"ws://127.0.0.1:{self.port}/invocations-bidirectional-stream"
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=1 << 20
         )
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> LocalServer:
+    def start(self, timeout: float = 120.0) -> LocalServer:
+        """Start serving and wait until ``/ping`` answers 200."""
         import httpx
 
         self._thread.start()
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
@@ -124,6 +127,12 @@ class LocalServer:
             time.sleep(0.1)
         raise RuntimeError("server did not become healthy")
 
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
+    def stop(self) -> None:
+        self.server.should_exit = True
         self._thread.join(15)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -147,41 +147,30 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         media = "text/event-stream" if stream_sse else MEDIA_TYPES[resolved.format]
         return StreamingResponse(body_iter, media_type=media)
 
+    def refusal(service: SpeechService | None, ws: WebSocket) -> tuple[ErrorCode, str, int] | None:
+        """Why a new session cannot start (error code, message, close code), or None."""
+        if service is not None and service.draining:
+            return ErrorCode.GOING_AWAY, "the server is shutting down; connect again shortly", 1001
+        if service is None or not service.ready:
+            return ErrorCode.NOT_READY, "model is loading; retry after /ping returns 200", 1013
+        if not _authorized(ws.headers, config.auth_token):
+            return ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>", 1008
+        if metrics.active_sessions >= config.max_sessions:
+            return (
+                ErrorCode.SERVER_BUSY,
+                f"the server holds {config.max_sessions} sessions already; retry later",
+                1013,
+            )
+        return None
+
     async def bidi(ws: WebSocket) -> None:
         service = state.get("service")
         await ws.accept()
-        if service is not None and service.draining:
-            await ws.send_text(
-                encode_event(
-                    ErrorEvent(ErrorCode.GOING_AWAY, "the server is shutting down; connect again shortly")
-                )
-            )
-            await ws.close(1001, "going away")
-            return
-        if service is None or not service.ready:
-            await ws.send_text(
-                encode_event(
-                    ErrorEvent(ErrorCode.NOT_READY, "model is loading; retry after /ping returns 200")
-                )
-            )
-            await ws.close(1013, "not ready")
-            return
-        if not _authorized(ws.headers, config.auth_token):
-            await ws.send_text(
-                encode_event(ErrorEvent(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"))
-            )
-            await ws.close(1008, "unauthorized")
-            return
-        if metrics.active_sessions >= config.max_sessions:
-            await ws.send_text(
-                encode_event(
-                    ErrorEvent(
-                        ErrorCode.SERVER_BUSY,
-                        f"the server holds {config.max_sessions} sessions already; retry later",
-                    )
-                )
-            )
-            await ws.close(1013, "server busy")
+        refused = refusal(service, ws)
+        if refused is not None or service is None:
+            code, message, close_code = refused or (ErrorCode.NOT_READY, "not ready", 1013)
+            await ws.send_text(encode_event(ErrorEvent(code, message)))
+            await ws.close(close_code, code.value.replace("_", " "))
             return
         session_id = ws.headers.get("x-amzn-sagemaker-session-id") or uuid.uuid4().hex[:12]
         metrics.active_sessions += 1
