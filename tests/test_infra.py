@@ -272,3 +272,35 @@ def test_destroy_takes_the_agent_down_first_and_lists_what_stays(capsys: pytest.
     out = capsys.readouterr().out
     assert "streamvoice-models-abc" in out and "cdk-hnb659fds-container-assets-123456789012-us-east-1" in out
     assert "--purge" in out
+
+
+def test_image_assets_build_from_this_repo(tmp_path: Path) -> None:
+    """Without --image-uri the stacks build images from docker/: GPU image for GPU instances, ARM64 for AgentCore."""
+    app = cdk.App(outdir=str(tmp_path))
+    SpeechEndpointStack(app, "SpeechGpu", SpeechSettings(instance_type="ml.g5.xlarge"), env=ENV)
+    SpeechEndpointStack(
+        app, "SpeechCpu", SpeechSettings(instance_type="ml.c7i.2xlarge", model_id="kokoro-cpu"), env=ENV
+    )
+    AgentRuntimeStack(app, "AgentImg", AgentSettings(bedrock_model_id=MODEL), env=ENV)
+    app.synth()
+
+    def images(stack: str) -> list[dict[str, Any]]:
+        data = json.loads((tmp_path / f"{stack}.assets.json").read_text())
+        return [img["source"] for img in data["dockerImages"].values()]
+
+    assert [(i["dockerFile"], i.get("platform")) for i in images("SpeechGpu")] == [
+        ("docker/Dockerfile.gpu", "linux/amd64")
+    ]
+    assert [i["dockerFile"] for i in images("SpeechCpu")] == ["docker/Dockerfile"]
+    assert [(i["dockerFile"], i.get("platform")) for i in images("AgentImg")] == [
+        ("docker/Dockerfile.agent", "linux/arm64")
+    ]
+    template = json.loads((tmp_path / "AgentImg.template.json").read_text())
+    pulls = [
+        st
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for st in r["Properties"]["PolicyDocument"]["Statement"]
+        if "ecr:BatchGetImage" in st["Action"]
+    ]
+    assert pulls, "the runtime role must be able to pull its image"

@@ -31,6 +31,33 @@ def is_gpu_instance(instance_type: str) -> bool:
     return family[:1] in ("g", "p") or family.startswith("inf")
 
 
+def container_image(
+    scope: Construct,
+    construct_id: str,
+    dockerfile: str,
+    platform: ecr_assets.Platform,
+    role: iam.IRole,
+    prebuilt: str | None,
+) -> str:
+    """A prebuilt image URI as given, or an image asset built from this repository; the role may pull it."""
+    if prebuilt:
+        if ".dkr.ecr." in prebuilt:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
+            )
+        return prebuilt
+    image = ecr_assets.DockerImageAsset(
+        scope,
+        construct_id,
+        directory=str(REPO_ROOT),
+        file=dockerfile,
+        platform=platform,
+        exclude=[".venv", ".git", "results", "cdk.out", "tests", "**/__pycache__"],
+    )
+    image.repository.grant_pull(role)
+    return image.image_uri
+
+
 @dataclass(frozen=True)
 class SpeechSettings:
     model_id: str = "kokoro-82m"
@@ -110,23 +137,9 @@ class SpeechEndpointStack(cdk.Stack):
             )
         )
 
-        if s.image_uri:
-            image_uri = s.image_uri
-            if ".dkr.ecr." in image_uri:
-                role.add_to_policy(
-                    iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
-                )
-        else:
-            image = ecr_assets.DockerImageAsset(
-                self,
-                "SpeechImage",
-                directory=str(REPO_ROOT),
-                file=s.dockerfile,
-                platform=ecr_assets.Platform.LINUX_AMD64,
-                exclude=[".venv", ".git", "results", "cdk.out", "tests"],
-            )
-            image.repository.grant_pull(role)
-            image_uri = image.image_uri
+        image_uri = container_image(
+            self, "SpeechImage", s.dockerfile, ecr_assets.Platform.LINUX_AMD64, role, s.image_uri
+        )
 
         model = sagemaker.CfnModel(
             self,
@@ -307,19 +320,10 @@ class AgentRuntimeStack(cdk.Stack):
                 ],
             )
         )
-        if s.image_uri:
-            image_uri = s.image_uri
-        else:
-            image = ecr_assets.DockerImageAsset(
-                self,
-                "AgentImage",
-                directory=str(REPO_ROOT),
-                file="docker/Dockerfile.agent",
-                platform=ecr_assets.Platform.LINUX_ARM64,  # AgentCore Runtime runs ARM64 containers
-                exclude=[".venv", ".git", "results", "cdk.out", "tests"],
-            )
-            image.repository.grant_pull(role)
-            image_uri = image.image_uri
+        # AgentCore Runtime runs ARM64 containers.
+        image_uri = container_image(
+            self, "AgentImage", "docker/Dockerfile.agent", ecr_assets.Platform.LINUX_ARM64, role, s.image_uri
+        )
         runtime = agentcore.CfnRuntime(
             self,
             "Runtime",
