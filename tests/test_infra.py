@@ -304,3 +304,42 @@ def test_image_assets_build_from_this_repo(tmp_path: Path) -> None:
         if "ecr:BatchGetImage" in st["Action"]
     ]
     assert pulls, "the runtime role must be able to pull its image"
+
+
+def test_purge_empties_and_deletes_the_bucket_and_our_images(tmp_path: Path) -> None:
+    from streamvoice.infra.cli import image_tags, purge_bucket, purge_images
+
+    session = FakeSession()
+    s3 = session.stub("s3")
+    s3.add_response(
+        "list_object_versions",
+        {
+            "Versions": [{"Key": "kokoro-82m/voices-v1.0.bin", "VersionId": "v1"}],
+            "DeleteMarkers": [],
+            "IsTruncated": False,
+        },
+        {"Bucket": "models"},
+    )
+    s3.add_response(
+        "delete_objects",
+        {"Deleted": [{"Key": "kokoro-82m/voices-v1.0.bin"}]},
+        {
+            "Bucket": "models",
+            "Delete": {"Objects": [{"Key": "kokoro-82m/voices-v1.0.bin", "VersionId": "v1"}], "Quiet": True},
+        },
+    )
+    s3.add_response("delete_bucket", {}, {"Bucket": "models"})
+    purge_bucket(session.client("s3"), "models")
+    s3.assert_no_pending_responses()
+
+    (tmp_path / "Stack.assets.json").write_text(
+        json.dumps({"dockerImages": {"h": {"destinations": {"d": {"imageTag": "abc123"}}}}})
+    )
+    assert image_tags(tmp_path) == ["abc123"]
+    ecr = session.stub("ecr")
+    ecr.add_response(
+        "batch_delete_image",
+        {"imageIds": [{"imageTag": "abc123"}], "failures": []},
+        {"repositoryName": "repo", "imageIds": [{"imageTag": "abc123"}]},
+    )
+    assert purge_images(session.client("ecr"), "repo", ["abc123"]) == 1
