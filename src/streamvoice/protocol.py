@@ -8,6 +8,7 @@ JSON object; anything else is audio. Raw PCM may start with ``{`` (0x7b), so a f
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -302,6 +303,14 @@ def decode_control_frame(chunk: bytes | str) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return decoded if isinstance(decoded, dict) else None
+
+
+def bearer_authorized(header: str | None, token: str | None) -> bool:
+    """``Authorization: Bearer <token>`` check, in constant time; no token configured means open."""
+    if not token:
+        return True
+    scheme, _, supplied = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.encode(), token.encode())
 
 
 def error_body(code: ErrorCode | str, message: str) -> dict[str, Any]:

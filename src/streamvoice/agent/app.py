@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hmac
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
 from streamvoice.client import SpeechClient
+from streamvoice.protocol import bearer_authorized, error_body
 
 log = logging.getLogger("streamvoice.agent")
 
@@ -101,13 +101,6 @@ def to_sse_payload(event: Event) -> Event:
     return event
 
 
-def _authorized(value: str | None, token: str | None) -> bool:
-    if not token:
-        return True
-    scheme, _, supplied = (value or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.encode(), token.encode())
-
-
 class AgentApp(BedrockAgentCoreApp):
     """AgentCore's app with safe request parsing: callers never see raw exception text."""
 
@@ -116,22 +109,14 @@ class AgentApp(BedrockAgentCoreApp):
         self.config = config
 
     async def _handle_invocation(self, request: Request) -> Response:
-        if not _authorized(request.headers.get("authorization"), self.config.auth_token):
-            return JSONResponse(
-                {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <token>"}}, 401
-            )
+        if not bearer_authorized(request.headers.get("authorization"), self.config.auth_token):
+            return JSONResponse(error_body("unauthorized", "send Authorization: Bearer <token>"), 401)
         body = await request.body()
         try:
             json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             return JSONResponse(
-                {
-                    "error": {
-                        "code": "invalid_json",
-                        "message": 'send a JSON object such as {"prompt": "Hello"}',
-                    }
-                },
-                400,
+                error_body("invalid_json", 'send a JSON object such as {"prompt": "Hello"}'), 400
             )
         response: Response = await super()._handle_invocation(request)  # type: ignore[no-untyped-call]
         return response
@@ -162,7 +147,7 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
         try:
             prompt, options = parse_turn_request(payload, cfg)
         except BadRequest as exc:
-            return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=400)
+            return JSONResponse(error_body(exc.code, exc.message), status_code=400)
 
         async def events() -> AsyncIterator[Event]:
             async for event in pipeline.run(prompt, options):
@@ -172,7 +157,7 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
 
     @app.websocket
     async def ws_handler(websocket: WebSocket, context: Any) -> None:
-        if not _authorized(websocket.headers.get("authorization"), cfg.auth_token):
+        if not bearer_authorized(websocket.headers.get("authorization"), cfg.auth_token):
             await websocket.close(1008, "unauthorized")
             return
         await websocket.accept()

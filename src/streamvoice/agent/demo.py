@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from streamvoice.bench.common import free_port
 from streamvoice.client.sse import iter_sse
 
 DEFAULT_PROMPT = "Why is the sky blue?"
@@ -122,18 +123,10 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes] | None, timeout: float 
     raise RuntimeError(f"{url} did not become healthy within {timeout:.0f} s")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def local_stack(llm_args: list[str] | None = None, quiet: bool = True) -> Iterator[str]:
     """Start the speech server and the agent (with the local model) as real processes; yield the agent URL."""
-    speech_port, agent_port = _free_port(), _free_port()
+    speech_port, agent_port = free_port(), free_port()
     out = subprocess.DEVNULL if quiet else None
     exe = [sys.executable, "-m", "streamvoice.cli"]
     env = dict(os.environ)

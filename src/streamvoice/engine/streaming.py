@@ -118,7 +118,6 @@ class WindowPlan:
     def windows(self, frames: int) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
         start, size = 0, self.first
-        sizes_after_first = self.second
         while start < frames:
             end = min(frames, start + size)
             if frames - end < size // 2:  # fold a small tail into this window
@@ -126,9 +125,7 @@ class WindowPlan:
             spans.append((start, end))
             start = end
             size = (
-                sizes_after_first
-                if len(spans) == 1
-                else min(self.largest, max(size + 1, int(size * self.growth)))
+                self.second if len(spans) == 1 else min(self.largest, max(size + 1, int(size * self.growth)))
             )
         return spans
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hmac
 import json
 import logging
 import uuid
@@ -35,6 +34,7 @@ from streamvoice.protocol import (
     ErrorEvent,
     ProtocolError,
     Synthesize,
+    bearer_authorized,
     encode_event,
     error_body,
     message_from_object,
@@ -49,14 +49,6 @@ log = logging.getLogger("streamvoice.server")
 
 def _error(status: int, code: ErrorCode, message: str) -> JSONResponse:
     return JSONResponse(error_body(code, message), status_code=status)
-
-
-def _authorized(headers: dict[str, str] | object, token: str | None) -> bool:
-    if not token:
-        return True
-    value = headers.get("authorization", "") if hasattr(headers, "get") else ""
-    scheme, _, supplied = str(value).partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.encode(), token.encode())
 
 
 def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None = None) -> Starlette:
@@ -106,7 +98,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             return _error(
                 503, ErrorCode.NOT_READY, "model is loading or warming up; retry after /ping returns 200"
             )
-        if not _authorized(request.headers, config.auth_token):
+        if not bearer_authorized(request.headers.get("authorization"), config.auth_token):
             return _error(401, ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
         body = await request.body()
         if len(body) > config.max_message_bytes:
@@ -153,7 +145,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             return ErrorCode.GOING_AWAY, "the server is shutting down; connect again shortly", 1001
         if service is None or not service.ready:
             return ErrorCode.NOT_READY, "model is loading; retry after /ping returns 200", 1013
-        if not _authorized(ws.headers, config.auth_token):
+        if not bearer_authorized(ws.headers.get("authorization"), config.auth_token):
             return ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>", 1008
         if metrics.active_sessions >= config.max_sessions:
             return (

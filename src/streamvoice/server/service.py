@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,11 +95,6 @@ class SpeechService:
             format=fmt or defaults.format,
             lang=resolved_lang,
         )
-
-    def check_defaults(self, defaults: SessionDefaults) -> SessionDefaults:
-        """Validate a configure message by resolving a dummy request with the new defaults."""
-        self.resolve("x", defaults)
-        return replace(defaults)
 
     async def plan(self, request: ResolvedRequest) -> list[Piece]:
         pieces = await asyncio.to_thread(self.engine.plan, request.text, request.lang)
