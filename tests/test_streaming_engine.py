@@ -66,13 +66,14 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
 
 
 def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
+    engine.warm_up(("af_heart",))  # as the server does: the voice's decoder statistics are known
     spec = engine.parse_voice("af_heart")
     piece = engine.plan(SENTENCE, "en-us")[0]
     whole = engine.synthesize_piece(piece, spec, 1.0)
     windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
-    # Per-window instance-norm statistics make windowed audio differ from whole-piece audio by ~6-8 dB of
-    # log-spectral distance on speech frames (results/windows.json); this guards against regressions.
-    assert log_spectral_distance(windowed, whole) < 9.0
+    # Windows normalise with an estimate of the whole piece's statistics, not the piece's own; that leaves
+    # ~6 dB of log-spectral distance on speech frames (results/windows.json). Guards against regressions.
+    assert log_spectral_distance(windowed, whole) < 7.5
     ratio = float(np.sqrt(np.mean(windowed**2)) / np.sqrt(np.mean(whole**2)))
     assert 0.8 < ratio < 1.25
 

@@ -21,7 +21,8 @@ from numpy.typing import NDArray
 
 from streamvoice.bench.common import stats, table, write_result
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.streaming import SAMPLES_PER_FRAME
+from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.streaming import SAMPLES_PER_FRAME, WindowPlan
 
 SENTENCES = [  # ~60 phoneme tokens each
     "The museum opens at nine, and tours start every half hour.",
@@ -34,9 +35,9 @@ SENTENCES = [  # ~60 phoneme tokens each
 SR = 24_000
 
 
-def seam_positions(engine: KokoroEngine, samples: int) -> list[int]:
+def seam_positions(plan: WindowPlan, samples: int) -> list[int]:
     frames = samples // SAMPLES_PER_FRAME
-    return [end * SAMPLES_PER_FRAME for _, end in engine.window_plan.windows(frames)[:-1]]
+    return [end * SAMPLES_PER_FRAME for _, end in plan.windows(frames)[:-1]]
 
 
 def step_energy(audio: NDArray[np.float32], centre: int, half: int = 120) -> float:
@@ -58,18 +59,26 @@ def log_spectral_distance(a: NDArray[np.float32], b: NDArray[np.float32]) -> flo
     return float(np.mean(np.sqrt(np.mean((10 * (sa[loud] - sb[loud])) ** 2, axis=1))))
 
 
-def measure_piece(engine: KokoroEngine, text: str) -> dict[str, Any]:
+MODES = ("warm", "cold")  # warm: the voice's statistics are known (after warm-up); cold: its first piece
+
+
+def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats | None) -> dict[str, Any]:
     spec = engine.parse_voice("af_heart")
     piece = engine.plan(text, "en-us")[0]
     pack = engine.style_pack(spec)
     started = time.perf_counter()
     whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)
     whole_ms = (time.perf_counter() - started) * 1000
+    # Warm runs start from the warm-up's statistics only, never from earlier runs of the same sentences.
+    key = None
+    if mode == "warm":
+        key = "bench-voice"
+        engine.set_voice_stats(key, prior)
     started = time.perf_counter()
     ready: list[tuple[float, int]] = []  # (seconds since start, samples so far) per chunk
     parts = []
     total = 0
-    for chunk in engine.stream_tokens(piece.tokens, pack, 1.0):
+    for chunk in engine.stream_tokens(piece.tokens, pack, 1.0, voice_key=key):
         total += chunk.size
         parts.append(chunk)
         ready.append((time.perf_counter() - started, total))
@@ -79,6 +88,7 @@ def measure_piece(engine: KokoroEngine, text: str) -> dict[str, Any]:
     # when the first chunk is ready).
     late = [t - (first_s + before / SR) for (t, _), (_, before) in zip(ready[1:], ready[:-1], strict=True)]
     return {
+        "mode": mode,
         "tokens": len(piece.tokens),
         "whole_ms": whole_ms,
         "first_ms": first_s * 1000,
@@ -90,35 +100,18 @@ def measure_piece(engine: KokoroEngine, text: str) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--trials", type=int, default=3)
-    parser.add_argument("--plots", type=Path, default=None, help="folder for seam spectrogram PNGs")
-    parser.add_argument("--no-asr", action="store_true")
-    args = parser.parse_args(argv)
-
-    engine = KokoroEngine.load()
-    if not engine.streams_in_piece:
-        raise SystemExit("in-piece streaming is off for this model (see the log); nothing to compare")
-    measure_piece(engine, "Warm up the caches.")
-    runs: list[dict[str, Any]] = []
-    for _ in range(args.trials):
-        for text in SENTENCES:
-            runs.append({"text": text, **measure_piece(engine, text)})
-
-    transcriber = None
-    if not args.no_asr:
-        from streamvoice.bench.asr import Transcriber
-
-        transcriber = Transcriber.load()
+def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> dict[str, Any]:
+    """Seam energy, spectral distance and word error rate of windowed against whole-piece audio."""
     seam_win = seam_whole = other_win = other_whole = 0.0
     rng = np.random.default_rng(0)
     lsd: list[float] = []
     wer_whole: list[float] = []
     wer_windowed: list[float] = []
-    for run in runs[: len(SENTENCES)]:
+    xf = plan.crossfade
+    for run in runs:
         whole, windowed = run["whole"], run["windowed"]
-        seams = seam_positions(engine, windowed.size)
+        # The crossfade ends at the seam: measure around its middle.
+        seams = [p - xf // 2 for p in seam_positions(plan, windowed.size)]
         for pos in seams:
             seam_win += step_energy(windowed, pos)
             seam_whole += step_energy(whole, pos)
@@ -136,11 +129,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
             wer_whole.append(word_error_rate(run["text"], transcriber.transcribe(whole)))
             wer_windowed.append(word_error_rate(run["text"], transcriber.transcribe(windowed)))
+    return {
+        "seam_step_energy_ratio": seam_win / seam_whole if seam_whole else None,
+        "elsewhere_step_energy_ratio": other_win / other_whole if other_whole else None,
+        "log_spectral_distance_db": stats(lsd),
+        "wer_whole": float(np.mean(wer_whole)) if wer_whole else None,
+        "wer_windowed": float(np.mean(wer_windowed)) if wer_windowed else None,
+    }
 
+
+def summarise(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> dict[str, Any]:
     whole_ms = stats([r["whole_ms"] for r in runs])
     first_ms = stats([r["first_ms"] for r in runs])
     total_ms = stats([r["total_ms"] for r in runs])
-    summary = {
+    return {
         "tokens_mean": float(np.mean([r["tokens"] for r in runs])),
         "whole_ms": whole_ms,
         "first_ms": first_ms,
@@ -149,37 +151,68 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "total_over_whole": total_ms["mean"] / whole_ms["mean"],
         "max_lateness_ms": max(r["max_lateness_ms"] for r in runs),
         "all_same_length": all(r["same_length"] for r in runs),
-        "seam_step_energy_ratio": seam_win / seam_whole if seam_whole else None,
-        "elsewhere_step_energy_ratio": other_win / other_whole if other_whole else None,
-        "log_spectral_distance_db": stats(lsd),
-        "wer_whole": float(np.mean(wer_whole)) if wer_whole else None,
-        "wer_windowed": float(np.mean(wer_windowed)) if wer_windowed else None,
-        "window_plan": engine.window_plan.__dict__,
+        **quality(plan, runs[: len(SENTENCES)], transcriber),
+        "window_plan": plan.__dict__,
     }
-    rows = [
-        {"metric": "whole-piece synthesis, ms", **whole_ms},
-        {"metric": "windowed: first audio, ms", **first_ms},
-        {"metric": "windowed: all audio, ms", **total_ms},
-    ]
-    print(f"{len(runs)} syntheses of ~{summary['tokens_mean']:.0f}-token pieces\n")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--plots", type=Path, default=None, help="folder for seam spectrogram PNGs")
+    parser.add_argument("--no-asr", action="store_true")
+    args = parser.parse_args(argv)
+
+    engine = KokoroEngine.load()
+    if not engine.streams_in_piece:
+        raise SystemExit("in-piece streaming is off for this model (see the log); nothing to compare")
+    engine.warm_up(("af_heart",))  # what the server does at start-up
+    prior = engine.voice_stats("af_heart")
+    runs: list[dict[str, Any]] = []
+    for _ in range(args.trials):
+        for text in SENTENCES:
+            for mode in MODES:
+                runs.append({"text": text, **measure_piece(engine, text, mode, prior)})
+
+    transcriber = None
+    if not args.no_asr:
+        from streamvoice.bench.asr import Transcriber
+
+        transcriber = Transcriber.load()
+    plans = {"warm": engine.window_plan, "cold": engine.cold_window_plan}
+    by_mode = {
+        mode: summarise(plans[mode], [r for r in runs if r["mode"] == mode], transcriber) for mode in MODES
+    }
+    summary = {**by_mode["warm"], "cold": by_mode["cold"]}
+    print(f"{len(runs)} syntheses of ~{summary['tokens_mean']:.0f}-token pieces")
+    print("warm: the voice's decoder statistics are known (warm-up, earlier pieces); cold: its first piece\n")
+    rows = []
+    for mode, s in by_mode.items():
+        rows += [
+            {"metric": f"{mode}: whole-piece synthesis, ms", **s["whole_ms"]},
+            {"metric": f"{mode}: windowed first audio, ms", **s["first_ms"]},
+            {"metric": f"{mode}: windowed all audio, ms", **s["total_ms"]},
+        ]
     print(table(rows, [("metric", "metric"), ("mean", "mean"), ("p50", "p50"), ("p95", "p95")]))
-    print(f"\nfirst audio / whole piece: {summary['first_over_whole']:.1%}   (target <= 35%)")
-    print(f"total / whole piece:       {summary['total_over_whole']:.2f}x   (target <= 1.15x)")
-    print(
-        f"worst window lateness vs real-time playback: {summary['max_lateness_ms']:.0f} ms   (0 = always ahead)"
-    )
-    print(f"same length as whole-piece audio: {summary['all_same_length']}")
-    print(
-        "high-frequency (sample-step) energy, windowed / whole at the same positions: "
-        f"at seams {summary['seam_step_energy_ratio']:.2f}, elsewhere {summary['elsewhere_step_energy_ratio']:.2f}"
-    )
-    print(
-        f"log-spectral distance windowed vs whole: {summary['log_spectral_distance_db'].get('mean', float('nan')):.2f} dB"
-    )
-    if wer_whole:
-        print(f"word error rate: whole {summary['wer_whole']:.3f}, windowed {summary['wer_windowed']:.3f}")
+    for mode, s in by_mode.items():
+        print(f"\n{mode}:")
+        print(f"  first audio / whole piece: {s['first_over_whole']:.1%}   (target <= 35%)")
+        print(f"  total / whole piece:       {s['total_over_whole']:.2f}x   (target <= 1.15x)")
+        print(
+            f"  worst window lateness vs real-time playback: {s['max_lateness_ms']:.0f} ms   (0 = always ahead)"
+        )
+        print(f"  same length as whole-piece audio: {s['all_same_length']}")
+        print(
+            "  high-frequency (sample-step) energy, windowed / whole at the same positions: "
+            f"at seams {s['seam_step_energy_ratio']:.2f}, elsewhere {s['elsewhere_step_energy_ratio']:.2f}"
+        )
+        print(
+            f"  log-spectral distance windowed vs whole: {s['log_spectral_distance_db'].get('mean', float('nan')):.2f} dB"
+        )
+        if s["wer_whole"] is not None:
+            print(f"  word error rate: whole {s['wer_whole']:.3f}, windowed {s['wer_windowed']:.3f}")
     if args.plots:
-        draw_seams(engine, runs[0], args.plots)
+        draw_seams(engine, next(r for r in runs if r["mode"] == "warm"), args.plots)
     path = write_result(
         "windows",
         {
@@ -198,7 +231,7 @@ def draw_seams(engine: KokoroEngine, run: dict[str, Any], folder: Path) -> None:
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    seams = seam_positions(engine, run["windowed"].size)[:3]
+    seams = seam_positions(engine.window_plan, run["windowed"].size)[:3]
     fig, axes = plt.subplots(2, len(seams), figsize=(4 * len(seams), 5), squeeze=False)
     for col, pos in enumerate(seams):
         for row, (label, audio) in enumerate((("whole piece", run["whole"]), ("windowed", run["windowed"]))):

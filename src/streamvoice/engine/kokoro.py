@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.model_files import ModelFiles, resolve_model_files
-from streamvoice.engine.streaming import SplitKokoro, WindowPlan
+from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowPlan
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
@@ -43,6 +44,9 @@ SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it ge
 # How a message is cut into model calls: a first piece that ends at the first sentence (fast first
 # audio), later pieces merged towards Kokoro's comfortable 100-200 tokens (fewer fixed costs per call).
 MESSAGE_POLICY = ChunkPolicy(min_tokens=(1, 100), max_tokens=250, clean_markdown=False)
+# A voice's decoder statistics are an average over its recent pieces: each new piece counts against at most
+# this many frames of history (15 s of audio), so the prior follows the voice without freezing.
+VOICE_STATS_MEMORY_FRAMES = 600.0
 
 
 class EngineError(RuntimeError):
@@ -67,6 +71,7 @@ class EngineOptions:
         True  # in-piece streaming: decode each piece in windows (falls back if the graph won't split)
     )
     window_plan: WindowPlan = field(default_factory=WindowPlan)
+    cold_window_plan: WindowPlan = COLD_PLAN  # a voice's first piece, before its statistics are known
 
 
 def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
@@ -95,6 +100,7 @@ class KokoroEngine:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.providers = choose_providers(options.providers)
         self.window_plan = options.window_plan
+        self.cold_window_plan = options.cold_window_plan
         self._split: SplitKokoro | None = None
         self._session: ort.InferenceSession | None = None
         if options.stream_windows:
@@ -122,6 +128,7 @@ class KokoroEngine:
         self._tokenizer = Tokenizer()
         self._style_cache: dict[str, NDArray[np.float32]] = {}
         self._style_lock = threading.Lock()
+        self._voice_stats: dict[str, NormStats] = {}
 
     @classmethod
     def load(
@@ -204,6 +211,37 @@ class KokoroEngine:
         }
         return feeds, style
 
+    def voice_stats(self, voice_key: str | None) -> NormStats | None:
+        """The decoder statistics this voice showed in earlier pieces (None before its first piece)."""
+        if voice_key is None:
+            return None
+        with self._style_lock:
+            return self._voice_stats.get(voice_key)
+
+    def set_voice_stats(self, voice_key: str, stats: NormStats | None) -> None:
+        """Replace (or with None, forget) what the engine knows about a voice's decoder statistics."""
+        with self._style_lock:
+            if stats is None:
+                self._voice_stats.pop(voice_key, None)
+            else:
+                self._voice_stats[voice_key] = stats
+
+    def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:
+        if voice_key is None:
+            return None
+
+        def remember(stats: NormStats) -> None:
+            with self._style_lock:
+                old = self._voice_stats.get(voice_key)
+                if old is None and len(self._voice_stats) >= 256:
+                    return
+                history = old.weighted(min(old.frames, VOICE_STATS_MEMORY_FRAMES)) if old else None
+                merged = NormStats.merge(history, stats)
+                assert merged is not None
+                self._voice_stats[voice_key] = merged
+
+        return remember
+
     def stream_tokens(
         self,
         tokens: tuple[int, ...] | list[int],
@@ -211,13 +249,25 @@ class KokoroEngine:
         speed: float,
         windowed: bool = True,
         plan: WindowPlan | None = None,
+        voice_key: str | None = None,
     ) -> Generator[NDArray[np.float32]]:
-        """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking."""
+        """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking.
+
+        ``voice_key`` names the voice, so that its statistics from earlier pieces steer this one's
+        windows (see ``norm_stats``); without it every piece starts cold.
+        """
         if self._split is None or not windowed:
-            yield self.synthesize_tokens(tokens, pack, speed)
+            yield self.synthesize_tokens(tokens, pack, speed, voice_key)
             return
         feeds, style = self._feeds(tokens, pack, speed)
-        yield from self._split.stream(feeds, style, plan or self.window_plan)
+        yield from self._split.stream(
+            feeds,
+            style,
+            plan or self.window_plan,
+            self.voice_stats(voice_key),
+            self.cold_window_plan,
+            self._remember(voice_key),
+        )
 
     def stream_piece(
         self,
@@ -227,18 +277,24 @@ class KokoroEngine:
         windowed: bool = True,
         plan: WindowPlan | None = None,
     ) -> Generator[NDArray[np.float32]]:
-        return self.stream_tokens(piece.tokens, self.style_pack(voice), speed, windowed, plan)
+        pack = self.style_pack(voice)
+        return self.stream_tokens(piece.tokens, pack, speed, windowed, plan, voice.text)
 
     def synthesize_tokens(
-        self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
+        self,
+        tokens: tuple[int, ...] | list[int],
+        pack: NDArray[np.float32],
+        speed: float,
+        voice_key: str | None = None,
     ) -> NDArray[np.float32]:
         """One whole-piece model call (the decoder sees the whole piece at once). Blocking."""
         feeds, style = self._feeds(tokens, pack, speed)
         started = time.perf_counter()
         if self._split is not None:
-            feats = self._split.features(feeds)
-            frames = int(feats[self._split.boundary.asr].shape[2])
-            samples = self._split.decode(feats, style, 0, frames)
+            samples, stats = self._split.whole(feeds, style)
+            remember = self._remember(voice_key)
+            if remember is not None and self._split.norms:
+                remember(stats)
         else:
             assert self._session is not None
             samples = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
@@ -252,7 +308,7 @@ class KokoroEngine:
         return samples
 
     def synthesize_piece(self, piece: Piece, voice: VoiceSpec, speed: float) -> NDArray[np.float32]:
-        return self.synthesize_tokens(piece.tokens, self.style_pack(voice), speed)
+        return self.synthesize_tokens(piece.tokens, self.style_pack(voice), speed, voice.text)
 
     def stream(
         self, text: str, voice: str = "af_heart", speed: float = 1.0, lang: str | None = None
@@ -268,12 +324,36 @@ class KokoroEngine:
         parts = list(self.stream(text, voice, speed, lang))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
-    def warm_up(self) -> float:
-        """Run a real synthesis; returns seconds of audio produced (health means audio, not a socket)."""
-        audio = self.synthesize("Ready.", "af_heart")
-        if audio.size == 0 or not np.isfinite(audio).all() or float(np.abs(audio).max()) < 1e-4:
-            raise EngineError("warm-up synthesis produced no audible audio")
-        return audio.size / SAMPLE_RATE
+    def warm_up(self, voices: tuple[str, ...] = ("af_heart",)) -> float:
+        """Synthesise a short greeting per voice; returns seconds of audio produced.
+
+        Health means audio, not a socket: an engine that produces silence fails here. Each voice also
+        leaves its decoder statistics behind, so its first real piece already streams with short
+        context (see ``norm_stats``).
+        """
+        seconds = 0.0
+        for voice in voices:
+            spec = self.parse_voice(voice)
+            lang = default_lang(spec)
+            audio = self.synthesize(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), voice, lang=lang)
+            if audio.size == 0 or not np.isfinite(audio).all() or float(np.abs(audio).max()) < 1e-4:
+                raise EngineError(f"warm-up synthesis with {voice} produced no audible audio")
+            seconds += audio.size / SAMPLE_RATE
+        return seconds
+
+
+# What a voice agent says all day: a greeting and an offer to help, per language.
+CALIBRATION_TEXT = {
+    "en-us": "Thanks for calling. I can help you with your order, your account, or anything else today.",
+    "en-gb": "Thanks for calling. I can help you with your order, your account, or anything else today.",
+    "es": "Gracias por llamar. Puedo ayudarle con su pedido, su cuenta o cualquier otra cosa hoy.",
+    "fr-fr": "Merci de votre appel. Je peux vous aider avec votre commande, votre compte ou autre chose.",
+    "hi": "कॉल करने के लिए धन्यवाद। मैं आज आपके ऑर्डर या खाते में आपकी मदद कर सकता हूँ।",
+    "it": "Grazie per aver chiamato. Posso aiutarla con il suo ordine, il suo conto o altro oggi.",
+    "ja": "おでんわ ありがとうございます。きょうは なにを おてつだい できますか。",  # kana: espeak-ng spells kanji
+    "pt-br": "Obrigado por ligar. Posso ajudar com o seu pedido, a sua conta ou qualquer outra coisa hoje.",
+    "cmn": "感谢您的来电。今天我可以帮您处理订单。",
+}
 
 
 def split_phonemes(phonemes: str, max_tokens: int) -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,14 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
+
+from streamvoice.engine.norm_stats import (
+    BLEND_PRIOR,
+    BLEND_WINDOW,
+    NormStats,
+    add_prior_inputs,
+    find_norms,
+)
 
 log = logging.getLogger("streamvoice.engine")
 
@@ -76,8 +84,12 @@ def find_boundary(graph: Any) -> Boundary:
     return Boundary(asr=asr, f0=f0, noise=noise, phase=phase)
 
 
-def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary]:
-    """Extract the front and decoder subgraphs as serialized models."""
+def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary, int]:
+    """Extract the front and decoder subgraphs as serialized models.
+
+    The decoder's instance norms are rewritten to take prior statistics (see ``norm_stats``); the last
+    value is how many were found.
+    """
     try:
         import onnx
         from onnx.utils import Extractor
@@ -96,23 +108,28 @@ def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary]:
         raise GraphSplitError(
             f"the decoder still needs {sorted(decoder_inputs - {*boundary.names, 'style'})}"
         )
-    return front.SerializeToString(), decoder.SerializeToString(), boundary
+    norms = find_norms(decoder.graph)
+    add_prior_inputs(decoder, norms)
+    return front.SerializeToString(), decoder.SerializeToString(), boundary, len(norms)
 
 
 @dataclass(frozen=True)
 class WindowPlan:
-    """Window sizes in aligned frames (25 ms each)."""
+    """Window sizes in aligned frames (25 ms each).
+
+    Sized for 2 CPU cores, int8, where a decoder call costs ~35 ms plus ~9 ms per frame: each window must
+    be decoded before the audio ahead of it has played, and every extra window costs the fixed part again.
+    The defaults are for a voice whose decoder statistics are known; ``COLD_PLAN`` is for its first piece.
+    """
 
     first: int = 12  # 0.3 s: first audio as early as possible
-    second: int = 16  # must decode (with its context) within the first window's 0.3 s of playback
-    # Each window grows by this factor: large enough to keep the count (and the recomputed context) low,
-    # small enough that each window is decoded before the audio ahead of it has played (2 cores, int8).
-    growth: float = 2.2
+    second: int = 20  # decodes (with its context) well within the first window's 0.3 s of playback
+    growth: float = 2.2  # later windows grow by this factor, keeping ahead of playback with ~15% to spare
     largest: int = 400  # up to 10 s
-    context: int = 6  # frames of context on each side, computed and discarded
-    # The decoder's instance norms take statistics over the window; a first window that is mostly the
-    # model's leading silence gets its noise floor normalised up. Looking further ahead fixes that.
-    first_lookahead: int = 20
+    # Frames of context on each side, computed and discarded. With the voice's statistics known (see
+    # ``norm_stats``) the decoder's reach across a seam is short; two frames keep seams clean.
+    context: int = 2
+    lookahead: int = 2  # right context of the first window
     crossfade: int = 240  # samples (10 ms) blended at each seam
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
@@ -134,41 +151,96 @@ class SplitKokoro:
     """Front + decoder sessions; yields audio window by window."""
 
     def __init__(self, model_path: Path, options: ort.SessionOptions, providers: list[str]) -> None:
-        front, decoder, boundary = split_model(model_path)
+        front, decoder, boundary, norms = split_model(model_path)
+        if not norms:
+            log.warning("no instance norms found in the decoder: every window uses its own statistics")
         self.boundary = boundary
+        self.norms = norms
         self.front = ort.InferenceSession(front, sess_options=options, providers=providers)
         self.decoder = ort.InferenceSession(decoder, sess_options=options, providers=providers)
         self._front_outputs = [o.name for o in self.front.get_outputs()]
+        self._decoder_outputs = [o.name for o in self.decoder.get_outputs()]
+        self._none = np.zeros((1, 1, 1), dtype=np.float32)
+        self._prior_names = [
+            n for i in range(norms) for n in (f"norm_stats.{i}.prior_mean", f"norm_stats.{i}.prior_var")
+        ]
 
     def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[np.float32]]:
         outputs = self.front.run(self._front_outputs, feeds)
         return dict(zip(self._front_outputs, outputs, strict=True))
 
     def decode(
-        self, feats: dict[str, NDArray[np.float32]], style: NDArray[np.float32], a: int, b: int
-    ) -> NDArray[np.float32]:
+        self,
+        feats: dict[str, NDArray[np.float32]],
+        style: NDArray[np.float32],
+        a: int,
+        b: int,
+        prior: NormStats | None = None,
+        prior_weight: float = 0.0,
+    ) -> tuple[NDArray[np.float32], NormStats]:
+        """Frames ``a:b`` to audio, norms blending ``prior`` at ``prior_weight``; also the window's stats."""
         bd = self.boundary
-        feeds = {
+        feeds: dict[str, NDArray[Any]] = {
             bd.asr: feats[bd.asr][:, :, a:b],
             bd.f0: feats[bd.f0][:, 2 * a : 2 * b],
             bd.noise: feats[bd.noise][:, 2 * a : 2 * b],
             bd.phase: feats[bd.phase][:, :, 2 * a : 2 * b],
             "style": style,
         }
-        audio = self.decoder.run(None, feeds)[0]
-        return np.asarray(audio, dtype=np.float32).reshape(-1)
+        if self.norms:
+            if prior is None:
+                prior_weight = 0.0
+                feeds.update({name: self._none for name in self._prior_names})
+            else:
+                for i in range(self.norms):
+                    feeds[self._prior_names[2 * i]] = prior.means[i].astype(np.float32)
+                    feeds[self._prior_names[2 * i + 1]] = prior.variances[i].astype(np.float32)
+            feeds[BLEND_PRIOR] = np.array([prior_weight], dtype=np.float32)
+            feeds[BLEND_WINDOW] = np.array([1.0 - prior_weight], dtype=np.float32)
+        outputs = self.decoder.run(self._decoder_outputs, feeds)
+        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+        return audio, NormStats.from_outputs(outputs[1:], float(b - a))
+
+    def whole(
+        self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32]
+    ) -> tuple[NDArray[np.float32], NormStats]:
+        """The whole piece in one decoder call (exactly the unsplit model's audio) and its statistics."""
+        feats = self.features(feeds)
+        return self.decode(feats, style, 0, int(feats[self.boundary.asr].shape[2]))
 
     def stream(
-        self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32], plan: WindowPlan
+        self,
+        feeds: dict[str, NDArray[Any]],
+        style: NDArray[np.float32],
+        plan: WindowPlan,
+        voice_prior: NormStats | None = None,
+        cold_plan: WindowPlan | None = None,
+        remember: Callable[[NormStats], None] | None = None,
     ) -> Iterator[NDArray[np.float32]]:
+        """Audio window by window.
+
+        Each window's norms use an estimate of the whole piece's statistics: its own frames, the frames
+        decoded so far, and for the frames still to come the voice's statistics from earlier pieces (or,
+        for a voice not heard yet, the frames decoded so far again). ``remember`` gets the piece's
+        statistics once it is done, to become the voice's prior. Without a prior, ``cold_plan`` (more
+        context) replaces ``plan``.
+        """
         feats = self.features(feeds)
         frames = int(feats[self.boundary.asr].shape[2])
+        if voice_prior is None or not self.norms:
+            plan = cold_plan or COLD_PLAN
         ctx, xf = plan.context, plan.crossfade
+        seen: NormStats | None = None  # statistics of the frames kept so far
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
         for start, end in plan.windows(frames):
-            right = plan.first_lookahead if start == 0 else ctx
+            right = plan.lookahead if start == 0 else ctx
             lo, hi = max(0, start - ctx), min(frames, end + right)
-            audio = self.decode(feats, style, lo, hi)
+            unseen = frames - (seen.frames if seen else 0.0) - (end - start)
+            guess = voice_prior if voice_prior is not None else seen
+            rest = NormStats.merge(seen, guess.weighted(unseen) if guess is not None and unseen > 0 else None)
+            weight = rest.frames / (rest.frames + hi - lo) if rest is not None else 0.0
+            audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
+            seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
             keep_to = (end - lo) * SAMPLES_PER_FRAME
             body = audio[keep_from:keep_to]
@@ -178,6 +250,8 @@ class SplitKokoro:
                 ramp = np.linspace(0.0, 1.0, len(tail), dtype=np.float32)
                 yield tail * (1.0 - ramp) + overlap * ramp
             if end >= frames:
+                if remember is not None and seen is not None and self.norms:
+                    remember(seen)
                 yield body
                 return
             hold = min(xf, len(body), ctx * SAMPLES_PER_FRAME)  # the next window's left context covers it
@@ -187,4 +261,10 @@ class SplitKokoro:
 
 # For a listener who already has audio buffered, first-audio latency no longer matters: bigger windows and
 # less recomputed context leave more of the CPU for other sessions.
-THROUGHPUT_PLAN = WindowPlan(first=60, second=120, growth=2.0, largest=400, context=6, first_lookahead=6)
+THROUGHPUT_PLAN = WindowPlan(first=60, second=120, growth=2.0)
+
+# A voice's first piece has no statistics to lean on: each window normalises with what has been decoded so
+# far, which needs more context, and the first window looks further ahead (a window that is mostly the
+# model's leading silence would otherwise have its noise floor normalised up). The extra context makes
+# every window dearer, so windows grow more slowly to stay ahead of playback.
+COLD_PLAN = WindowPlan(first=12, second=14, growth=1.8, context=6, lookahead=20)

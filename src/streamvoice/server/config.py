@@ -29,7 +29,14 @@ class ServerConfig:
     session_lifetime_s: float = 3600.0
     auth_token: str | None = None
     warm_up: bool = True
+    # Voices synthesised at start-up (comma-separated): health check, and each voice's decoder statistics
+    # ready before its first caller (in-piece streaming then uses short context from the first piece).
+    warm_voices: str = "af_heart"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def warm_voice_list(self) -> tuple[str, ...]:
+        return tuple(v.strip() for v in self.warm_voices.split(",") if v.strip())
 
     @property
     def limits(self) -> Limits:

@@ -67,7 +67,8 @@ class SpeechService:
         self.scheduler.stop()
 
     async def warm_up(self) -> None:
-        await self.scheduler.submit(self.engine.warm_up, deadline=0.0)
+        voices = self.config.warm_voice_list
+        await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
         self.ready = True
 
     def resolve(
