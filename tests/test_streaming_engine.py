@@ -32,6 +32,27 @@ def test_window_plan_tiles_every_frame_once(
     assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(spans))
 
 
+@given(st.integers(1, 2000), st.lists(st.one_of(st.none(), st.integers(1, 60)), min_size=1, max_size=30))
+def test_capped_windows_tile_every_frame_and_respect_the_cap(frames: int, caps: list[int | None]) -> None:
+    """A cap asked before each window (the server's 'others are waiting') bounds that window only."""
+    asked = iter(caps * (frames + 1))
+    seen: list[int | None] = []
+
+    def cap() -> int | None:
+        seen.append(next(asked))
+        return seen[-1]
+
+    spans = list(WindowPlan().iter_windows(frames, cap))
+    assert spans[0][0] == 0 and spans[-1][1] == frames
+    assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(spans))
+    for (a, b), limit in zip(spans, seen, strict=True):
+        if limit is not None and b < frames:
+            assert b - a <= limit
+        elif limit is not None:  # the last window may fold in a tail shorter than half the cap
+            assert b - a < limit + max(1, limit) // 2 + 1
+    assert list(WindowPlan().iter_windows(frames)) == WindowPlan().windows(frames)
+
+
 def test_split_graph_reproduces_the_whole_model(engine: KokoroEngine, kokoro_dir: Path) -> None:
     assert engine.streams_in_piece
     spec = engine.parse_voice("af_heart")

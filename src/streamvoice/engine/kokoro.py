@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.model_files import ModelFiles, resolve_model_files
 from streamvoice.engine.norm_stats import NormStats
-from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowPlan
+from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowCap, WindowPlan
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
@@ -250,11 +250,13 @@ class KokoroEngine:
         windowed: bool = True,
         plan: WindowPlan | None = None,
         voice_key: str | None = None,
+        cap: WindowCap | None = None,
     ) -> Generator[NDArray[np.float32]]:
         """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking.
 
         ``voice_key`` names the voice, so that its statistics from earlier pieces steer this one's
-        windows (see ``norm_stats``); without it every piece starts cold.
+        windows (see ``norm_stats``); without it every piece starts cold. ``cap`` limits window sizes as
+        they are decided (see ``WindowPlan.iter_windows``).
         """
         if self._split is None or not windowed:
             yield self.synthesize_tokens(tokens, pack, speed, voice_key)
@@ -267,6 +269,7 @@ class KokoroEngine:
             self.voice_stats(voice_key),
             self.cold_window_plan,
             self._remember(voice_key),
+            cap,
         )
 
     def stream_piece(
@@ -276,9 +279,10 @@ class KokoroEngine:
         speed: float,
         windowed: bool = True,
         plan: WindowPlan | None = None,
+        cap: WindowCap | None = None,
     ) -> Generator[NDArray[np.float32]]:
         pack = self.style_pack(voice)
-        return self.stream_tokens(piece.tokens, pack, speed, windowed, plan, voice.text)
+        return self.stream_tokens(piece.tokens, pack, speed, windowed, plan, voice.text, cap)
 
     def synthesize_tokens(
         self,

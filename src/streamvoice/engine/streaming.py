@@ -113,6 +113,9 @@ def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary, int]:
     return front.SerializeToString(), decoder.SerializeToString(), boundary, len(norms)
 
 
+WindowCap = Callable[[], int | None]
+
+
 @dataclass(frozen=True)
 class WindowPlan:
     """Window sizes in aligned frames (25 ms each).
@@ -133,18 +136,25 @@ class WindowPlan:
     crossfade: int = 240  # samples (10 ms) blended at each seam
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
-        spans: list[tuple[int, int]] = []
-        start, size = 0, self.first
+        return list(self.iter_windows(frames))
+
+    def iter_windows(self, frames: int, cap: WindowCap | None = None) -> Iterator[tuple[int, int]]:
+        """Frame spans tiling ``0:frames``, decided one at a time.
+
+        ``cap`` is asked before each window for the most frames it may hold right now (None: no limit): a
+        server whose model worker is wanted by other listeners keeps every call short, because a call
+        cannot be interrupted and the others' audio runs out while it lasts.
+        """
+        start, size, count = 0, self.first, 0
         while start < frames:
-            end = min(frames, start + size)
-            if frames - end < size // 2:  # fold a small tail into this window
+            limit = cap() if cap is not None else None
+            n = size if limit is None else max(1, min(size, limit))
+            end = min(frames, start + n)
+            if frames - end < n // 2:  # fold a small tail into this window
                 end = frames
-            spans.append((start, end))
-            start = end
-            size = (
-                self.second if len(spans) == 1 else min(self.largest, max(size + 1, int(size * self.growth)))
-            )
-        return spans
+            yield start, end
+            start, count = end, count + 1
+            size = self.second if count == 1 else min(self.largest, max(size + 1, int(size * self.growth)))
 
 
 class SplitKokoro:
@@ -216,6 +226,7 @@ class SplitKokoro:
         voice_prior: NormStats | None = None,
         cold_plan: WindowPlan | None = None,
         remember: Callable[[NormStats], None] | None = None,
+        cap: WindowCap | None = None,
     ) -> Iterator[NDArray[np.float32]]:
         """Audio window by window.
 
@@ -223,7 +234,7 @@ class SplitKokoro:
         decoded so far, and for the frames still to come the voice's statistics from earlier pieces (or,
         for a voice not heard yet, the frames decoded so far again). ``remember`` gets the piece's
         statistics once it is done, to become the voice's prior. Without a prior, ``cold_plan`` (more
-        context) replaces ``plan``.
+        context) replaces ``plan``. ``cap`` limits window sizes as they are decided (``iter_windows``).
         """
         feats = self.features(feeds)
         frames = int(feats[self.boundary.asr].shape[2])
@@ -232,7 +243,7 @@ class SplitKokoro:
         ctx, xf = plan.context, plan.crossfade
         seen: NormStats | None = None  # statistics of the frames kept so far
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
-        for start, end in plan.windows(frames):
+        for start, end in plan.iter_windows(frames, cap):
             right = plan.lookahead if start == 0 else ctx
             lo, hi = max(0, start - ctx), min(frames, end + right)
             unseen = frames - (seen.frames if seen else 0.0) - (end - start)

@@ -214,6 +214,10 @@ class _Work:
 
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5
+# While other listeners wait for the model worker, no window may hold more than this many frames (0.6 s
+# of audio, ~0.25 s of decoding on 2 cores): a window cannot be interrupted, and a newcomer's first audio
+# or another listener's next window waits for it to finish.
+SHARED_WINDOW_FRAMES = 24
 
 
 class Lane:
@@ -269,7 +273,12 @@ class Lane:
                 buffered = self.play_end - time.monotonic()
                 plan = THROUGHPUT_PLAN if buffered > BUFFERED_ENOUGH_S else None
                 work.windows = service.engine.stream_piece(
-                    work.piece, work.request.voice, work.request.speed, service.config.stream_windows, plan
+                    work.piece,
+                    work.request.voice,
+                    work.request.speed,
+                    service.config.stream_windows,
+                    plan,
+                    cap=self._window_cap,
                 )
             window = next(work.windows, None)
         except Exception as exc:
@@ -286,6 +295,9 @@ class Lane:
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
         return Requeue(self.play_end)
+
+    def _window_cap(self) -> int | None:
+        return SHARED_WINDOW_FRAMES if self._service.scheduler.queue_depth > 0 else None
 
     def _drop_current(self) -> None:
         with self._lock:
