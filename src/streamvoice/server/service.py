@@ -214,10 +214,12 @@ class _Work:
 
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5
-# While other listeners wait for the model worker, no window may hold more than this many frames (0.6 s
-# of audio, ~0.25 s of decoding on 2 cores): a window cannot be interrupted, and a newcomer's first audio
-# or another listener's next window waits for it to finish.
+# A window cannot be interrupted: a newcomer's first audio, or another listener's next window, waits for
+# the one being decoded. So no window holds more than this many frames while other listeners wait for the
+# model worker (0.6 s of audio, ~0.25 s of decoding on 2 cores), and not much more when alone, because a
+# newcomer may arrive at any moment (1 s of audio, ~0.4 s of decoding).
 SHARED_WINDOW_FRAMES = 24
+SOLO_WINDOW_FRAMES = 40
 
 
 class Lane:
@@ -296,8 +298,8 @@ class Lane:
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
         return Requeue(self.play_end)
 
-    def _window_cap(self) -> int | None:
-        return SHARED_WINDOW_FRAMES if self._service.scheduler.queue_depth > 0 else None
+    def _window_cap(self) -> int:
+        return SHARED_WINDOW_FRAMES if self._service.scheduler.queue_depth > 0 else SOLO_WINDOW_FRAMES
 
     def _drop_current(self) -> None:
         with self._lock:
