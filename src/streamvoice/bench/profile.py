@@ -1,7 +1,10 @@
 """Where the time goes in one piece: phonemiser, planning, the front graph (text encoder + prosody), the
 decoder per frame and per call, and each encoder per second of audio.
 
-Run: ``python -m streamvoice.bench.profile``
+``--flame PATH`` also records a py-spy flame graph (native frames included, so ONNX Runtime's kernels
+show) of a real speech server on loopback answering a client for ``--seconds``.
+
+Run: ``python -m streamvoice.bench.profile [--flame docs/img/flame.svg]``
 """
 
 from __future__ import annotations
@@ -30,8 +33,54 @@ def timed(fn: Callable[[], Any], repeat: int = 5) -> float:
     return statistics.median(runs) * 1000
 
 
+def serve_and_speak(seconds: float) -> None:
+    """The workload py-spy samples: the whole speech path, server and client, as a user drives it."""
+    from streamvoice.bench.common import LocalServer
+    from streamvoice.client.speech import speak
+    from streamvoice.server import ServerConfig, create_app
+
+    engine = KokoroEngine.load()
+    with LocalServer(create_app(ServerConfig(), engine=engine)) as server:
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            speak(server.url, TEXT, voice="af_heart", format="mp3")
+
+
+def flame(path: str, seconds: float) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    spy = shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("py-spy is not installed: pip install py-spy (it is in the dev extra)")
+    workload = [sys.executable, "-m", "streamvoice.bench.profile", "--serve-for", str(seconds)]
+    command = [
+        spy,
+        "record",
+        "--native",
+        "--rate",
+        "50",
+        "--format",
+        "flamegraph",
+        "-o",
+        path,
+        "--",
+        *workload,
+    ]
+    subprocess.run(command, check=True)
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--flame", default=None, help="also write a py-spy flame graph (SVG) here")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long the flame graph samples")
+    parser.add_argument("--serve-for", type=float, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_for is not None:
+        serve_and_speak(args.serve_for)
+        return {}
     engine = KokoroEngine.load()
     spec = engine.parse_voice("af_heart")
     piece = engine.plan(TEXT, "en-us")[0]
@@ -54,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "ms": timed(lambda: split.features(feeds)),
             }
         )
-        for size in (16, 32, 64, frames):
+        for size in (2, 16, 32, 64, frames):  # 2 frames: the fixed cost of a call
             n = min(size, frames)
 
             def decode(n: int = n) -> None:
@@ -88,6 +137,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         {"rows": rows, "audio_s": seconds, "tokens": len(piece.tokens), "peak": float(np.abs(whole).max())},
     )
     print(f"wrote {path}")
+    if args.flame:
+        flame(args.flame, args.seconds)
     return {"rows": rows}
 
 

@@ -55,29 +55,46 @@ def transport(d: dict[str, Any]) -> str:
 
 
 def windows(d: dict[str, Any]) -> str:
-    s = d["summary"]
+    warm = d["summary"]
+    cold = warm.get("cold", {})
+
+    def row(label: str, value: Any) -> list[str]:
+        return [label, value(warm), value(cold) if cold else "-"]
+
     rows = [
-        ["whole-piece synthesis (ms, mean)", _n(s["whole_ms"]["mean"])],
-        ["windowed: first audio (ms, mean)", _n(s["first_ms"]["mean"])],
-        ["first audio / whole piece (target <= 35%)", f"{s['first_over_whole']:.1%}"],
-        ["windowed: all audio (ms, mean)", _n(s["total_ms"]["mean"])],
-        ["total / whole piece (target <= 1.15x)", f"{s['total_over_whole']:.2f}x"],
-        ["worst lateness of a window vs real-time playback (ms)", _n(s["max_lateness_ms"])],
-        ["same length as whole-piece audio", _n(s["all_same_length"])],
-        ["word error rate, whole / windowed", f"{_n(s['wer_whole'], 3)} / {_n(s['wer_windowed'], 3)}"],
-        [
+        row("whole-piece synthesis (ms, mean)", lambda s: _n(s["whole_ms"]["mean"])),
+        row("windowed: first audio (ms, mean)", lambda s: _n(s["first_ms"]["mean"])),
+        row("first audio / whole piece (target <= 35%)", lambda s: f"{s['first_over_whole']:.1%}"),
+        row("windowed: all audio (ms, mean)", lambda s: _n(s["total_ms"]["mean"])),
+        row("total / whole piece (target <= 1.15x)", lambda s: f"{s['total_over_whole']:.2f}x"),
+        row("worst lateness of a window vs real-time playback (ms)", lambda s: _n(s["max_lateness_ms"])),
+        row("same length as whole-piece audio", lambda s: _n(s["all_same_length"])),
+        row(
+            "word error rate, whole / windowed",
+            lambda s: f"{_n(s['wer_whole'], 3)} / {_n(s['wer_windowed'], 3)}",
+        ),
+        row(
             "log-spectral distance windowed vs whole (dB, speech frames)",
-            _n(s["log_spectral_distance_db"]["mean"], 2),
-        ],
-        [
+            lambda s: _n(s["log_spectral_distance_db"]["mean"], 2),
+        ),
+        row(
             "HF step energy windowed / whole: at seams, elsewhere",
-            f"{_n(s['seam_step_energy_ratio'], 2)}, {_n(s['elsewhere_step_energy_ratio'], 2)}",
-        ],
+            lambda s: f"{_n(s['seam_step_energy_ratio'], 2)}, {_n(s['elsewhere_step_energy_ratio'], 2)}",
+        ),
+        row(
+            "plan: first, second, growth, context, first window's lookahead",
+            lambda s: "{first}, {second}, {growth}, {context}, {lookahead}".format(**s["window_plan"]),
+        ),
     ]
     return (
-        f"~{s['tokens_mean']:.0f}-token pieces, {len(d['runs'])} syntheses.\n\n"
-        + _table(["metric", "value"], rows)
-        + "\n\nSpectrograms around the first seams, whole piece (top) and windowed (bottom):\n\n![seams](img/seams.png)"
+        f"~{warm['tokens_mean']:.0f}-token pieces, {len(d['runs'])} syntheses, alternating modes. **warm**: the "
+        "voice's decoder statistics are known (after warm-up or any earlier piece; every warm run starts "
+        "from the warm-up's statistics alone, never from earlier runs of the same sentences); **cold**: "
+        "the voice's first piece.\n\n"
+        + _table(["metric", "warm", "cold"], rows)
+        + "\n\nThe decoder is deterministic (two whole-piece calls give identical samples), so any distance "
+        "is the windowing's. Spectrograms around the first seams, whole piece (top) and windowed, warm "
+        "(bottom):\n\n![seams](img/seams.png)"
     )
 
 

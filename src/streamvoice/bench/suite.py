@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamvoice.bench import capacity, continuity, e2e, encodings, transport, windows
+from streamvoice.bench import capacity, continuity, e2e, encodings, profile, transport, windows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     q = args.quick
     steps: list[tuple[str, Callable[[], Any]]] = [
+        ("profile", lambda: profile.main([])),
         ("transport", lambda: transport.main(["--trials", "3" if q else "20"])),
         ("windows", lambda: windows.main(["--trials", "1" if q else "3", "--plots", str(args.plots)])),
         ("e2e", lambda: e2e.main(["--runs", "1" if q else "3"])),

@@ -80,6 +80,11 @@ class SynthesisScheduler:
     def queue_depth(self) -> int:
         return len(self._heap)
 
+    def earliest_waiting(self) -> float | None:
+        """The smallest key among jobs waiting for a worker: under ``deadline``, the most urgent deadline."""
+        with self._cv:
+            return self._heap[0].key if self._heap else None
+
     def submit(self, fn: Callable[[], T | Requeue], deadline: float | None = None) -> asyncio.Future[T]:
         """Queue a blocking call; cancelling the returned future before it starts skips the call."""
         loop = asyncio.get_running_loop()

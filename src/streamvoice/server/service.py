@@ -52,6 +52,9 @@ class SpeechService:
         self.scheduler = SynthesisScheduler(workers=config.synth_workers, policy=_policy(config.scheduler))
         self.ready = False
         self.draining = False
+        # Seconds of decoding per second of audio, per window (fixed costs included): sizes windows so a
+        # waiting listener is served in time. Starts pessimistic; follows the machine within a few windows.
+        self.decode_rtf = 0.5
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
 
     def begin_drain(self) -> None:
@@ -59,6 +62,10 @@ class SpeechService:
         self.draining = True
         for session in list(self.sessions):
             session.drain()
+
+    def observe_decode(self, seconds: float, audio_s: float) -> None:
+        if audio_s > 0:
+            self.decode_rtf = 0.8 * self.decode_rtf + 0.2 * (seconds / audio_s)
 
     def start(self) -> None:
         self.scheduler.start()
@@ -215,11 +222,15 @@ class _Work:
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5
 # A window cannot be interrupted: a newcomer's first audio, or another listener's next window, waits for
-# the one being decoded. So no window holds more than this many frames while other listeners wait for the
-# model worker (0.6 s of audio, ~0.25 s of decoding on 2 cores), and not much more when alone, because a
-# newcomer may arrive at any moment (1 s of audio, ~0.4 s of decoding).
-SHARED_WINDOW_FRAMES = 24
-SOLO_WINDOW_FRAMES = 40
+# the one being decoded. So a window is sized, when it starts, to end before the most urgent waiting
+# listener runs out of audio (with a margin for that listener's own next window); never below the
+# smallest size worth a call, and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
+# even when alone, because a newcomer may arrive at any moment.
+SMALLEST_WINDOW_FRAMES = 12
+LARGEST_WINDOW_FRAMES = 40
+FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
+WINDOW_MARGIN_S = 0.3
+FRAME_S = 0.025
 
 
 class Lane:
@@ -294,12 +305,21 @@ class Lane:
             self._drop_current()
             return Requeue(max(self.play_end, time.monotonic()))
         work.sink.push(window)
+        service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate)
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
         return Requeue(self.play_end)
 
     def _window_cap(self) -> int:
-        return SHARED_WINDOW_FRAMES if self._service.scheduler.queue_depth > 0 else SOLO_WINDOW_FRAMES
+        scheduler = self._service.scheduler
+        due = scheduler.earliest_waiting()
+        if due is None:
+            return LARGEST_WINDOW_FRAMES
+        if scheduler.policy != "deadline":
+            return FIFO_SHARED_WINDOW_FRAMES
+        slack = due - time.monotonic() - WINDOW_MARGIN_S
+        frames = int(slack / (self._service.decode_rtf * FRAME_S))
+        return max(SMALLEST_WINDOW_FRAMES, min(LARGEST_WINDOW_FRAMES, frames))
 
     def _drop_current(self) -> None:
         with self._lock:
