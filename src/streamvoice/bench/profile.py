@@ -13,6 +13,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from streamvoice.audio.encoders import make_encoder
 from streamvoice.bench.common import table, write_result
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.kokoro import EngineOptions
 
 TEXT = "The museum opens at nine, and tours start every half hour. Please bring your passport with you."
 
@@ -113,6 +115,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows.append(
                 {"step": f"decoder, {n} frames ({n * 25} ms of audio)", "ms": ms, "per_frame_ms": ms / n}
             )
+        # ONNX Runtime's default lets idle intra-op threads spin; the engine turns that off. The front and
+        # the decoder are two sessions with a thread pool each: on the first-audio path (front, then the
+        # first window) a spinning front pool takes CPU from the decoder's.
+        spinning = KokoroEngine(engine.files, replace(EngineOptions(), spin=True))._split
+        assert spinning is not None
+        for label, split_ in (
+            ("idle threads sleep (ours)", split),
+            ("idle threads spin (ORT default)", spinning),
+        ):
+
+            def first_audio_path(s: Any = split_) -> None:
+                s.decode(s.features(feeds), style, 0, 14)
+
+            rows.append({"step": f"front + first window (14 frames), {label}", "ms": timed(first_audio_path)})
     whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)
     rows.append(
         {

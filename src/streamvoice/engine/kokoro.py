@@ -99,9 +99,9 @@ class KokoroEngine:
         so.intra_op_num_threads = options.intra_op_threads
         so.inter_op_num_threads = options.inter_op_threads
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle intra-op threads sleep instead of spinning. Measured on 2 cores (python -m
-        # streamvoice.bench.profile): decoder calls ~30% faster, because a spinning thread takes CPU from
-        # the one doing the work, and the model worker shares the CPU with the event loop and the LLM.
+        # Idle intra-op threads sleep instead of spinning. The front and the decoder are two sessions with a
+        # pool each, run back to back on the first-audio path: a spinning front pool takes CPU from the
+        # decoder's (python -m streamvoice.bench.profile: front + first window 169 vs 206 ms on 2 cores).
         so.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spin else "0")
         self.providers = choose_providers(options.providers)
         self.window_plan = options.window_plan
