@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from streamvoice.bench.windows import log_spectral_distance
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.model_files import ModelFiles
-from streamvoice.engine.streaming import WindowPlan
+from streamvoice.engine.streaming import WindowPlan, crossfade
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
 
@@ -51,6 +51,32 @@ def test_capped_windows_tile_every_frame_and_respect_the_cap(frames: int, caps: 
         elif limit is not None:  # the last window may fold in a tail shorter than half the cap
             assert b - a < limit + max(1, limit) // 2 + 1
     assert list(WindowPlan().iter_windows(frames)) == WindowPlan().windows(frames)
+
+
+def test_crossfade_of_identical_renditions_is_the_signal() -> None:
+    x = np.sin(np.linspace(0, 60, 240)).astype(np.float32) + 0.1 * np.random.default_rng(0).normal(
+        size=240
+    ).astype(np.float32)
+    np.testing.assert_allclose(crossfade(x, x), x, atol=1e-5)
+    assert crossfade(x[:0], x[:0]).size == 0
+
+
+def test_crossfade_keeps_high_band_power_of_uncorrelated_renditions() -> None:
+    rng = np.random.default_rng(1)
+    n = 2400
+    voice = np.sin(2 * np.pi * 200 * np.arange(n) / 24_000).astype(np.float32)  # shared low band
+    a = voice + 0.05 * rng.normal(size=n).astype(np.float32)  # each call's own high-frequency noise
+    b = voice + 0.05 * rng.normal(size=n).astype(np.float32)
+    mixed = crossfade(a, b)
+    linear = a * (1 - np.linspace(0, 1, n)) + b * np.linspace(0, 1, n)
+    mid = slice(n // 3, 2 * n // 3)
+
+    def step_power(x: np.ndarray) -> float:
+        return float(np.mean(np.diff(x[mid]) ** 2))
+
+    assert step_power(linear) < 0.8 * step_power(a)  # the dip a linear fade leaves
+    assert 0.85 < step_power(mixed) / step_power(a) < 1.15
+    assert float(np.max(np.abs(mixed - voice))) < 0.3  # the shared band passes untouched
 
 
 def test_split_graph_reproduces_the_whole_model(engine: KokoroEngine, kokoro_dir: Path) -> None:

@@ -54,6 +54,26 @@ def transport(d: dict[str, Any]) -> str:
     )
 
 
+def profile(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["step"],
+            _n(r["ms"], 2 if r["ms"] < 10 else 0),
+            _n(r["per_frame_ms"], 2) if r.get("per_frame_ms") else "",
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"One {d['tokens']}-token piece, {d['audio_s']:.2f} s of audio; medians.\n\n"
+        + _table(["step", "ms", "ms per 25 ms frame"], rows)
+        + "\n\nThe decoder is ~95% of a call: a fixed part of a few tens of ms per call, then ~7 ms per 25 ms "
+        "frame (real-time factor ~0.3 on these 2 cores). The phonemiser, planning and encoders are noise "
+        "next to it, so the first audio of a piece costs the front plus one small window, and each extra "
+        "window costs the fixed part plus its context again. `--flame docs/img/flame.svg` records a py-spy "
+        "flame graph (native frames included) of a real server answering a client."
+    )
+
+
 def windows(d: dict[str, Any]) -> str:
     warm = d["summary"]
     cold = warm.get("cold", {})
@@ -78,8 +98,15 @@ def windows(d: dict[str, Any]) -> str:
             lambda s: _n(s["log_spectral_distance_db"]["mean"], 2),
         ),
         row(
-            "HF step energy windowed / whole: at seams, elsewhere",
+            "HF step energy windowed / whole, summed: at seams, elsewhere",
             lambda s: f"{_n(s['seam_step_energy_ratio'], 2)}, {_n(s['elsewhere_step_energy_ratio'], 2)}",
+        ),
+        row(
+            "HF step energy windowed / whole, median per position: at seams, elsewhere",
+            lambda s: (
+                f"{_n(s.get('seam_step_energy_median_ratio'), 2)}, "
+                f"{_n(s.get('elsewhere_step_energy_median_ratio'), 2)}"
+            ),
         ),
         row(
             "plan: first, second, growth, context, first window's lookahead",
@@ -197,6 +224,7 @@ def encodings(d: dict[str, Any]) -> str:
 
 
 SECTIONS = [
+    ("profile", "Where the time goes", "python -m streamvoice.bench.profile", profile),
     (
         "transport",
         "1. Transport isolation and server overhead",

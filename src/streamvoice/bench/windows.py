@@ -31,6 +31,10 @@ SENTENCES = [  # ~60 phoneme tokens each
     "If the printer jams, open the side panel and pull gently.",
     "The library stays open late during exams for students.",
     "Our thermostat learns your schedule and saves energy.",
+    "We moved the meeting to Friday because the room was booked.",
+    "Turn left at the bakery and walk two blocks to the station.",
+    "Your refund was approved and should reach your card this week.",
+    "The battery lasts all day, and it charges fully in an hour.",
 ]
 SR = 24_000
 
@@ -103,6 +107,8 @@ def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats |
 def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> dict[str, Any]:
     """Seam energy, spectral distance and word error rate of windowed against whole-piece audio."""
     seam_win = seam_whole = other_win = other_whole = 0.0
+    seam_ratios: list[float] = []  # per position: robust to a few loud seams dominating the sums
+    other_ratios: list[float] = []
     rng = np.random.default_rng(0)
     lsd: list[float] = []
     wer_whole: list[float] = []
@@ -115,6 +121,7 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
         for pos in seams:
             seam_win += step_energy(windowed, pos)
             seam_whole += step_energy(whole, pos)
+            seam_ratios.append(step_energy(windowed, pos) / max(step_energy(whole, pos), 1e-12))
         far = [
             int(p)
             for p in rng.integers(600, windowed.size - 600, 40)
@@ -123,6 +130,7 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
         for pos in far:
             other_win += step_energy(windowed, pos)
             other_whole += step_energy(whole, pos)
+            other_ratios.append(step_energy(windowed, pos) / max(step_energy(whole, pos), 1e-12))
         lsd.append(log_spectral_distance(windowed, whole))
         if transcriber is not None:
             from streamvoice.bench.asr import word_error_rate
@@ -132,6 +140,8 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
     return {
         "seam_step_energy_ratio": seam_win / seam_whole if seam_whole else None,
         "elsewhere_step_energy_ratio": other_win / other_whole if other_whole else None,
+        "seam_step_energy_median_ratio": float(np.median(seam_ratios)) if seam_ratios else None,
+        "elsewhere_step_energy_median_ratio": float(np.median(other_ratios)) if other_ratios else None,
         "log_spectral_distance_db": stats(lsd),
         "wer_whole": float(np.mean(wer_whole)) if wer_whole else None,
         "wer_windowed": float(np.mean(wer_windowed)) if wer_windowed else None,
@@ -204,7 +214,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  same length as whole-piece audio: {s['all_same_length']}")
         print(
             "  high-frequency (sample-step) energy, windowed / whole at the same positions: "
-            f"at seams {s['seam_step_energy_ratio']:.2f}, elsewhere {s['elsewhere_step_energy_ratio']:.2f}"
+            f"at seams {s['seam_step_energy_ratio']:.2f}, elsewhere {s['elsewhere_step_energy_ratio']:.2f}; "
+            f"median per position: at seams {s['seam_step_energy_median_ratio']:.2f}, "
+            f"elsewhere {s['elsewhere_step_energy_median_ratio']:.2f}"
         )
         print(
             f"  log-spectral distance windowed vs whole: {s['log_spectral_distance_db'].get('mean', float('nan')):.2f} dB"
