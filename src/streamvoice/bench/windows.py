@@ -104,11 +104,19 @@ def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats |
     }
 
 
+def summed_ratio(pairs: list[tuple[float, float]]) -> float | None:
+    whole = sum(b for _, b in pairs)
+    return sum(a for a, _ in pairs) / whole if whole else None
+
+
+def median_ratio(pairs: list[tuple[float, float]]) -> float | None:
+    return float(np.median([a / max(b, 1e-12) for a, b in pairs])) if pairs else None
+
+
 def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> dict[str, Any]:
     """Seam energy, spectral distance and word error rate of windowed against whole-piece audio."""
-    seam_win = seam_whole = other_win = other_whole = 0.0
-    seam_ratios: list[float] = []  # per position: robust to a few loud seams dominating the sums
-    other_ratios: list[float] = []
+    seam_pairs: list[tuple[float, float]] = []  # (windowed, whole) step energy at each position
+    other_pairs: list[tuple[float, float]] = []
     rng = np.random.default_rng(0)
     lsd: list[float] = []
     wer_whole: list[float] = []
@@ -118,19 +126,13 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
         whole, windowed = run["whole"], run["windowed"]
         # The crossfade ends at the seam: measure around its middle.
         seams = [p - xf // 2 for p in seam_positions(plan, windowed.size)]
-        for pos in seams:
-            seam_win += step_energy(windowed, pos)
-            seam_whole += step_energy(whole, pos)
-            seam_ratios.append(step_energy(windowed, pos) / max(step_energy(whole, pos), 1e-12))
         far = [
             int(p)
             for p in rng.integers(600, windowed.size - 600, 40)
             if min((abs(p - s) for s in seams), default=10**9) > 1200
         ]
-        for pos in far:
-            other_win += step_energy(windowed, pos)
-            other_whole += step_energy(whole, pos)
-            other_ratios.append(step_energy(windowed, pos) / max(step_energy(whole, pos), 1e-12))
+        seam_pairs += [(step_energy(windowed, pos), step_energy(whole, pos)) for pos in seams]
+        other_pairs += [(step_energy(windowed, pos), step_energy(whole, pos)) for pos in far]
         lsd.append(log_spectral_distance(windowed, whole))
         if transcriber is not None:
             from streamvoice.bench.asr import word_error_rate
@@ -138,10 +140,11 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
             wer_whole.append(word_error_rate(run["text"], transcriber.transcribe(whole)))
             wer_windowed.append(word_error_rate(run["text"], transcriber.transcribe(windowed)))
     return {
-        "seam_step_energy_ratio": seam_win / seam_whole if seam_whole else None,
-        "elsewhere_step_energy_ratio": other_win / other_whole if other_whole else None,
-        "seam_step_energy_median_ratio": float(np.median(seam_ratios)) if seam_ratios else None,
-        "elsewhere_step_energy_median_ratio": float(np.median(other_ratios)) if other_ratios else None,
+        "seam_step_energy_ratio": summed_ratio(seam_pairs),
+        "elsewhere_step_energy_ratio": summed_ratio(other_pairs),
+        # Per position: robust to a few loud positions dominating the sums.
+        "seam_step_energy_median_ratio": median_ratio(seam_pairs),
+        "elsewhere_step_energy_median_ratio": median_ratio(other_pairs),
         "log_spectral_distance_db": stats(lsd),
         "wer_whole": float(np.mean(wer_whole)) if wer_whole else None,
         "wer_windowed": float(np.mean(wer_windowed)) if wer_windowed else None,

@@ -228,7 +228,7 @@ class KokoroEngine:
                 self._voice_stats[voice_key] = stats
 
     def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:
-        if voice_key is None:
+        if voice_key is None or self._split is None or not self._split.norms:
             return None
 
         def remember(stats: NormStats) -> None:
@@ -298,7 +298,7 @@ class KokoroEngine:
         if self._split is not None:
             samples, stats = self._split.whole(feeds, style)
             remember = self._remember(voice_key)
-            if remember is not None and self._split.norms:
+            if remember is not None:
                 remember(stats)
         else:
             assert self._session is not None

@@ -43,10 +43,11 @@ class Norm:
     var: str  # ReduceMean((x - mean)^2) output, [1, C, 1]
     axes: str  # the ReduceMean axes input (the time axis)
 
-    def io(self, index: int) -> tuple[str, str, str, str]:
-        """Names of the prior inputs and window outputs added for this norm."""
-        p = f"norm_stats.{index}"
-        return f"{p}.prior_mean", f"{p}.prior_var", f"{p}.window_mean", f"{p}.window_var"
+
+def stat_names(index: int) -> tuple[str, str, str, str]:
+    """Names of the prior inputs and window outputs added for the ``index``-th norm."""
+    p = f"norm_stats.{index}"
+    return f"{p}.prior_mean", f"{p}.prior_var", f"{p}.window_mean", f"{p}.window_var"
 
 
 def find_norms(graph: Any) -> list[Norm]:
@@ -84,17 +85,17 @@ def add_prior_inputs(model: Any, norms: list[Norm]) -> Any:
     """Rewrite every norm to blend a caller-supplied prior with the window's statistics (in place)."""
     from onnx import TensorProto, helper
 
+    if not norms:
+        return model
     graph = model.graph
     replaced = {name for n in norms for name in (n.mean, n.var)}
     kept = [node for node in graph.node if not (set(node.output) & replaced)]
     added: list[Any] = []
-    if not norms:
-        return model
     graph.input.extend(
         helper.make_tensor_value_info(name, TensorProto.FLOAT, [1]) for name in (BLEND_PRIOR, BLEND_WINDOW)
     )
     for i, norm in enumerate(norms):
-        pm, pv, wm, wv = norm.io(i)
+        pm, pv, wm, wv = stat_names(i)
         t = f"norm_stats.{i}."
 
         def op(kind: str, inputs: list[str], out: str) -> str:

@@ -37,6 +37,7 @@ from streamvoice.engine.norm_stats import (
     NormStats,
     add_prior_inputs,
     find_norms,
+    stat_names,
 )
 
 log = logging.getLogger("streamvoice.engine")
@@ -182,6 +183,31 @@ def crossfade(a: NDArray[np.float32], b: NDArray[np.float32], smooth: int = 8) -
     return (low + high).astype(np.float32)
 
 
+def window_prior(
+    seen: NormStats | None,
+    voice_prior: NormStats | None,
+    frames: int,
+    kept: int,
+    computed: int,
+    first: bool,
+) -> tuple[NormStats | None, float]:
+    """The statistics a window blends with its own, and their weight.
+
+    Estimates the whole piece: the frames decoded so far count with their own statistics, the frames not
+    decoded yet with the voice's (or, for a voice not heard yet, with those decoded so far); the window's
+    ``computed`` frames count with their own. ``kept`` of them are new to the piece.
+    """
+    if first and voice_prior is not None:
+        # The first window is mostly the model's leading silence and the onset: even a small share of its
+        # own statistics lifts the noise floor (10x the whole piece's high-band energy there, measured),
+        # so it takes the voice's statistics alone.
+        return voice_prior, 1.0
+    unseen = frames - (seen.frames if seen else 0.0) - kept
+    guess = voice_prior if voice_prior is not None else seen
+    rest = NormStats.merge(seen, guess.weighted(unseen) if guess is not None and unseen > 0 else None)
+    return rest, (rest.frames / (rest.frames + computed) if rest is not None else 0.0)
+
+
 class SplitKokoro:
     """Front + decoder sessions; yields audio window by window."""
 
@@ -196,9 +222,7 @@ class SplitKokoro:
         self._front_outputs = [o.name for o in self.front.get_outputs()]
         self._decoder_outputs = [o.name for o in self.decoder.get_outputs()]
         self._none = np.zeros((1, 1, 1), dtype=np.float32)
-        self._prior_names = [
-            n for i in range(norms) for n in (f"norm_stats.{i}.prior_mean", f"norm_stats.{i}.prior_var")
-        ]
+        self._prior_names = [name for i in range(norms) for name in stat_names(i)[:2]]
 
     def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[np.float32]]:
         outputs = self.front.run(self._front_outputs, feeds)
@@ -271,15 +295,7 @@ class SplitKokoro:
         for start, end in plan.iter_windows(frames, cap):
             right = plan.lookahead if start == 0 else ctx
             lo, hi = max(0, start - ctx), min(frames, end + right)
-            unseen = frames - (seen.frames if seen else 0.0) - (end - start)
-            guess = voice_prior if voice_prior is not None else seen
-            rest = NormStats.merge(seen, guess.weighted(unseen) if guess is not None and unseen > 0 else None)
-            weight = rest.frames / (rest.frames + hi - lo) if rest is not None else 0.0
-            if start == 0 and voice_prior is not None:
-                # The first window is mostly the model's leading silence and the onset: even a small share
-                # of its own statistics lifts the noise floor (10x the whole piece's high-band energy
-                # there, measured), so it takes the voice's statistics alone.
-                rest, weight = voice_prior, 1.0
+            rest, weight = window_prior(seen, voice_prior, frames, end - start, hi - lo, first=start == 0)
             audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
