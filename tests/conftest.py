@@ -10,7 +10,8 @@ import pytest
 
 from streamvoice.bench.common import LocalServer, free_port
 from streamvoice.engine import KokoroEngine
-from streamvoice.server import ServerConfig, create_app
+from streamvoice.server import ServerConfig
+from streamvoice.server.app import build_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,9 +46,11 @@ class RunningServer(LocalServer):
 
 
 def start_speech_server(engine: KokoroEngine, **config: object) -> RunningServer:
+    """The speech server exactly as ``streamvoice serve`` builds it (transport limits included)."""
     port = free_port()
     cfg = ServerConfig(port=port, **config)  # type: ignore[arg-type]
-    return RunningServer(create_app(cfg, engine=engine), port).start()
+    drainer = build_server(cfg, engine, log_level="warning")
+    return RunningServer(drainer.app, port, server=drainer.server).start()
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.engine import KokoroEngine
@@ -53,8 +54,17 @@ async def test_speech_server_bearer_auth(engine: KokoroEngine) -> None:
             server.url + "/invocations", json={"text": "Hi."}, headers={"Authorization": "Bearer wrong"}
         )
         assert r.status_code == 401
-        async with connect(server.ws_url) as ws:
-            assert json.loads(await ws.recv())["code"] == "unauthorized"
+        # Refused at the upgrade, before the server says anything about its state.
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(server.ws_url):
+                pass
+        assert refused.value.response.status_code == 403
+        with pytest.raises(InvalidStatus):
+            async with connect(server.ws_url, additional_headers={"Authorization": "Bearer wrong"}):
+                pass
+        assert httpx.get(server.url + "/metrics").status_code == 401  # load figures stay private too
+        ok = httpx.get(server.url + "/metrics", headers={"Authorization": "Bearer s3cret-token"})
+        assert ok.status_code == 200 and "streamvoice_active_sessions" in ok.text
         async with connect(server.ws_url, additional_headers={"Authorization": "Bearer s3cret-token"}) as ws:
             await ws.send(json.dumps({"text": "Authorised.", "id": "a"}))
             controls, audio = await collect(ws, 1)

@@ -23,8 +23,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from streamvoice.server import ServerConfig, create_app
-    from streamvoice.server.app import DrainingServer
+    from streamvoice.server import ServerConfig
+    from streamvoice.server.app import build_server
 
     config = ServerConfig.from_env(
         host=args.host,
@@ -33,11 +33,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model_variant=args.variant,
         scheduler=args.scheduler,
     )
-    app = create_app(config)
     # Graceful: the first SIGTERM turns /ping unhealthy and lets sessions finish, then exits.
-    DrainingServer(
-        app, config.host, config.port, log_level=args.log_level, ws_max_size=config.max_message_bytes
-    ).run()
+    build_server(config, log_level=args.log_level).run()
     return 0
 
 

@@ -102,13 +102,21 @@ class Limits:
     max_text_chars: int = 10_000
 
 
+MAX_ID_CHARS = 128
+MAX_VOICE_CHARS = 256  # eight blend parts with weights fit easily; longer is a mistake or an attack
+
+
 def _id_of(obj: dict[str, Any]) -> str | None:
     raw = obj.get("id")
-    if raw is None:
+    if raw is None or isinstance(raw, bool):
         return None
-    if isinstance(raw, bool) or not isinstance(raw, str | int):
-        return None
-    return str(raw)[:128]
+    if isinstance(raw, int):
+        # An integer of thousands of digits cannot even be turned into a string (CPython's digit limit
+        # raises), so a huge one is refused rather than echoed.
+        if raw.bit_length() > 256:
+            return None
+        return str(raw)[:MAX_ID_CHARS]
+    return raw[:MAX_ID_CHARS] if isinstance(raw, str) else None
 
 
 def decode_client_frame(data: str | bytes, limits: Limits = Limits()) -> ClientMessage:
@@ -131,7 +139,7 @@ def decode_client_frame(data: str | bytes, limits: Limits = Limits()) -> ClientM
         text = data
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError also covers integers past CPython's digit limit
         raise ProtocolError(
             ErrorCode.INVALID_JSON,
             'message is not valid JSON; send an object such as {"type": "synthesize", "text": "Hello."}',
@@ -205,6 +213,13 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
             raise ProtocolError(
                 ErrorCode.UNKNOWN_VOICE, '"voice" must be a voice name such as "af_heart"', msg_id
             )
+        if len(voice) > MAX_VOICE_CHARS:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_VOICE,
+                f'"voice" has {len(voice)} characters; the limit is {MAX_VOICE_CHARS}. Send a voice name '
+                'such as "af_heart" or a blend such as "af_heart*0.7+am_michael*0.3"',
+                msg_id,
+            )
         out["voice"] = voice.strip()
     if obj.get("speed") is not None:
         out["speed"] = validate_speed(obj["speed"], msg_id)
@@ -222,14 +237,16 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
 
 
 def validate_speed(raw: Any, msg_id: str | None = None) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+    # An int is compared as it is: float() of a huge one raises OverflowError (so does math.isfinite).
+    number = isinstance(raw, int | float) and not isinstance(raw, bool)
+    if not number or (isinstance(raw, float) and not math.isfinite(raw)):
         raise ProtocolError(
             ErrorCode.INVALID_SPEED, f'"speed" must be a number from {MIN_SPEED} to {MAX_SPEED}', msg_id
         )
     if not MIN_SPEED <= raw <= MAX_SPEED:
         raise ProtocolError(
             ErrorCode.INVALID_SPEED,
-            f'"speed" {raw} is outside {MIN_SPEED}-{MAX_SPEED}; 1.0 is normal pace',
+            f'"speed" is outside {MIN_SPEED}-{MAX_SPEED}; 1.0 is normal pace',
             msg_id,
         )
     return float(raw)

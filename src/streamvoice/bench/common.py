@@ -100,16 +100,17 @@ def free_port() -> int:
 class LocalServer:
     """A real uvicorn server for an ASGI app, on a loopback port in a background thread."""
 
-    def __init__(self, app: Any, port: int | None = None) -> None:
+    def __init__(self, app: Any, port: int | None = None, server: Any = None) -> None:
+        """``server``: an already configured ``uvicorn.Server`` for ``app`` on ``port`` (as ``serve`` builds
+        it); without one, plain uvicorn settings."""
         import uvicorn
 
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/invocations-bidirectional-stream"
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=1 << 20
+        self.server = server or uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=1 << 20)
         )
-        self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self, timeout: float = 120.0) -> LocalServer:

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,9 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.model_files import ModelFiles, resolve_model_files
 from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.phonemes import Phonemizer
 from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowCap, WindowPlan
+from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
@@ -44,9 +47,8 @@ SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it ge
 # How a message is cut into model calls: a first piece that ends at the first sentence (fast first
 # audio), later pieces merged towards Kokoro's comfortable 100-200 tokens (fewer fixed costs per call).
 MESSAGE_POLICY = ChunkPolicy(min_tokens=(1, 100), max_tokens=250, clean_markdown=False)
-# A voice's decoder statistics are an average over its recent pieces: each new piece counts against at most
-# this many frames of history (15 s of audio), so the prior follows the voice without freezing.
-VOICE_STATS_MEMORY_FRAMES = 600.0
+# Blends' style packs (~0.5 MB each) are computed on demand; the most recent few are kept.
+BLEND_STYLE_CACHE = 16
 
 
 class EngineError(RuntimeError):
@@ -92,8 +94,6 @@ class KokoroEngine:
     sample_rate = SAMPLE_RATE
 
     def __init__(self, files: ModelFiles, options: EngineOptions = EngineOptions()) -> None:
-        from kokoro_onnx.tokenizer import Tokenizer
-
         self.files = files
         so = ort.SessionOptions()
         so.intra_op_num_threads = options.intra_op_threads
@@ -130,10 +130,10 @@ class KokoroEngine:
                 k: packs[k].astype(np.float32) for k in packs.files
             }
         self.voice_names = frozenset(self._packs)
-        self._tokenizer = Tokenizer()
-        self._style_cache: dict[str, NDArray[np.float32]] = {}
+        self._phonemizer = Phonemizer(SUPPORTED_LANGS)
+        self._style_cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._style_lock = threading.Lock()
-        self._voice_stats: dict[str, NormStats] = {}
+        self.memory = VoiceMemory(self.voice_names)
 
     @classmethod
     def load(
@@ -157,13 +157,16 @@ class KokoroEngine:
         return parse_voice_spec(spec, self.voice_names)
 
     def style_pack(self, voice: VoiceSpec) -> NDArray[np.float32]:
+        if len(voice.parts) == 1:
+            return self._packs[voice.parts[0][0]]
         key = voice.text
         with self._style_lock:
-            pack = self._style_cache.get(key)
+            pack = self._style_cache.pop(key, None)
             if pack is None:
                 pack = blend_style(voice, self._packs)
-                if len(self._style_cache) < 256:
-                    self._style_cache[key] = pack
+            self._style_cache[key] = pack  # most recent last
+            while len(self._style_cache) > BLEND_STYLE_CACHE:
+                self._style_cache.popitem(last=False)
         return pack
 
     @staticmethod
@@ -176,21 +179,22 @@ class KokoroEngine:
 
     # -- text -> pieces -------------------------------------------------------------------------------
     def phonemize(self, text: str, lang: str) -> str:
-        phonemes: str = self._tokenizer.phonemize(text, lang)
-        return " ".join(phonemes.split())
+        return self._phonemizer.phonemize(text, lang)
 
     def tokenize(self, phonemes: str) -> list[int]:
-        return list(self._tokenizer.tokenize(phonemes, limit=None))
+        return self._phonemizer.tokenize(phonemes)
 
     def plan(self, text: str, lang: str, policy: ChunkPolicy = MESSAGE_POLICY) -> list[Piece]:
         """Cut a message into model calls that never exceed the model's input, in speaking order."""
+        return [piece for chunk in chunk_text(text, policy) for piece in self.plan_chunk(chunk, lang)]
+
+    def plan_chunk(self, chunk: str, lang: str) -> list[Piece]:
+        """One chunk of text to model calls: the unit a server plans at a time, so it can stop between."""
         pieces: list[Piece] = []
-        for chunk in chunk_text(text, policy):
-            phonemes = self.phonemize(chunk, lang)
-            for part in split_phonemes(phonemes, SAFE_MAX_TOKENS):
-                tokens = self.tokenize(part)
-                if tokens:
-                    pieces.append(Piece(text=chunk, phonemes=part, tokens=tuple(tokens)))
+        for part in split_phonemes(self.phonemize(chunk, lang), SAFE_MAX_TOKENS):
+            tokens = self.tokenize(part)
+            if tokens:
+                pieces.append(Piece(text=chunk, phonemes=part, tokens=tuple(tokens)))
         return pieces
 
     # -- inference ------------------------------------------------------------------------------------
@@ -214,34 +218,16 @@ class KokoroEngine:
 
     def voice_stats(self, voice_key: str | None) -> NormStats | None:
         """The decoder statistics this voice showed in earlier pieces (None before its first piece)."""
-        if voice_key is None:
-            return None
-        with self._style_lock:
-            return self._voice_stats.get(voice_key)
+        return None if voice_key is None else self.memory.get(self.parse_voice(voice_key))
 
     def set_voice_stats(self, voice_key: str, stats: NormStats | None) -> None:
-        """Replace (or with None, forget) what the engine knows about a voice's decoder statistics."""
-        with self._style_lock:
-            if stats is None:
-                self._voice_stats.pop(voice_key, None)
-            else:
-                self._voice_stats[voice_key] = stats
+        """Replace (or with None, forget) what the engine knows about a stock voice's statistics."""
+        self.memory.set(voice_key, stats)
 
     def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:
         if voice_key is None or self._split is None or not self._split.norms:
             return None
-
-        def remember(stats: NormStats) -> None:
-            with self._style_lock:
-                old = self._voice_stats.get(voice_key)
-                if old is None and len(self._voice_stats) >= 256:
-                    return
-                history = old.weighted(min(old.frames, VOICE_STATS_MEMORY_FRAMES)) if old else None
-                merged = NormStats.merge(history, stats)
-                assert merged is not None
-                self._voice_stats[voice_key] = merged
-
-        return remember
+        return self.memory.recorder(self.parse_voice(voice_key))
 
     def stream_tokens(
         self,

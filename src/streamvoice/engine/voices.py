@@ -69,7 +69,12 @@ def default_lang(spec: VoiceSpec) -> str:
     return describe(spec.primary).lang
 
 
-_PART_RE = re.compile(r"^\s*([a-z]{2}_[a-z0-9_]+)\s*(?:\*\s*([0-9]*\.?[0-9]+)\s*)?$")
+MAX_SPEC_CHARS = 256
+MAX_WEIGHT = 1000.0
+# Linear-time pieces only: a name is two letters, "_", then letters, digits or "_"; a weight is a plain
+# decimal. Each is matched whole against one part, never searched, so no input can make them backtrack.
+_NAME_RE = re.compile(r"[a-z]{2}_[a-z0-9_]+")
+_WEIGHT_RE = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?|\.[0-9]{1,12}")
 
 
 def parse_voice_spec(spec: str, known: frozenset[str] | set[str]) -> VoiceSpec:
@@ -77,23 +82,24 @@ def parse_voice_spec(spec: str, known: frozenset[str] | set[str]) -> VoiceSpec:
         raise VoiceError(
             "voice must be a non-empty string such as 'af_heart' or 'af_heart*0.7+am_michael*0.3'"
         )
+    if len(spec) > MAX_SPEC_CHARS:
+        raise VoiceError(f"voice is {len(spec)} characters long; the limit is {MAX_SPEC_CHARS}")
     raw_parts = spec.split("+")
     if len(raw_parts) > MAX_BLEND_PARTS:
         raise VoiceError(f"a blend may mix at most {MAX_BLEND_PARTS} voices")
     parsed: list[tuple[str, float]] = []
     for raw in raw_parts:
-        m = _PART_RE.match(raw.lower())
-        if not m:
+        name, star, weight_text = (x.strip() for x in raw.lower().partition("*"))
+        if not _NAME_RE.fullmatch(name) or (star and not _WEIGHT_RE.fullmatch(weight_text)):
             raise VoiceError(
                 f"cannot read voice part {raw.strip()[:40]!r}; write NAME or NAME*WEIGHT, "
                 "joined with '+', e.g. 'af_heart*0.7+am_michael*0.3'"
             )
-        name, weight_text = m.group(1), m.group(2)
         if name not in known:
             raise VoiceError(unknown_voice_message(name, known))
-        weight = float(weight_text) if weight_text is not None else 1.0
-        if weight <= 0:
-            raise VoiceError(f"voice weight for {name} must be positive")
+        weight = float(weight_text) if star else 1.0
+        if not 0 < weight <= MAX_WEIGHT:
+            raise VoiceError(f"voice weight for {name} must be above 0 and at most {MAX_WEIGHT:g}")
         parsed.append((name, weight))
     total = sum(w for _, w in parsed)
     return VoiceSpec(parts=tuple((n, w / total) for n, w in parsed))

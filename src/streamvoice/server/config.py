@@ -26,6 +26,13 @@ class ServerConfig:
     max_sessions: int = 64
     idle_timeout_s: float = 300.0
     send_timeout_s: float = 30.0  # a client that reads nothing for this long is disconnected
+    # Audio is sent at most this far ahead of the listener's playback: what sits in socket buffers delays
+    # keepalive pings, and a client that reads at playback speed must never fall behind them.
+    max_send_ahead_s: float = 8.0
+    max_body_bytes: int = 1024 * 1024  # HTTP request bodies (POST /invocations)
+    ws_ping_interval_s: float = 20.0  # WebSocket keepalive
+    ws_ping_timeout_s: float = 20.0
+    drain_timeout_s: float = 15.0  # on SIGTERM: how long sessions get to finish before the process exits
     session_lifetime_s: float = 3600.0
     auth_token: str | None = None
     warm_up: bool = True

@@ -73,6 +73,7 @@ class Metrics:
         self.messages = 0
         self.audio_seconds = 0.0
         self.active_sessions = 0
+        self.active_streams = 0  # POST /invocations answers being streamed
         self.queue_depth: Callable[[], int] = lambda: 0
 
     def observe_first_audio(self, seconds: float) -> None:
@@ -94,7 +95,7 @@ class Metrics:
     def count_error(self, code: str) -> None:
         with self._lock:
             self.errors[code] += 1
-        server_side = code in ("synthesis_failed", "internal_error", "slow_consumer")
+        server_side = code in ("synthesis_failed", "internal_error", "slow_consumer", "too_many_pending")
         if self.emf_dimensions is not None and server_side:
             print(emf_line("Errors", 1, "Count", self.emf_dimensions), flush=True)
 
@@ -121,6 +122,8 @@ class Metrics:
             lines += [
                 "# TYPE streamvoice_active_sessions gauge",
                 f"streamvoice_active_sessions {self.active_sessions}",
+                "# TYPE streamvoice_active_streams gauge",
+                f"streamvoice_active_streams {self.active_streams}",
             ]
             lines += ["# TYPE streamvoice_queue_depth gauge", f"streamvoice_queue_depth {self.queue_depth()}"]
         return "\n".join(lines) + "\n"

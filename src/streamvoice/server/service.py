@@ -11,20 +11,22 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.engine.kokoro import EngineError, KokoroEngine, Piece
+from streamvoice.engine.kokoro import MESSAGE_POLICY, EngineError, KokoroEngine, Piece
 from streamvoice.engine.streaming import THROUGHPUT_PLAN
 from streamvoice.engine.voices import VoiceError, VoiceSpec
 from streamvoice.protocol import DEFAULT_FORMAT, DEFAULT_VOICE, ErrorCode, ProtocolError
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.scheduler import Requeue, SynthesisScheduler
+from streamvoice.text.chunker import chunk_text
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class SpeechService:
         # waiting listener is served in time. Starts pessimistic; follows the machine within a few windows.
         self.decode_rtf = 0.5
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
+        # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
+        # model's scheduler and the shared pool: a long message yields its first piece before the rest is
+        # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.
+        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan")
 
     def begin_drain(self) -> None:
         """Shutdown, step one: /ping turns unhealthy, new work is refused, sessions finish what they hold."""
@@ -72,6 +78,7 @@ class SpeechService:
 
     def stop(self) -> None:
         self.scheduler.stop()
+        self._planner.shutdown(wait=False, cancel_futures=True)
 
     async def warm_up(self) -> None:
         voices = self.config.warm_voice_list
@@ -104,109 +111,139 @@ class SpeechService:
             lang=resolved_lang,
         )
 
-    async def plan(self, request: ResolvedRequest) -> list[Piece]:
-        pieces = await asyncio.to_thread(self.engine.plan, request.text, request.lang)
-        if not pieces:
+    async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
+        """The message's model calls in speaking order, each as soon as its chunk is planned.
+
+        Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
+        """
+        loop = asyncio.get_running_loop()
+        chunks = await loop.run_in_executor(self._planner, chunk_text, request.text, MESSAGE_POLICY)
+        planned = 0
+        for chunk in chunks:
+            pieces = await loop.run_in_executor(self._planner, self.engine.plan_chunk, chunk, request.lang)
+            planned += len(pieces)
+            for piece in pieces:
+                yield piece
+        if not planned:
             raise ProtocolError(
                 ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
             )
-        return pieces
 
     def lane(self) -> Lane:
         return Lane(self)
 
-    def submit(self, pieces: list[Piece], request: ResolvedRequest, lane: Lane) -> list[PieceAudio]:
-        """Queue every piece now, so piece N+1 is decoded while piece N is on the wire (pipelining)."""
-        loop = asyncio.get_running_loop()
-        sinks = [PieceAudio(loop) for _ in pieces]
-        for piece, sink in zip(pieces, sinks, strict=True):
-            lane.add(piece, request, sink)
-        return sinks
+    def submit(self, piece: Piece, request: ResolvedRequest, lane: Lane) -> PieceAudio:
+        """Queue one piece on the listener's lane; its audio arrives window by window."""
+        sink = PieceAudio(asyncio.get_running_loop(), lane)
+        lane.add(piece, request, sink)
+        return sink
 
-    async def audio_pieces(self, request: ResolvedRequest) -> AsyncIterator[NDArray[np.float32]]:
-        """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves."""
-        pieces = await self.plan(request)
-        streams = self.submit(pieces, request, self.lane())
+    async def audio_pieces(self, request: ResolvedRequest) -> AsyncGenerator[NDArray[np.float32]]:
+        """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves.
+
+        Every piece is queued as soon as it is planned, so piece N+1 decodes while piece N is on the wire.
+        """
+        lane = self.lane()
+        streams: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
+        submitted: list[PieceAudio] = []
+
+        async def plan_all() -> None:
+            async for piece in self.plan(request):
+                submitted.append(self.submit(piece, request, lane))
+                streams.put_nowait(submitted[-1])
+
+        planner = asyncio.create_task(plan_all())
+        planner.add_done_callback(lambda _: streams.put_nowait(None))
         try:
-            for stream in streams:
+            while (stream := await streams.get()) is not None:
                 async for window in stream.windows():
                     yield window
+            await planner  # raises what planning raised (e.g. nothing speakable)
         finally:
-            for stream in streams:
+            planner.cancel()
+            for stream in submitted:
                 stream.cancel()
 
 
-class PieceAudio:
-    """One piece's audio as the worker thread decodes it, window by window, handed to the event loop."""
+_END: Final = object()  # the piece's last window was delivered
+_CANCELLED: Final = object()
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+
+class PieceAudio:
+    """One piece's audio as the worker thread decodes it, window by window, handed to the event loop.
+
+    Everything reaches the loop through one queue, in order: windows, then exactly one end marker (done,
+    failed with an exception, or cancelled). The lane is told when the consumer has taken a window, so it
+    can stop decoding for a listener whose audio is piling up unsent.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, lane: Lane | None = None) -> None:
         self._loop = loop
-        self._queue: asyncio.Queue[NDArray[np.float32]] = asyncio.Queue()
-        self.future: asyncio.Future[int] = loop.create_future()
+        self._lane = lane
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._ended = False
         self.abandoned = False
 
+    # -- worker thread ------------------------------------------------------------------------------
     def push(self, window: NDArray[np.float32]) -> None:
-        """Called from the worker thread."""
-        with contextlib.suppress(RuntimeError):  # loop closed: nobody is listening
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, window)
+        self._post(window)
 
-    def finish(self, samples: int) -> None:
-        """Called from the worker thread once the last window was pushed (pushes are delivered first)."""
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(_settle, self.future, samples, None)
+    def finish(self) -> None:
+        """The last window was pushed (pushes are delivered first: one queue, in order)."""
+        self._post(_END)
 
     def fail(self, exc: BaseException) -> None:
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(_settle, self.future, 0, exc)
+        self._post(exc)
+
+    def _post(self, item: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # loop closed: nobody is listening
+            self._loop.call_soon_threadsafe(self._deliver, item)
+
+    # -- event loop ---------------------------------------------------------------------------------
+    def _deliver(self, item: Any) -> None:
+        if self._ended:
+            if isinstance(item, np.ndarray):
+                self._taken(item.size)  # decoded after the listener left: nobody will take it
+            return
+        if not isinstance(item, np.ndarray):
+            self._ended = True
+        self._queue.put_nowait(item)
+
+    def _taken(self, samples: int) -> None:
+        if self._lane is not None:
+            self._lane.taken(samples)
 
     def cancel(self) -> None:
+        """Abandon the piece: the lane stops decoding it, and windows not yet taken are released."""
         self.abandoned = True
-        self.future.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.future.cancelled()
+        if self._ended:
+            return
+        self._ended = True
+        released = 0
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, np.ndarray):
+                released += item.size
+        self._taken(released)
+        self._queue.put_nowait(_CANCELLED)
 
     async def windows(self) -> AsyncIterator[NDArray[np.float32]]:
-        """Windows in order; raises the model's exception, or CancelledError if the piece was cancelled."""
+        """Windows in order until the piece ends or is cancelled; raises the model's exception."""
         while True:
-            if not self._queue.empty():
-                yield self._queue.get_nowait()
-                continue
-            if self.future.done():
-                # every push was scheduled before the future resolved, so the queue is complete
-                while not self._queue.empty():
-                    yield self._queue.get_nowait()
-                if self.future.cancelled():
-                    raise asyncio.CancelledError
-                exc = self.future.exception()
-                if exc is not None:
-                    raise exc
+            item = await self._queue.get()
+            if isinstance(item, np.ndarray):
+                yield item
+                self._taken(item.size)  # the consumer came back for more: it has dealt with this one
+            elif item is _END or item is _CANCELLED:
                 return
-            getter = asyncio.ensure_future(self._queue.get())
-            waiters: set[asyncio.Future[Any]] = {getter, self.future}
-            try:
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not getter.done():
-                    getter.cancel()
-            if getter.done() and not getter.cancelled():
-                yield getter.result()
+            else:
+                raise item
 
 
 def _policy(name: str):  # type: ignore[no-untyped-def]
     if name not in ("deadline", "fifo"):
         raise ValueError(f"scheduler must be 'deadline' or 'fifo', not {name!r}")
     return name
-
-
-def _settle(future: asyncio.Future[int], samples: int, exc: BaseException | None) -> None:
-    if future.done():
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(samples)
 
 
 @dataclass
@@ -231,6 +268,10 @@ LARGEST_WINDOW_FRAMES = 40
 FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
 WINDOW_MARGIN_S = 0.3
 FRAME_S = 0.025
+# Decoded audio a listener has not taken yet (unsent) beyond which its lane stops decoding until the sender
+# catches up: what a slow or stalled reader can make the server hold is bounded per listener.
+MAX_UNSENT_S = 6.0
+RESUME_UNSENT_S = 3.0
 
 
 class Lane:
@@ -248,7 +289,13 @@ class Lane:
         self._queue: deque[_Work] = deque()
         self._current: _Work | None = None
         self._active = False
+        self._parked = False  # stopped decoding: too much audio unsent
+        self._unsent = 0  # samples decoded and not yet taken by the sender
         self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
+
+    @property
+    def unsent_s(self) -> float:
+        return self._unsent / self._service.engine.sample_rate
 
     def add(self, piece: Piece, request: ResolvedRequest, sink: PieceAudio) -> None:
         """Called on the event loop."""
@@ -257,18 +304,39 @@ class Lane:
             if self._active:
                 return
             self._active = True
+            self._parked = False
         self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+
+    def taken(self, samples: int) -> None:
+        """The sender took (or dropped) decoded audio. Called on the event loop."""
+        with self._lock:
+            self._unsent -= samples
+            resume = self._parked and self._unsent <= RESUME_UNSENT_S * self._service.engine.sample_rate
+            if resume:
+                self._parked = False
+                self._active = True
+        if resume:
+            self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+
+    def restart_playback(self) -> None:
+        """The listener's queued audio was thrown away (barge-in): nothing is playing any more, so its next
+        window is due now, not when the cancelled audio would have ended."""
+        self.play_end = time.monotonic()
 
     def _next_work(self) -> _Work | None:
         with self._lock:
             while True:
                 work = self._current
                 if work is not None and not work.sink.abandoned:
+                    if self._unsent > MAX_UNSENT_S * self._service.engine.sample_rate:
+                        self._parked = True  # ``taken`` resumes the lane once the sender catches up
+                        self._active = False
+                        return None
                     return work
                 if work is not None:  # abandoned (barge-in, disconnect): stop decoding it
                     if work.windows is not None:
                         work.windows.close()
-                    work.sink.finish(work.samples)
+                    work.sink.finish()
                 if not self._queue:
                     self._current = None
                     self._active = False
@@ -301,9 +369,11 @@ class Lane:
         work.busy_s += time.perf_counter() - started
         if window is None:
             service.metrics.observe_model_call(work.busy_s, work.samples / service.engine.sample_rate)
-            work.sink.finish(work.samples)
+            work.sink.finish()
             self._drop_current()
             return Requeue(max(self.play_end, time.monotonic()))
+        with self._lock:
+            self._unsent += window.size
         work.sink.push(window)
         service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate)
         work.samples += window.size

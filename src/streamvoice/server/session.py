@@ -1,16 +1,21 @@
 """One bidirectional speech session: many messages in, audio and control frames out, strictly in order.
 
 Two tasks per session. The reader parses frames as they arrive and queues one outcome per message (a
-synthesis job or an error) in an ordered outbox; a job's model calls are queued on the scheduler at once,
-so piece N+1 is synthesised while piece N is on the wire. The writer drains the outbox in order, so every
-message gets exactly one ``synthesis_complete`` or one ``error``, and audio never interleaves across
-messages. A bad frame only produces an error frame; the session goes on.
+synthesis job or an error) in an ordered outbox; a job's pieces are planned chunk by chunk and each goes to
+the scheduler as soon as it is planned, so piece N+1 is synthesised while piece N is on the wire. The
+writer drains the outbox in order, so every message gets exactly one ``synthesis_complete`` or one
+``error``, and audio never interleaves across messages.
+
+The reader never stops reading: a client's keepalive pongs travel behind its data frames, so a reader that
+paused would get a busy client disconnected. Excess messages are answered ``queue_full`` instead. Anything
+that goes wrong with one frame becomes an ``error`` frame and the session goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -19,7 +24,6 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamvoice.audio.encoders import make_encoder
-from streamvoice.engine.kokoro import Piece
 from streamvoice.protocol import (
     Ack,
     Cancel,
@@ -46,6 +50,17 @@ from streamvoice.server.service import (
 log = logging.getLogger("streamvoice.session")
 
 AUDIO_FRAME_BYTES = 32 * 1024
+# Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
+# the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
+MAX_PENDING_REPLIES = 1024
+
+
+class JobState(enum.Enum):
+    QUEUED = "queued"
+    STARTED = "started"  # synthesis_started sent
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 @dataclass(eq=False)
@@ -54,10 +69,25 @@ class _Job:
     id: str | None
     request: ResolvedRequest
     received_at: float
-    plan: asyncio.Task[list[PieceAudio]] | None = None
+    state: JobState = JobState.QUEUED
+    plan: asyncio.Task[None] | None = None
+    # Pieces' audio as planning submits them, then ``None``: the writer's end-of-plan marker.
+    ready: asyncio.Queue[PieceAudio | None] = field(default_factory=asyncio.Queue)
     streams: list[PieceAudio] = field(default_factory=list)
-    cancelled: bool = False
     answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state is JobState.CANCELLED
+
+    def cancel(self) -> None:
+        if self.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED):
+            return
+        self.state = JobState.CANCELLED
+        if self.plan is not None:
+            self.plan.cancel()
+        for stream in self.streams:
+            stream.cancel()
 
 
 @dataclass(frozen=True)
@@ -72,6 +102,11 @@ class _End:
     event: ServerEvent | None = None
 
 
+@dataclass(frozen=True)
+class _DrainCheck:
+    """Queued when a drain begins: the writer ends the session once nothing is queued behind it."""
+
+
 class _Disconnected(Exception):
     pass
 
@@ -83,23 +118,20 @@ class BidiSession:
         self.session_id = session_id
         self.defaults = SessionDefaults()
         self.lane: Lane = service.lane()
-        self._outbox: asyncio.Queue[_Job | _Reply | _End] = asyncio.Queue()
+        self._outbox: asyncio.Queue[_Job | _Reply | _End | _DrainCheck] = asyncio.Queue()
         self._open: list[_Job] = []  # accepted, not yet answered
         self._sequence = 0
-        self._last_plan: asyncio.Task[Any] | None = None
         self._last_job: _Job | None = None
         self._started = time.monotonic()
-        self._send_lock = asyncio.Lock()
+        self._draining = False
+        # When the audio sent so far will have played out at the listener, if playback started on arrival.
+        self._playout_end = 0.0
 
     def drain(self) -> None:
-        """Finish queued messages, then close with 1001 (going away)."""
-        self._outbox.put_nowait(
-            _End(
-                1001,
-                "server shutting down",
-                ErrorEvent(ErrorCode.GOING_AWAY, "the server is shutting down; reconnect to go on"),
-            )
-        )
+        """Finish queued messages, answer later ones ``going_away``, then close with 1001."""
+        if not self._draining:
+            self._draining = True
+            self._outbox.put_nowait(_DrainCheck())
 
     async def run(self) -> None:
         self.service.sessions.add(self)
@@ -109,15 +141,15 @@ class BidiSession:
             self.service.sessions.discard(self)
 
     async def _run(self) -> None:
-        reader = asyncio.create_task(self._read_loop(), name=f"read-{self.session_id}")
+        reader = asyncio.create_task(self._read_guarded(), name=f"read-{self.session_id}")
         writer = asyncio.create_task(self._write_loop(), name=f"write-{self.session_id}")
         try:
             done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
             if writer in done:
                 reader.cancel()
             else:
-                # The reader ended (close requested, or the client went away). A close waits for the
-                # writer to answer everything queued; a disconnect has already cancelled the work.
+                # The reader ended (close requested, the client went away, or a limit): it always queues
+                # an _End, so the writer answers everything queued before it and then closes.
                 await writer
         finally:
             for task in (reader, writer):
@@ -126,18 +158,39 @@ class BidiSession:
             await asyncio.gather(reader, writer, return_exceptions=True)
 
     # -- reading ------------------------------------------------------------------------------------
+    async def _read_guarded(self) -> None:
+        try:
+            await self._read_loop()
+        except Exception:
+            # A bug in the reader must not leave the writer waiting forever and the session's slot taken.
+            log.exception("session=%s: reader failed; closing the session", self.session_id)
+            await self._outbox.put(
+                _End(1011, "internal error", ErrorEvent(ErrorCode.INTERNAL, "the session failed; reconnect"))
+            )
+
     async def _read_loop(self) -> None:
         cfg = self.service.config
         while True:
-            # Backpressure: while replies pile up unsent (a slow reader), stop reading its input, so TCP
-            # flow control pushes back on the client instead of our memory growing.
-            while self._outbox.qsize() >= cfg.max_queued_messages:
-                await asyncio.sleep(0.05)
+            lifetime_left = cfg.session_lifetime_s - (time.monotonic() - self._started)
+            if lifetime_left <= 0:
+                await self._outbox.put(
+                    _End(
+                        1000,
+                        "session lifetime reached",
+                        ErrorEvent(
+                            ErrorCode.SESSION_EXPIRED,
+                            f"sessions last at most {cfg.session_lifetime_s:g} s; open a new session to go on",
+                        ),
+                    )
+                )
+                return
             try:
-                message = await asyncio.wait_for(self.ws.receive(), timeout=cfg.idle_timeout_s)
+                message = await asyncio.wait_for(
+                    self.ws.receive(), timeout=min(cfg.idle_timeout_s, lifetime_left)
+                )
             except TimeoutError:
-                if self._open:
-                    continue
+                if self._open or time.monotonic() - self._started >= cfg.session_lifetime_s:
+                    continue  # busy, or the lifetime check above ends the session
                 await self._outbox.put(
                     _End(
                         1000,
@@ -152,23 +205,24 @@ class BidiSession:
                 self._cancel_all()
                 await self._outbox.put(_End(1000, "client went away"))
                 return
+            if self._outbox.qsize() > MAX_PENDING_REPLIES:
+                self.service.metrics.count_error("too_many_pending")
+                await self._outbox.put(
+                    _End(1008, "too many unanswered frames", None)
+                )  # the client reads nothing: no answer can reach it, so none is queued
+                return
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
-            if time.monotonic() - self._started > cfg.session_lifetime_s:
-                await self._outbox.put(
-                    _End(
-                        1000,
-                        "session lifetime reached",
-                        ErrorEvent(
-                            ErrorCode.SESSION_EXPIRED,
-                            f"sessions last at most {cfg.session_lifetime_s:g} s; open a new session to go on",
-                        ),
-                    )
+            try:
+                if await self._handle_frame(data):
+                    return
+            except Exception:
+                log.exception("session=%s: frame handling failed", self.session_id)
+                await self._reply_error(
+                    ProtocolError(ErrorCode.INTERNAL, "the server could not handle this message"),
+                    self._next_sequence(),
                 )
-                return
-            if await self._handle_frame(data):
-                return
 
     async def _handle_frame(self, data: str | bytes) -> bool:
         """Returns True when the session should stop reading (a close)."""
@@ -203,12 +257,23 @@ class BidiSession:
 
     async def _accept(self, msg: Synthesize) -> None:
         sequence = self._next_sequence()
-        if len(self._open) >= self.service.config.max_queued_messages:
+        limit = self.service.config.max_queued_messages
+        if self._draining:
+            await self._reply_error(
+                ProtocolError(
+                    ErrorCode.GOING_AWAY,
+                    "the server is shutting down; send this message again on a new session",
+                    msg.id,
+                ),
+                sequence,
+            )
+            return
+        if len(self._open) >= limit:
             await self._reply_error(
                 ProtocolError(
                     ErrorCode.QUEUE_FULL,
-                    f"{len(self._open)} messages are already waiting in this session (limit "
-                    f"{self.service.config.max_queued_messages}); wait for a synthesis_complete and resend",
+                    f"{len(self._open)} messages are already waiting in this session (limit {limit}); "
+                    "wait for a synthesis_complete and resend",
                     msg.id,
                 ),
                 sequence,
@@ -222,27 +287,26 @@ class BidiSession:
             await self._reply_error(exc, sequence)
             return
         job = _Job(sequence, msg.id, request, time.monotonic())
-        job.plan = asyncio.create_task(self._plan_and_submit(job, self._last_plan, self._last_job))
-        self._last_plan = job.plan
+        job.plan = asyncio.create_task(self._plan_and_submit(job, self._last_job))
+        ready = job.ready
+        job.plan.add_done_callback(lambda _: ready.put_nowait(None))  # runs even if cancelled unstarted
         self._last_job = job
         self._open.append(job)
         self.service.metrics.count_message()
         await self._outbox.put(job)
 
-    async def _plan_and_submit(
-        self, job: _Job, previous: asyncio.Task[Any] | None, previous_job: _Job | None
-    ) -> list[PieceAudio]:
-        pieces: list[Piece] = await self.service.plan(job.request)
-        if previous is not None:
-            # Submit in message order so deadlines follow speaking order.
-            await asyncio.wait({previous})
-        if previous_job is not None and not self.service.config.pipeline:
+    async def _plan_and_submit(self, job: _Job, previous: _Job | None) -> None:
+        if previous is not None and previous.plan is not None:
+            # One planner per session, in message order, so deadlines follow speaking order and a client
+            # cannot occupy the planning thread with many messages at once.
+            await asyncio.wait({previous.plan})
+        if previous is not None and not self.service.config.pipeline:
             # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
-            await previous_job.answered.wait()
-        if job.cancelled:
-            raise asyncio.CancelledError
-        job.streams = self.service.submit(pieces, job.request, self.lane)
-        return job.streams
+            await previous.answered.wait()
+        async for piece in self.service.plan(job.request):
+            stream = self.service.submit(piece, job.request, self.lane)
+            job.streams.append(stream)
+            job.ready.put_nowait(stream)
 
     async def _configure(self, msg: Configure) -> None:
         changes: dict[str, Any] = {
@@ -279,12 +343,11 @@ class BidiSession:
     def _cancel_all(self) -> list[str | None]:
         ids = []
         for job in self._open:
-            job.cancelled = True
-            if job.plan is not None:
-                job.plan.cancel()
-            for stream in job.streams:
-                stream.cancel()
+            job.cancel()
             ids.append(job.id)
+        if ids:
+            self.lane.restart_playback()
+            self._playout_end = time.monotonic()
         return ids
 
     # -- writing ------------------------------------------------------------------------------------
@@ -295,6 +358,12 @@ class BidiSession:
                 if isinstance(item, _End):
                     await self._end(item)
                     return
+                if isinstance(item, _DrainCheck):
+                    if self._outbox.empty():
+                        await self._end(_going_away())
+                        return
+                    await self._outbox.put(item)  # answer what arrived first, then look again
+                    continue
                 if isinstance(item, _Reply):
                     await self._send_event(item.event)
                     continue
@@ -308,66 +377,74 @@ class BidiSession:
             self._cancel_all()
 
     async def _run_job(self, job: _Job) -> None:
-        metrics = self.service.metrics
-        streams: list[PieceAudio] = []
-        if not job.cancelled and job.plan is not None:
-            await asyncio.wait({job.plan})
-            if not job.plan.cancelled():
-                exc = job.plan.exception()
-                if isinstance(exc, ProtocolError):
-                    await self._send_error(job, exc.code, exc.message)
-                    return
-                if exc is not None:
-                    log.exception(
-                        "planning failed session=%s seq=%d", self.session_id, job.sequence, exc_info=exc
-                    )
-                    await self._send_error(
-                        job, ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis"
-                    )
-                    return
-                streams = job.plan.result()
+        """Send one message's answer: its audio then ``synthesis_complete``, or exactly one ``error``."""
+        encoder = make_encoder(job.request.format)
+        sent = samples = pieces = 0
+        try:
+            while (stream := await job.ready.get()) is not None:
+                if job.state is JobState.QUEUED:
+                    job.state = JobState.STARTED
+                    await self._send_event(SynthesisStarted(job.id, job.sequence, job.request.format))
+                pieces += 1
+                async for audio in stream.windows():
+                    if job.cancelled:
+                        break
+                    data = encoder.encode(audio)
+                    if sent == 0 and data:
+                        self.service.metrics.observe_first_audio(time.monotonic() - job.received_at)
+                    sent += await self._send_audio(data, audio.size)
+                    samples += audio.size
+                if job.cancelled:
+                    break
+        except _Disconnected:
+            raise
+        except Exception as exc:
+            log.error("model call failed session=%s seq=%d: %r", self.session_id, job.sequence, exc)
+            job.cancel()
+            job.state = JobState.FAILED
+            await self._send_error(
+                job,
+                ErrorCode.SYNTHESIS_FAILED,
+                "the speech model failed on this message; later messages are unaffected",
+            )
+            return
         if job.cancelled:
             await self._send_error(job, ErrorCode.CANCELLED, "cancelled before it finished")
             return
-        encoder = make_encoder(job.request.format)
-        await self._send_event(SynthesisStarted(job.id, job.sequence, job.request.format))
-        sent = samples = 0
-        for stream in streams:
-            try:
-                async for audio in stream.windows():
-                    if job.cancelled:
-                        raise asyncio.CancelledError
-                    data = encoder.encode(audio)
-                    if sent == 0 and data:
-                        metrics.observe_first_audio(time.monotonic() - job.received_at)
-                    sent += await self._send_audio(data)
-                    samples += audio.size
-            except asyncio.CancelledError:
-                if not job.cancelled:
-                    raise  # the session itself is shutting down
-                await self._send_error(job, ErrorCode.CANCELLED, "cancelled before it finished")
-                return
-            except _Disconnected:
-                raise
-            except Exception as exc:
-                log.error("model call failed session=%s seq=%d: %r", self.session_id, job.sequence, exc)
-                for rest in streams:
-                    rest.cancel()
+        assert job.plan is not None and job.plan.done()
+        failure = job.plan.exception()
+        if failure is not None:
+            job.state = JobState.FAILED
+            if isinstance(failure, ProtocolError):
+                await self._send_error(job, failure.code, failure.message)
+            else:
+                log.error("planning failed session=%s seq=%d", self.session_id, job.sequence,
+                          exc_info=failure)  # fmt: skip
                 await self._send_error(
-                    job,
-                    ErrorCode.SYNTHESIS_FAILED,
-                    "the speech model failed on this message; later messages are unaffected",
+                    job, ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis"
                 )
-                return
-        sent += await self._send_audio(encoder.flush())
+            return
+        sent += await self._send_audio(encoder.flush(), 0)
+        job.state = JobState.DONE
         audio_ms = round(samples * 1000 / self.service.engine.sample_rate, 1)
-        await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, len(streams)))
+        await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, pieces))
 
     async def _send_error(self, job: _Job, code: ErrorCode | str, message: str) -> None:
         self.service.metrics.count_error(str(code))
         await self._send_event(ErrorEvent(str(code), message, job.id, job.sequence))
 
-    async def _send_audio(self, data: bytes) -> int:
+    async def _send_audio(self, data: bytes, samples: int) -> int:
+        """Send encoded audio, never more than ``max_send_ahead_s`` ahead of the listener's playback.
+
+        Whatever is sent sits in socket buffers in front of the server's keepalive pings; a listener that
+        reads at playback speed would otherwise fall further behind every second until a ping times out.
+        """
+        now = time.monotonic()
+        ahead = self._playout_end - now - self.service.config.max_send_ahead_s
+        if ahead > 0:
+            await asyncio.sleep(ahead)
+            now = time.monotonic()
+        self._playout_end = max(self._playout_end, now) + samples / self.service.engine.sample_rate
         for start in range(0, len(data), AUDIO_FRAME_BYTES):
             await self._send(data[start : start + AUDIO_FRAME_BYTES])
         return len(data)
@@ -381,7 +458,7 @@ class BidiSession:
         send = self.ws.send_text(data) if isinstance(data, str) else self.ws.send_bytes(data)
         try:
             # A client that stops reading fills the socket buffer and blocks this send; waiting forever
-            # would pin the session's audio in memory. Give up after a bound and say why.
+            # would pin the session's audio in memory. No progress at all for this long: give up and say why.
             await asyncio.wait_for(send, timeout=self.service.config.send_timeout_s)
         except TimeoutError:
             log.warning("session=%s: client stopped reading for %.0f s; closing", self.session_id,
@@ -401,3 +478,11 @@ class BidiSession:
         with contextlib.suppress(RuntimeError, OSError):
             if self.ws.application_state == WebSocketState.CONNECTED:
                 await self.ws.close(item.code, item.reason)
+
+
+def _going_away() -> _End:
+    return _End(
+        1001,
+        "server shutting down",
+        ErrorEvent(ErrorCode.GOING_AWAY, "the server is shutting down; reconnect to go on"),
+    )

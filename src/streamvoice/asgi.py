@@ -1,0 +1,98 @@
+"""Small ASGI guards both HTTP services put in front of their routes.
+
+Transport-level, no framework: they run before any route reads a byte, so a hostile request costs at most
+the bound they enforce.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def send_json_error(
+    send: Send, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """The services' HTTP error shape, ``{"error": {"code", "message"}}``, sent without a framework."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413 before the app sees them.
+
+    A declared ``Content-Length`` over the limit is refused before a byte of the body is read; a chunked or
+    undeclared body is read up to the limit and refused as soon as it passes it. The app then receives the
+    body already read (at most ``max_bytes`` held), so no route can be made to buffer more.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._refuse(send, declared)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left while sending
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(send, None)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send, declared: str | None) -> None:
+        size = f"{declared} bytes" if declared and declared.isdigit() else "larger than the limit"
+        await send_json_error(
+            send,
+            413,
+            "message_too_large",
+            f"request body is {size}; the limit is {self.max_bytes} bytes. Send less text per request.",
+        )
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1").strip()
+    return None

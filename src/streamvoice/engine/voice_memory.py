@@ -1,0 +1,70 @@
+"""What the engine remembers about each voice's decoder statistics, bounded by the voice catalogue.
+
+Windows of a piece normalise with an estimate of the whole piece's statistics (see ``norm_stats``); for
+the frames not decoded yet, that estimate is the voice's statistics from earlier pieces. Only the stock
+voices are remembered: a caller can invent any number of blends, so a table keyed by whatever callers send
+would grow without bound (256 blends held ~200 MB, measured). A blend's statistics are derived on demand
+from its parts, weighted as the blend weights them, and never stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.voices import VoiceSpec
+
+# Each new piece counts against at most this many frames of history (15 s of audio), so the statistics
+# follow the voice without freezing.
+MEMORY_FRAMES = 600.0
+
+
+class VoiceMemory:
+    def __init__(self, stock: frozenset[str]) -> None:
+        self._stock = stock
+        self._stats: dict[str, NormStats] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._stats)
+
+    def get(self, voice: VoiceSpec) -> NormStats | None:
+        """The voice's statistics; for a blend, its parts' mixed by weight (None if any part is unknown)."""
+        with self._lock:
+            parts = [(self._stats.get(name), weight) for name, weight in voice.parts]
+        if any(stats is None for stats, _ in parts):
+            return None
+        if len(parts) == 1:
+            return parts[0][0]
+        mixed: NormStats | None = None
+        for stats, weight in parts:
+            assert stats is not None
+            mixed = NormStats.merge(mixed, stats.weighted(weight * min(stats.frames, MEMORY_FRAMES)))
+        return mixed
+
+    def set(self, name: str, stats: NormStats | None) -> None:
+        """Replace (or with None, forget) a stock voice's statistics."""
+        if name not in self._stock:
+            raise KeyError(f"{name!r} is not a stock voice")
+        with self._lock:
+            if stats is None:
+                self._stats.pop(name, None)
+            else:
+                self._stats[name] = stats
+
+    def recorder(self, voice: VoiceSpec) -> Callable[[NormStats], None] | None:
+        """A callback that folds a finished piece's statistics into the voice's; None for a blend."""
+        if len(voice.parts) != 1 or voice.parts[0][0] not in self._stock:
+            return None
+        name = voice.parts[0][0]
+
+        def remember(stats: NormStats) -> None:
+            with self._lock:
+                old = self._stats.get(name)
+                history = old.weighted(min(old.frames, MEMORY_FRAMES)) if old else None
+                merged = NormStats.merge(history, stats)
+                assert merged is not None
+                self._stats[name] = merged
+
+        return remember
