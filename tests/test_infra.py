@@ -46,6 +46,8 @@ def flat(value: Any) -> str:
         return sep.join(flat(p) for p in parts)
     if isinstance(value, dict) and value.get("Ref") == "AWS::Partition":
         return "aws"
+    if isinstance(value, list):
+        return " ".join(flat(v) for v in value)
     return json.dumps(value)
 
 
@@ -343,3 +345,45 @@ def test_purge_empties_and_deletes_the_bucket_and_our_images(tmp_path: Path) -> 
         {"repositoryName": "repo", "imageIds": [{"imageTag": "abc123"}]},
     )
     assert purge_images(session.client("ecr"), "repo", ["abc123"]) == 1
+
+
+# --- hardening: least privilege and reproducible builds ---------------------------------------------------
+
+
+def test_speech_role_reads_only_its_prefix_and_its_own_logs(speech_template: Template) -> None:
+    statements = all_statements(speech_template)
+    for st in statements:
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        if any(a.startswith("s3:List") for a in actions):
+            assert actions == ["s3:ListBucket"] and "s3:prefix" in flat(st.get("Condition", {}))
+        if any(a.startswith("logs:") for a in actions):
+            assert "Endpoints/streamvoice-kokoro*" not in flat(st["Resource"])
+            assert "*" not in flat(st["Resource"]).replace("log-stream:*", "")
+    roles = speech_template.find_resources("AWS::IAM::Role")
+    trust = [r["Properties"]["AssumeRolePolicyDocument"] for r in roles.values()]
+    sagemaker_trust = [t for t in trust if "sagemaker.amazonaws.com" in flat(t)]
+    assert sagemaker_trust and all("aws:SourceAccount" in flat(t) for t in sagemaker_trust)
+    speech_template.has_resource_properties("AWS::SageMaker::Model", {"EnableNetworkIsolation": True})
+
+
+def test_prebuilt_image_can_be_pulled_from_its_repository_only(speech_template: Template) -> None:
+    pulls = [st for st in all_statements(speech_template) if "ecr:BatchGetImage" in flat(st["Action"])]
+    assert pulls
+    assert flat(pulls[0]["Resource"]) == "arn:aws:ecr:us-east-1:123456789012:repository/streamvoice"
+
+
+def test_agent_logs_scoped_to_its_runtime(agent_template: Template) -> None:
+    for st in all_statements(agent_template):
+        if "logs:" in flat(st["Action"]):
+            assert "runtimes/*" not in flat(st["Resource"])
+
+
+def test_images_and_cdk_cli_are_pinned() -> None:
+    from streamvoice.infra.cli import CDK_CLI_VERSION
+
+    for name in ("Dockerfile", "Dockerfile.gpu", "Dockerfile.agent"):
+        text = (ROOT / "docker" / name).read_text()
+        froms = [line for line in text.splitlines() if line.startswith("FROM ")]
+        assert froms and all("@sha256:" in line for line in froms), name
+        assert "-c requirements.lock" in text and "COPY pyproject.toml README.md requirements.lock" in text
+    assert CDK_CLI_VERSION.count(".") == 2 and all(p.isdigit() for p in CDK_CLI_VERSION.split("."))

@@ -96,3 +96,36 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key.lower() == name:
             return bytes(value).decode("latin-1").strip()
     return None
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def host_name(host_header: str) -> str:
+    """``example.com:8080`` -> ``example.com``; ``[::1]:8080`` -> ``::1``."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class HostAllowList:
+    """Serve only requests whose ``Host`` is one of ``hosts``: a service bound to loopback must not answer a
+    page on another site whose DNS name was rebound to 127.0.0.1 (DNS rebinding)."""
+
+    def __init__(self, app: ASGIApp, hosts: tuple[str, ...]) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower() for h in hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and self.hosts:
+            host = host_name(_header(scope, b"host") or "")
+            if host not in self.hosts:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008, "reason": "host not allowed"})
+                else:
+                    await send_json_error(
+                        send, 421, "host_not_allowed", f"this service does not answer for host {host[:60]!r}"
+                    )
+                return
+        await self.app(scope, receive, send)

@@ -30,6 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
+from streamvoice.asgi import BodyLimit, HostAllowList
 from streamvoice.client import SpeechClient
 from streamvoice.protocol import bearer_authorized, error_body
 
@@ -46,6 +47,11 @@ class AgentConfig:
     cors_origins: tuple[str, ...] = ()
     max_prompt_chars: int = 2000
     default_voice: str = "af_heart"
+    # Host names the agent answers for; empty: any. ``streamvoice agent`` bound to loopback sets the
+    # loopback names, so a rebound DNS name cannot reach it from a browser.
+    allowed_hosts: tuple[str, ...] = ()
+    max_concurrent_turns: int = 8  # each turn holds an LLM stream and a speech session
+    max_body_bytes: int = 64 * 1024
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -58,10 +64,14 @@ class AgentConfig:
             values["speech_token"] = env["STREAMVOICE_SPEECH_TOKEN"]
         if env.get("STREAMVOICE_AGENT_TOKEN"):
             values["auth_token"] = env["STREAMVOICE_AGENT_TOKEN"]
-        if env.get("STREAMVOICE_CORS_ORIGINS"):
-            values["cors_origins"] = tuple(
-                o.strip() for o in env["STREAMVOICE_CORS_ORIGINS"].split(",") if o.strip()
-            )
+        for name, key in (
+            ("STREAMVOICE_CORS_ORIGINS", "cors_origins"),
+            ("STREAMVOICE_ALLOWED_HOSTS", "allowed_hosts"),
+        ):
+            if env.get(name):
+                values[key] = tuple(o.strip() for o in env[name].split(",") if o.strip())
+        if env.get("STREAMVOICE_MAX_TURNS"):
+            values["max_concurrent_turns"] = int(env["STREAMVOICE_MAX_TURNS"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -107,10 +117,28 @@ class AgentApp(BedrockAgentCoreApp):
     def __init__(self, config: AgentConfig, middleware: list[Middleware]) -> None:
         super().__init__(middleware=middleware)
         self.config = config
+        self.turns = 0  # turns in progress, over both routes
 
     async def _handle_invocation(self, request: Request) -> Response:
         if not bearer_authorized(request.headers.get("authorization"), self.config.auth_token):
             return JSONResponse(error_body("unauthorized", "send Authorization: Bearer <token>"), 401)
+        # JSON only: a cross-site page can POST text/plain without asking (no CORS preflight) and so spend
+        # this agent's LLM credit; application/json needs a preflight that only allowed origins pass.
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":
+            return JSONResponse(
+                error_body("unsupported_media_type", "send the request as Content-Type: application/json"),
+                415,
+            )
+        if self.turns >= self.config.max_concurrent_turns:
+            return JSONResponse(
+                error_body(
+                    "server_busy",
+                    f"the agent is answering {self.turns} callers already; retry in a moment",
+                ),
+                503,
+                headers={"retry-after": "1"},
+            )
         body = await request.body()
         try:
             json.loads(body.decode("utf-8"))
@@ -124,7 +152,10 @@ class AgentApp(BedrockAgentCoreApp):
 
 def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> AgentApp:
     cfg = config or AgentConfig.from_env()
-    middleware = []
+    middleware = [
+        Middleware(HostAllowList, hosts=cfg.allowed_hosts),
+        Middleware(BodyLimit, max_bytes=cfg.max_body_bytes),
+    ]
     if cfg.cors_origins:
         middleware.append(
             Middleware(
@@ -150,17 +181,26 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
             return JSONResponse(error_body(exc.code, exc.message), status_code=400)
 
         async def events() -> AsyncIterator[Event]:
-            async for event in pipeline.run(prompt, options):
-                yield to_sse_payload(event)
+            app.turns += 1
+            try:
+                async for event in pipeline.run(prompt, options):
+                    yield to_sse_payload(event)
+            finally:
+                app.turns -= 1
 
         return events()
 
     @app.websocket
     async def ws_handler(websocket: WebSocket, context: Any) -> None:
-        if not bearer_authorized(websocket.headers.get("authorization"), cfg.auth_token):
+        # Browsers send WebSockets cross-site without asking: only our own page and allowed origins.
+        if not origin_allowed(websocket.headers.get("origin"), websocket.headers.get("host"), cfg):
+            await websocket.close(1008, "origin not allowed")
+            return
+        token, subprotocol = websocket_token(websocket.headers)
+        if not bearer_authorized(token, cfg.auth_token):
             await websocket.close(1008, "unauthorized")
             return
-        await websocket.accept()
+        await websocket.accept(subprotocol=subprotocol)
         with contextlib.suppress(WebSocketDisconnect):
             while True:
                 raw = await _receive_any(websocket)
@@ -168,16 +208,22 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
                     return
                 try:
                     prompt, options = parse_turn_request(_loads(raw), cfg)
+                    if app.turns >= cfg.max_concurrent_turns:
+                        raise BadRequest("server_busy", "the agent is answering too many callers; retry soon")
                 except BadRequest as exc:
                     await websocket.send_text(
                         json.dumps({"type": "error", "code": exc.code, "message": exc.message})
                     )
                     continue
-                async for event in pipeline.run(prompt, options):
-                    if event["type"] == "audio_chunk":
-                        await websocket.send_bytes(event["data"])
-                    else:
-                        await websocket.send_text(json.dumps(event))
+                app.turns += 1
+                try:
+                    async for event in pipeline.run(prompt, options):
+                        if event["type"] == "audio_chunk":
+                            await websocket.send_bytes(event["data"])
+                        else:
+                            await websocket.send_text(json.dumps(event))
+                finally:
+                    app.turns -= 1
 
     async def index(request: Request) -> Response:
         return FileResponse(WEB_DIR / "index.html")
@@ -185,6 +231,31 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
     app.add_route("/", index, methods=["GET"])
     app.routes.append(Mount("/static", app=StaticFiles(directory=str(WEB_DIR)), name="static"))
     return app
+
+
+# A browser cannot set headers on a WebSocket; it offers the token as a subprotocol pair instead:
+# ``new WebSocket(url, ["streamvoice.bearer", token])``.
+BEARER_SUBPROTOCOL = "streamvoice.bearer"
+
+
+def websocket_token(headers: Any) -> tuple[str | None, str | None]:
+    """(the Authorization header to check, the subprotocol to accept)."""
+    offered = [p.strip() for p in headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
+    if BEARER_SUBPROTOCOL in offered:
+        at = offered.index(BEARER_SUBPROTOCOL)
+        if at + 1 < len(offered):
+            return f"Bearer {offered[at + 1]}", BEARER_SUBPROTOCOL
+    return headers.get("authorization"), None
+
+
+def origin_allowed(origin: str | None, host: str | None, config: AgentConfig) -> bool:
+    """No Origin: not a browser. Otherwise the page must come from this host or an allowed origin."""
+    if origin is None:
+        return True
+    if origin in config.cors_origins:
+        return True
+    origin_host = origin.split("://", 1)[-1]
+    return host is not None and origin_host.lower() == host.strip().lower()
 
 
 async def _receive_any(websocket: WebSocket) -> str | bytes | None:

@@ -39,15 +39,20 @@ def build_source(args: argparse.Namespace) -> Any:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     import uvicorn
 
     from streamvoice.agent.app import AgentConfig, create_agent_app
     from streamvoice.agent.llm import LlamaCppSource
+    from streamvoice.asgi import LOOPBACK_HOSTS
 
     source = build_source(args)
     if isinstance(source, LlamaCppSource):
         source.start()  # load before /ping says healthy
     config = AgentConfig.from_env(speech_url=args.speech_url)
+    if not config.allowed_hosts and args.host in LOOPBACK_HOSTS:
+        config = replace(config, allowed_hosts=LOOPBACK_HOSTS)  # no DNS-rebound name reaches it
     app = create_agent_app(source, config)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from streamvoice.agent.llm import LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
+from streamvoice.client.transports import TransportClosed
 from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.agent")
@@ -33,6 +34,35 @@ Connect = Callable[[], Awaitable[SpeechClient]]
 AGENT_POLICY = ChunkPolicy(
     min_tokens=(12, 30, 60, 100), max_tokens=300, fast_first=True, first_clause_min_tokens=20
 )
+
+
+# Audio events a turn may hold for a caller who reads slowly; past this the turn stops reading speech,
+# which pushes back on the speech server (it paces, then gives up on a reader that never catches up).
+MAX_QUEUED_EVENTS = 256
+
+
+class _Events:
+    """The turn's events for the caller: control events always fit, audio waits for room."""
+
+    def __init__(self, limit: int = MAX_QUEUED_EVENTS) -> None:
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._limit = limit
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def put(self, event: Event | None) -> None:
+        self.queue.put_nowait(event)
+        if self.queue.qsize() >= self._limit:
+            self._room.clear()
+
+    async def room(self) -> None:
+        await self._room.wait()
+
+    async def get(self) -> Event | None:
+        event = await self.queue.get()
+        if self.queue.qsize() < self._limit:
+            self._room.set()
+        return event
 
 
 @dataclass(frozen=True)
@@ -60,15 +90,15 @@ class SpeechPipeline:
     async def run(self, prompt: str, options: TurnOptions = TurnOptions()) -> AsyncIterator[Event]:
         """Yield caller events, each stamped with ``t_ms`` since ``agent_start``. Never raises, never hangs."""
         t0 = time.perf_counter()
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        queue = _Events()
 
         def emit(kind: str, **fields: Any) -> float:
             t_ms = round((time.perf_counter() - t0) * 1000, 1)
-            queue.put_nowait({"type": kind, "t_ms": t_ms, **fields})
+            queue.put({"type": kind, "t_ms": t_ms, **fields})
             return t_ms
 
         emit("agent_start", mode=options.mode, model=self.source.name)
-        turn = _Turn(self, prompt, options, emit)
+        turn = _Turn(self, prompt, options, emit, queue.room)
         task = asyncio.create_task(turn.run_guarded(queue))
         try:
             while (event := await queue.get()) is not None:
@@ -82,8 +112,14 @@ class SpeechPipeline:
 
 class _Turn:
     def __init__(
-        self, pipeline: SpeechPipeline, prompt: str, options: TurnOptions, emit: Callable[..., float]
+        self,
+        pipeline: SpeechPipeline,
+        prompt: str,
+        options: TurnOptions,
+        emit: Callable[..., float],
+        room: Callable[[], Awaitable[None]],
     ):
+        self.room = room
         self.p = pipeline
         self.prompt = prompt
         self.options = options
@@ -96,7 +132,7 @@ class _Turn:
         self.answered = 0
         self.audio_started = False
 
-    async def run_guarded(self, queue: asyncio.Queue[Event | None]) -> None:
+    async def run_guarded(self, queue: _Events) -> None:
         try:
             async with asyncio.timeout(self.options.timeout_s):
                 await self._run()
@@ -118,7 +154,7 @@ class _Turn:
             self._end_audio()
             self.emit("error", code="internal_error", message="the agent failed on this request; try again")
         finally:
-            queue.put_nowait(None)
+            queue.put(None)
 
     async def _run(self) -> None:
         try:
@@ -133,6 +169,10 @@ class _Turn:
                 await self._bidi(client)
             else:
                 await self._batch(client)
+        except TransportClosed:
+            raise TurnError(
+                "speech_disconnected", "the speech server closed the session before the answer was spoken"
+            ) from None
         finally:
             with contextlib.suppress(Exception):
                 await client.aclose()
@@ -199,6 +239,7 @@ class _Turn:
             return
         async for event in client.events():
             if isinstance(event, AudioChunk):
+                await self.room()  # a slow caller slows our reading of the speech session, not our memory
                 self._audio(event.data)
                 continue
             assert isinstance(event, ControlEvent)

@@ -25,7 +25,8 @@ class SSEEvent:
 
 class SSEDecoder:
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer already searched for an event end
         self._held_cr = b""
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
@@ -34,7 +35,8 @@ class SSEDecoder:
     def flush(self) -> list[SSEEvent]:
         """End of stream. An event without its closing blank line is incomplete and dropped, per the spec."""
         events = self._drain(self._held_cr, final=True)
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0
         return events
 
     def _drain(self, data: bytes, final: bool) -> list[SSEEvent]:
@@ -43,12 +45,18 @@ class SSEDecoder:
         if self._held_cr:
             data = data[:-1]
         self._buffer += data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        # Search only what is new (one byte back, for a blank line split across chunks): a large event
+        # arriving in many small chunks costs linear time, not a rescan of the whole buffer per chunk.
         events: list[SSEEvent] = []
-        while (end := self._buffer.find(b"\n\n")) >= 0:
-            block, self._buffer = self._buffer[:end], self._buffer[end + 2 :]
-            event = parse_block(block)
+        start = 0
+        while (end := self._buffer.find(b"\n\n", max(start, self._scanned - 1))) >= 0:
+            event = parse_block(bytes(self._buffer[start:end]))
             if event is not None:
                 events.append(event)
+            start = self._scanned = end + 2
+        if start:
+            del self._buffer[:start]
+        self._scanned = len(self._buffer)
         return events
 
 

@@ -39,11 +39,20 @@ class WebSocketTransport:
         cls, url: str, token: str | None = None, open_timeout: float = 10.0, max_size: int | None = 2**24
     ) -> WebSocketTransport:
         from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidStatus
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        conn = await connect(
-            normalize_ws_url(url), additional_headers=headers, open_timeout=open_timeout, max_size=max_size
-        )
+        try:
+            conn = await connect(
+                normalize_ws_url(url),
+                additional_headers=headers,
+                open_timeout=open_timeout,
+                max_size=max_size,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            hint = "; check the bearer token" if status in (401, 403) else ""
+            raise TransportClosed(f"the server refused the session (HTTP {status}){hint}") from None
         return cls(conn)
 
     async def send(self, frame: str | bytes) -> None:

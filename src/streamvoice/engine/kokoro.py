@@ -21,7 +21,7 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-from streamvoice.engine.model_files import ModelFiles, resolve_model_files
+from streamvoice.engine.model_files import ModelFiles, resolve_model_files, verify_model_files
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.phonemes import Phonemizer
 from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowCap, WindowPlan
@@ -147,7 +147,9 @@ class KokoroEngine:
             windows = _env_flag("STREAMVOICE_STREAM_WINDOWS", True)
             spin = _env_flag("STREAMVOICE_ORT_SPIN", False)
             options = EngineOptions(intra_op_threads=threads, stream_windows=windows, spin=spin)
-        return cls(resolve_model_files(model_dir, variant), options)
+        files = resolve_model_files(model_dir, variant)
+        verify_model_files(files)
+        return cls(files, options)
 
     # -- voices ---------------------------------------------------------------------------------------
     def voices(self) -> list[VoiceInfo]:

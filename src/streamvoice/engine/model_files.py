@@ -99,6 +99,22 @@ def resolve_model_files(model_dir: str | Path | None = None, variant: str | None
     )
 
 
+def verify_model_files(files: ModelFiles, catalogue: dict[str, RemoteFile] | None = None) -> None:
+    """Check files that carry an official release name against the release's hashes (~0.3 s).
+
+    A truncated copy or a swapped file would otherwise load, or fail later in ways that point nowhere near
+    the cause. Files under other names (custom exports) are the user's to vouch for.
+    """
+    for path in (files.model, files.voices):
+        remote = (catalogue or OFFICIAL_FILES).get(path.name)
+        if remote is not None and sha256_of(path) != remote.sha256:
+            raise ModelNotFoundError(
+                f"{path} is not the official {path.name} (its sha256 differs): the file is damaged or "
+                "replaced. Delete it and run `streamvoice models download`, or point KOKORO_MODEL_DIR at "
+                "intact files."
+            )
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -129,9 +145,18 @@ def text_progress(stream: IO[str] = sys.stderr) -> ProgressFn:
 
 
 def download_file(
-    url: str, dest: Path, sha256: str, progress: ProgressFn | None = None, timeout: float = 60.0
+    url: str,
+    dest: Path,
+    sha256: str,
+    progress: ProgressFn | None = None,
+    timeout: float = 60.0,
+    max_bytes: int | None = None,
 ) -> Path:
-    """Download to a temporary file, verify, then rename: a crash never leaves a half file named right."""
+    """Download to a temporary file, verify, then rename: a crash never leaves a half file named right.
+
+    ``max_bytes`` stops a server that sends more than the file can be (declared or not) from filling the
+    disk before the checksum could tell.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
@@ -139,9 +164,19 @@ def download_file(
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             total_header = resp.headers.get("Content-Length")
-            total = int(total_header) if total_header else None
+            total = int(total_header) if total_header and total_header.isdigit() else None
+            if max_bytes is not None and total is not None and total > max_bytes:
+                raise DownloadError(
+                    f"{dest.name}: the server announces {total} bytes, more than the {max_bytes} this file "
+                    "can be; nothing was saved. Check --base-url."
+                )
             done = 0
             while block := resp.read(1 << 20):
+                if max_bytes is not None and done + len(block) > max_bytes:
+                    raise DownloadError(
+                        f"{dest.name}: the server sent more than the {max_bytes} bytes this file can be; the "
+                        "partial file was discarded. Check --base-url."
+                    )
                 out.write(block)
                 digest.update(block)
                 done += len(block)
@@ -179,7 +214,13 @@ def download_models(
         target = dest / name
         if target.is_file() and sha256_of(target) == remote.sha256:
             continue
-        download_file(base_url.rstrip("/") + "/" + name, target, remote.sha256, progress)
+        download_file(
+            base_url.rstrip("/") + "/" + name,
+            target,
+            remote.sha256,
+            progress,
+            max_bytes=(remote.approx_mb + 8) * 1024 * 1024,
+        )
     found = find_in_dir(dest, next(iter(variants), None))
     assert found is not None
     return found

@@ -23,11 +23,14 @@ from streamvoice.infra.stacks import AGENT_STACK, SPEECH_STACK
 
 Runner = Callable[[Sequence[str], dict[str, str]], int]
 DEFAULT_REGION = "us-east-1"
+# The CDK CLI that deploys: an exact release (checked with `npm view aws-cdk version`), so a deploy never
+# runs whatever was published this morning. Bump deliberately.
+CDK_CLI_VERSION = "2.1148.1"
 
 
 def run_cdk(args: Sequence[str], env: dict[str, str]) -> int:
     """Run the CDK CLI with our app; output streams straight to the terminal."""
-    cmd = ["npx", "--yes", "aws-cdk@2", *args]
+    cmd = ["npx", "--yes", f"aws-cdk@{CDK_CLI_VERSION}", *args]
     print("$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
     return subprocess.call(cmd, env={**os.environ, **env})
 

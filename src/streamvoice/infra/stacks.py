@@ -31,6 +31,18 @@ def is_gpu_instance(instance_type: str) -> bool:
     return family[:1] in ("g", "p") or family.startswith("inf")
 
 
+def ecr_repository_arn(image_uri: str) -> str | None:
+    """``ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPO[:tag|@digest]`` -> the repository's ARN (None: not ECR)."""
+    host, _, path = image_uri.partition("/")
+    parts = host.split(".")
+    if len(parts) < 6 or parts[1:3] != ["dkr", "ecr"] or not path:
+        return None
+    account, region = parts[0], parts[3]
+    repo = path.split("@", 1)[0].rsplit(":", 1)[0]
+    partition = "aws-cn" if host.endswith(".com.cn") else "aws"
+    return f"arn:{partition}:ecr:{region}:{account}:repository/{repo}"
+
+
 def container_image(
     scope: Construct,
     construct_id: str,
@@ -41,9 +53,20 @@ def container_image(
 ) -> str:
     """A prebuilt image URI as given, or an image asset built from this repository; the role may pull it."""
     if prebuilt:
-        if ".dkr.ecr." in prebuilt:
+        repository = ecr_repository_arn(prebuilt)
+        if repository is not None:
             role.add_to_principal_policy(
                 iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
+            )
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=[
+                        "ecr:BatchGetImage",
+                        "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchCheckLayerAvailability",
+                    ],
+                    resources=[repository],
+                )
             )
         return prebuilt
     image = ecr_assets.DockerImageAsset(
@@ -110,10 +133,24 @@ class SpeechEndpointStack(cdk.Stack):
         role = iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            # Only SageMaker acting for this account may assume it (no confused deputy).
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": self.account}},
+            ),
             description="Kokoro speech endpoint: read its model files, pull its image, write logs and metrics",
         )
-        bucket.grant_read(role, f"{prefix}*")
+        # Read the model prefix, list only inside it (grant_read would allow listing the whole bucket).
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=[
@@ -122,8 +159,9 @@ class SpeechEndpointStack(cdk.Stack):
                     "logs:PutLogEvents",
                     "logs:DescribeLogStreams",
                 ],
-                resources=[
-                    f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:/aws/sagemaker/Endpoints/{s.endpoint_name}*"
+                resources=[  # this endpoint's log group exactly (a prefix would match other endpoints)
+                    f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:/aws/sagemaker/Endpoints/{s.endpoint_name}",
+                    f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:/aws/sagemaker/Endpoints/{s.endpoint_name}:log-stream:*",
                 ],
             )
         )
@@ -145,6 +183,8 @@ class SpeechEndpointStack(cdk.Stack):
             self,
             "Model",
             execution_role_arn=role.role_arn,
+            # The container needs no network: SageMaker fetches the model files and image for it.
+            enable_network_isolation=True,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=image_uri,
                 model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
@@ -315,8 +355,8 @@ class AgentRuntimeStack(cdk.Stack):
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[
-                    f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:/aws/bedrock-agentcore/runtimes/*"
+                resources=[  # this runtime's log groups only (AgentCore names them after the runtime id)
+                    f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:/aws/bedrock-agentcore/runtimes/{s.runtime_name}-*"
                 ],
             )
         )
