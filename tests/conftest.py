@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from streamvoice.bench.common import LocalServer, free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
-from streamvoice.server.app import build_server
+from streamvoice.server.app import DrainingServer, build_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,17 +41,31 @@ def engine(kokoro_dir: Path) -> KokoroEngine:
 class RunningServer(LocalServer):
     """A real uvicorn server on a loopback port, in a thread of this process (the benchmarks' server)."""
 
+    drainer: DrainingServer  # set for speech servers: request_shutdown() is what SIGTERM does
+
     def start(self, timeout: float = 60.0) -> RunningServer:
         super().start(timeout)
         return self
 
 
-def start_speech_server(engine: KokoroEngine, **config: object) -> RunningServer:
-    """The speech server exactly as ``streamvoice serve`` builds it (transport limits included)."""
-    port = free_port()
+def start_speech_server(engine: KokoroEngine, sndbuf: int | None = None, **config: object) -> RunningServer:
+    """The speech server exactly as ``streamvoice serve`` builds it (transport limits included).
+
+    ``sndbuf``: a small kernel send buffer for every connection (accepted sockets inherit the listener's),
+    so a client that stops reading blocks the server's sends within kilobytes instead of megabytes.
+    """
+    sockets = None
+    if sndbuf is not None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        listener.bind(("127.0.0.1", 0))
+        sockets = [listener]
+    port = sockets[0].getsockname()[1] if sockets else free_port()
     cfg = ServerConfig(port=port, **config)  # type: ignore[arg-type]
     drainer = build_server(cfg, engine, log_level="warning")
-    return RunningServer(drainer.app, port, server=drainer.server).start()
+    server = RunningServer(drainer.app, port, server=drainer.server, sockets=sockets)
+    server.drainer = drainer
+    return server.start()
 
 
 @pytest.fixture(scope="session")

@@ -100,7 +100,7 @@ def free_port() -> int:
 class LocalServer:
     """A real uvicorn server for an ASGI app, on a loopback port in a background thread."""
 
-    def __init__(self, app: Any, port: int | None = None, server: Any = None) -> None:
+    def __init__(self, app: Any, port: int | None = None, server: Any = None, sockets: Any = None) -> None:
         """``server``: an already configured ``uvicorn.Server`` for ``app`` on ``port`` (as ``serve`` builds
         it); without one, plain uvicorn settings."""
         import uvicorn
@@ -111,7 +111,7 @@ class LocalServer:
         self.server = server or uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=1 << 20)
         )
-        self._thread = threading.Thread(target=self.server.run, daemon=True)
+        self._thread = threading.Thread(target=lambda: self.server.run(sockets=sockets), daemon=True)
 
     def start(self, timeout: float = 120.0) -> LocalServer:
         """Start serving and wait until ``/ping`` answers 200."""

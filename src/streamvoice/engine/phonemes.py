@@ -9,6 +9,7 @@ the language list, whatever callers send.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Any
@@ -17,6 +18,10 @@ from kokoro_onnx.tokenizer import Tokenizer, _espeak_lock
 from phonemizer.backend import EspeakBackend
 from phonemizer.separator import default_separator
 from phonemizer.utils import list2str, str2list
+
+# phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
+_QUIET = logging.getLogger("streamvoice.phonemizer")
+_QUIET.setLevel(logging.ERROR)
 
 
 class Phonemizer:
@@ -39,7 +44,7 @@ class Phonemizer:
             backend = self._backends.get(lang)
             if backend is None:
                 with _espeak_lock:
-                    backend = EspeakBackend(lang, preserve_punctuation=True, with_stress=True)
+                    backend = EspeakBackend(lang, preserve_punctuation=True, with_stress=True, logger=_QUIET)
                 self._backends[lang] = backend
         return backend
 
