@@ -128,7 +128,12 @@ def test_websocket_carries_binary_audio_and_json_control(scripted_agent: Running
 def test_bad_payload_is_a_4xx_with_a_stable_code(
     scripted_agent: RunningServer, payload: bytes, code: str
 ) -> None:
-    r = httpx.post(scripted_agent.url + "/invocations", content=payload, timeout=10)
+    r = httpx.post(
+        scripted_agent.url + "/invocations",
+        content=payload,
+        headers={"content-type": "application/json"},  # declared JSON; the body itself is what is wrong
+        timeout=10,
+    )
     assert r.status_code == 400
     assert r.json()["error"]["code"] == code
 

@@ -26,7 +26,8 @@ def test_page_streams_text_and_schedules_audio(
 ) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
-    agent = start_agent(local_llm, speech_server.url)
+    # With a token, as a deployed agent runs: the page sends it (browsers cannot be given it otherwise).
+    agent = start_agent(local_llm, speech_server.url, auth_token="page-token")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(
@@ -42,6 +43,8 @@ def test_page_streams_text_and_schedules_audio(
             )
             page = browser.new_page()
             page.goto(agent.url + "/")
+            page.click("#auth summary")
+            page.fill("#token", "page-token")
             page.fill("#prompt", "Why do leaves change colour in autumn?")
             page.click("#go")
             page.wait_for_function("window.streamvoiceStats.done === true", timeout=120_000)

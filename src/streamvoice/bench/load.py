@@ -3,9 +3,10 @@
 ``load``: N sessions x M messages at once; checks each answer's order and that the audio bytes received match
 what each ``synthesis_complete`` reports; prints p50/p95 time to first audio and the server's peak memory.
 ``--soak MINUTES``: steady traffic for a bounded time, sampling the process's memory once a second; a flat
-line (last minute vs first minute) is the pass.
+line (last minute vs first minute) is the pass. ``--rotate`` makes every message change language, voice
+and blend (a new blend each time), which is what filled unbounded caches before they were bounded.
 
-Run: ``python -m streamvoice.bench.load [--sessions 50] [--messages 20]`` or ``--soak 5``.
+Run: ``python -m streamvoice.bench.load [--sessions 50] [--messages 20]`` or ``--soak 5 [--rotate]``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,31 @@ import json
 import resource
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from streamvoice.bench.common import LocalServer, stats, write_result
+from streamvoice.bench.common import LocalServer, free_port, stats, write_result
 from streamvoice.engine import KokoroEngine
-from streamvoice.server import ServerConfig, create_app
+from streamvoice.server import ServerConfig
+from streamvoice.server.app import build_server
 
 TEXTS = ["Yes.", "Okay, done.", "Thanks!", "Sure thing.", "One moment.", "Got it."]
+# One voice per language Kokoro speaks, so rotating through them rotates the phonemiser's language too.
+VOICE_PER_LANG = [
+    ("af_heart", "en-us"), ("bf_emma", "en-gb"), ("ef_dora", "es"), ("ff_siwis", "fr-fr"), ("hf_alpha", "hi"),
+    ("if_sara", "it"), ("jf_alpha", "ja"), ("pf_dora", "pt-br"), ("zf_xiaobei", "cmn"),
+]  # fmt: skip
+
+
+def rotated_options(n: int) -> dict[str, Any]:
+    """Message ``n``'s voice and language: every language in turn, every other message a fresh blend."""
+    voice, lang = VOICE_PER_LANG[n % len(VOICE_PER_LANG)]
+    if n % 2:
+        other, _ = VOICE_PER_LANG[(n // 2) % len(VOICE_PER_LANG)]
+        weight = 0.05 + (n % 89) / 100  # a different blend text nearly every message
+        voice = f"{voice}*{weight:.2f}+{other}*{1 - weight:.2f}"
+    return {"voice": voice, "lang": lang}
 
 
 def rss_mb() -> float:
@@ -33,7 +51,7 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def session(url: str, sid: int, messages: int) -> dict[str, Any]:
+async def session(url: str, sid: int, messages: int, rotate: bool = False, offset: int = 0) -> dict[str, Any]:
     from websockets.asyncio.client import connect
 
     ws_url = url.replace("http://", "ws://") + "/invocations-bidirectional-stream"
@@ -45,7 +63,10 @@ async def session(url: str, sid: int, messages: int) -> dict[str, Any]:
         for m in range(messages):
             mid = f"{sid}-{m}"
             sent_at[mid] = time.perf_counter()
-            await ws.send(json.dumps({"type": "synthesize", "text": TEXTS[m % len(TEXTS)], "id": mid}))
+            payload = {"type": "synthesize", "text": TEXTS[m % len(TEXTS)], "id": mid}
+            if rotate:
+                payload.update(rotated_options(offset + sid * messages + m))
+            await ws.send(json.dumps(payload))
         current = None
         while len(answers) < messages:
             frame = await ws.recv()
@@ -73,8 +94,10 @@ async def session(url: str, sid: int, messages: int) -> dict[str, Any]:
     }
 
 
-async def load(url: str, sessions: int, messages: int) -> list[dict[str, Any]]:
-    return list(await asyncio.gather(*(session(url, s, messages) for s in range(sessions))))
+async def load(
+    url: str, sessions: int, messages: int, rotate: bool = False, offset: int = 0
+) -> list[dict[str, Any]]:
+    return list(await asyncio.gather(*(session(url, s, messages, rotate, offset) for s in range(sessions))))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -83,6 +106,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--messages", type=int, default=20)
     parser.add_argument(
         "--soak", type=float, default=0.0, help="minutes of steady traffic instead of one burst"
+    )
+    parser.add_argument(
+        "--rotate", action="store_true", help="change language, voice and blend on every message"
     )
     args = parser.parse_args(argv)
 
@@ -98,14 +124,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     sampler = threading.Thread(target=sample_memory, daemon=True)
     config = ServerConfig(max_sessions=max(64, args.sessions + 8), max_queued_messages=max(64, args.messages))
-    with LocalServer(create_app(config, engine=engine)) as server:
+    config = replace(config, port=free_port())
+    drainer = build_server(config, engine, log_level="warning")  # as ``streamvoice serve`` runs it
+    with LocalServer(drainer.app, config.port, server=drainer.server) as server:
         sampler.start()
         started = time.monotonic()
         results: list[dict[str, Any]] = []
         rounds = 0
         if args.soak:
             while time.monotonic() - started < args.soak * 60:
-                results += asyncio.run(load(server.url, 4, 5))
+                results += asyncio.run(load(server.url, 4, 5, args.rotate, rounds * 20))
                 rounds += 1
         else:
             results = asyncio.run(load(server.url, args.sessions, args.messages))
@@ -124,15 +152,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "first_audio_ms": first,
         "elapsed_s": elapsed,
         "peak_rss_mb": max(m for _, m in samples),
+        "rotated": args.rotate,
     }
     if args.soak and len(samples) > 120:
         first_min = [m for t, m in samples if t < 60]
         last_min = [m for t, m in samples if t > samples[-1][0] - 60]
         summary["rss_first_minute_mb"] = sum(first_min) / len(first_min)
+        # The first minute includes one-off growth (each language's phonemiser loaded on first use): the
+        # second minute against the last one tells whether anything keeps growing.
+        second_min = [m for t, m in samples if 60 <= t < 120]
+        summary["rss_second_minute_mb"] = sum(second_min) / len(second_min)
         summary["rss_last_minute_mb"] = sum(last_min) / len(last_min)
     for key, value in summary.items():
         print(f"{key:22} {value}")
-    path = write_result("soak" if args.soak else "load", {"summary": summary, "memory": samples})
+    name = ("soak-rotate" if args.rotate else "soak") if args.soak else "load"
+    path = write_result(name, {"summary": summary, "memory": samples})
     print(f"wrote {path}")
     return summary
 

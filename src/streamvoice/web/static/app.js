@@ -11,6 +11,7 @@ let playhead = 0;
 let carry = new Uint8Array(0); // an odd trailing byte waits for its partner (s16le samples are 2 bytes)
 
 function $(id) { return document.getElementById(id); }
+window.addEventListener("DOMContentLoaded", () => { $("token").value = sessionStorage.getItem("streamvoice-token") || ""; });
 
 function b64ToBytes(b64) {
   const bin = atob(b64);
@@ -72,9 +73,14 @@ async function ask(prompt, mode) {
   for (const id of ["first-text", "first-audio", "total"]) $(id).textContent = "–";
   $("answer").textContent = ""; $("status").textContent = "Thinking…"; $("status").className = "";
   const t0 = performance.now();
+  // The token stays in this tab (sessionStorage) and travels only as an Authorization header.
+  const token = $("token").value.trim();
+  sessionStorage.setItem("streamvoice-token", token);
+  const headers = { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
   const resp = await fetch("/invocations", {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers,
     body: JSON.stringify({ prompt, mode }),
   });
   if (!resp.ok) {
