@@ -33,6 +33,7 @@ browser-deps:
 lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy

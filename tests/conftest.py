@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamvoice.bench.common import LocalServer, free_port
+from streamvoice.asgi import LoopbackServer, free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
 from streamvoice.server.app import DrainingServer, build_server
@@ -38,7 +38,7 @@ def engine(kokoro_dir: Path) -> KokoroEngine:
     return KokoroEngine.load(kokoro_dir)
 
 
-class RunningServer(LocalServer):
+class RunningServer(LoopbackServer):
     """A real uvicorn server on a loopback port, in a thread of this process (the benchmarks' server)."""
 
     drainer: DrainingServer  # set for speech servers: request_shutdown() is what SIGTERM does

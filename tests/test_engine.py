@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamvoice.bench.asr import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.kokoro import MODEL_MAX_TOKENS, SAFE_MAX_TOKENS, split_phonemes
 from streamvoice.engine.voices import VoiceError
+from streamvoice.text.wer import word_error_rate
 
 LONG = " ".join(
     [

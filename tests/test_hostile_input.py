@@ -480,7 +480,7 @@ async def test_session_lifetime_ends_an_idle_session_on_time(engine: KokoroEngin
 
 
 def test_damaged_model_files_are_refused(tmp_path: Any, kokoro_dir: Any) -> None:
-    from streamvoice.engine.model_files import ModelFiles, ModelNotFoundError, verify_model_files
+    from streamvoice.model_files import ModelFiles, ModelNotFoundError, verify_model_files
 
     good = ModelFiles(kokoro_dir / "kokoro-v1.0.int8.onnx", kokoro_dir / "voices-v1.0.bin")
     verify_model_files(good)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streamvoice.engine.model_files import (
+from streamvoice.model_files import (
     OFFICIAL_FILES,
     VOICES_FILE,
     DownloadError,

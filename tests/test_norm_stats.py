@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from streamvoice.bench.windows import log_spectral_distance
+from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, add_prior_inputs, find_norms
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamvoice.bench.windows import log_spectral_distance
+from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.model_files import ModelFiles
 from streamvoice.engine.streaming import WindowPlan, crossfade
+from streamvoice.model_files import ModelFiles
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
 
@@ -127,7 +127,7 @@ def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
 
 @pytest.mark.slow
 def test_windowed_speech_transcribes_like_whole(engine: KokoroEngine, transcriber) -> None:  # type: ignore[no-untyped-def]
-    from streamvoice.bench.asr import word_error_rate
+    from streamvoice.text.wer import word_error_rate
 
     spec = engine.parse_voice("af_heart")
     piece = engine.plan(SENTENCE, "en-us")[0]

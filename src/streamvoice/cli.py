@@ -85,8 +85,8 @@ def _fix_wav_sizes(path: Path) -> None:
 def cmd_voices(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from streamvoice.engine.model_files import resolve_model_files
     from streamvoice.engine.voices import describe
+    from streamvoice.model_files import resolve_model_files
 
     files = resolve_model_files(args.model_dir)
     with np.load(files.voices) as packs:
@@ -103,7 +103,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
 
 
 def cmd_models_download(args: argparse.Namespace) -> int:
-    from streamvoice.engine.model_files import (
+    from streamvoice.model_files import (
         RELEASE_BASE_URL,
         DownloadError,
         download_models,
@@ -113,7 +113,7 @@ def cmd_models_download(args: argparse.Namespace) -> int:
 
     dest = Path(args.dest) if args.dest else user_cache_dir()
     if args.if_missing:
-        from streamvoice.engine.model_files import ModelNotFoundError, resolve_model_files
+        from streamvoice.model_files import ModelNotFoundError, resolve_model_files
 
         try:
             found = resolve_model_files(args.dest)
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     try:
-        from streamvoice.agent.cli import add_agent_commands
+        from streamvoice.agent_commands import add_agent_commands
     except ImportError:  # the agent extra is not installed
         pass
     else:
@@ -205,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from streamvoice.engine.kokoro import EngineError
-    from streamvoice.engine.model_files import ModelNotFoundError
     from streamvoice.engine.voices import VoiceError
+    from streamvoice.model_files import ModelNotFoundError
 
     try:
         return int(args.func(args))

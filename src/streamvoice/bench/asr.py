@@ -1,4 +1,4 @@
-"""Speech-to-text checks: Whisper base (CTranslate2) through faster-whisper, and word error rate.
+"""Speech-to-text: Whisper base (CTranslate2) through faster-whisper (word error rate: ``text.wer``).
 
 Kokoro's decoder adds noise, so two syntheses of one text never match sample for sample; what must hold
 is that a listener (here Whisper) hears the same words.
@@ -6,7 +6,6 @@ is that a listener (here Whisper) hears the same words.
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from importlib import resources
@@ -15,38 +14,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-
-_WORD = re.compile(r"[a-z0-9']+")
-_NUMBERS = {
-    "0": "zero",
-    "1": "one",
-    "2": "two",
-    "3": "three",
-    "4": "four",
-    "5": "five",
-    "6": "six",
-    "7": "seven",
-    "8": "eight",
-    "9": "nine",
-    "10": "ten",
-}
-
-
-def words(text: str) -> list[str]:
-    return [_NUMBERS.get(w, w) for w in _WORD.findall(text.lower().replace("-", " "))]
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    ref, hyp = words(reference), words(hypothesis)
-    if not ref:
-        return 0.0 if not hyp else 1.0
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
-        prev = cur
-    return prev[-1] / len(ref)
 
 
 def resample(audio: NDArray[np.float32], src_rate: int, dst_rate: int = 16_000) -> NDArray[np.float32]:

@@ -13,7 +13,8 @@ import argparse
 import asyncio
 from typing import Any
 
-from streamvoice.bench.common import LocalServer, stats, table, write_result
+from streamvoice.asgi import LoopbackServer
+from streamvoice.bench.common import stats, table, write_result
 from streamvoice.bench.continuity import playback, run_answer
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = []
     raw: dict[str, Any] = {}
     for policy in ("fifo", "deadline"):
-        with LocalServer(
+        with LoopbackServer(
             create_app(ServerConfig(scheduler=policy, max_sessions=256), engine=engine)
         ) as server:
             asyncio.run(run_k(server.url, 1, args.rate))  # warm-up

@@ -18,7 +18,8 @@ from typing import Any
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.agent.pipeline import AGENT_POLICY
-from streamvoice.bench.common import LocalServer, table, write_result
+from streamvoice.asgi import LoopbackServer
+from streamvoice.bench.common import table, write_result
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     rows = []
     for name, config in designs.items():
-        with LocalServer(create_app(config, engine=engine)) as server:
+        with LoopbackServer(create_app(config, engine=engine)) as server:
             asyncio.run(run_answer(server.url, "Warm up. Two sentences.", args.rate))
             run = asyncio.run(run_answer(server.url, TEN_SENTENCES, args.rate))
         play = playback(run["chunks"])

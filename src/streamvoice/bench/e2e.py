@@ -15,7 +15,8 @@ from typing import Any
 
 from streamvoice.agent.llm import LlamaCppSource, ScriptedTextSource, TextSource
 from streamvoice.agent.pipeline import AGENT_POLICY, SpeechPipeline, TurnOptions
-from streamvoice.bench.common import LocalServer, stats, table, write_result
+from streamvoice.asgi import LoopbackServer
+from streamvoice.bench.common import stats, table, write_result
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine = KokoroEngine.load()
     rows: list[dict[str, Any]] = []
     raw: dict[str, Any] = {}
-    with LocalServer(create_app(ServerConfig(), engine=engine)) as server:
+    with LoopbackServer(create_app(ServerConfig(), engine=engine)) as server:
         for name, source in sources.items():
             results = asyncio.run(run_source(server.url, source, args.runs))
             raw[name] = results

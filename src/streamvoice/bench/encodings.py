@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             b64 += len(base64.b64encode(data))
             delays.append(delay)
             if transcriber is not None:
-                from streamvoice.bench.asr import word_error_rate
+                from streamvoice.text.wer import word_error_rate
 
                 errors.append(word_error_rate(text, transcriber.transcribe(decode(fmt, data))))
         rows.append(

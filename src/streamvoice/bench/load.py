@@ -21,7 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from streamvoice.bench.common import LocalServer, free_port, stats, write_result
+from streamvoice.asgi import LoopbackServer, free_port
+from streamvoice.bench.common import stats, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
 from streamvoice.server.app import build_server
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     config = ServerConfig(max_sessions=max(64, args.sessions + 8), max_queued_messages=max(64, args.messages))
     config = replace(config, port=free_port())
     drainer = build_server(config, engine, log_level="warning")  # as ``streamvoice serve`` runs it
-    with LocalServer(drainer.app, config.port, server=drainer.server) as server:
+    with LoopbackServer(drainer.app, config.port, server=drainer.server) as server:
         sampler.start()
         started = time.monotonic()
         results: list[dict[str, Any]] = []

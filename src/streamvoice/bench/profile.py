@@ -37,12 +37,12 @@ def timed(fn: Callable[[], Any], repeat: int = 5) -> float:
 
 def serve_and_speak(seconds: float) -> None:
     """The workload py-spy samples: the whole speech path, server and client, as a user drives it."""
-    from streamvoice.bench.common import LocalServer
+    from streamvoice.asgi import LoopbackServer
     from streamvoice.client.speech import speak
     from streamvoice.server import ServerConfig, create_app
 
     engine = KokoroEngine.load()
-    with LocalServer(create_app(ServerConfig(), engine=engine)) as server:
+    with LoopbackServer(create_app(ServerConfig(), engine=engine)) as server:
         until = time.monotonic() + seconds
         while time.monotonic() < until:
             speak(server.url, TEXT, voice="af_heart", format="mp3")

@@ -15,7 +15,8 @@ import asyncio
 import time
 from typing import Any
 
-from streamvoice.bench.common import FOUR_SENTENCES, LocalServer, stats, table, write_result
+from streamvoice.asgi import LoopbackServer
+from streamvoice.bench.common import FOUR_SENTENCES, stats, table, write_result
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     engine = KokoroEngine.load()
     cases = texts()
-    with LocalServer(create_app(ServerConfig(), engine=engine)) as server:
+    with LoopbackServer(create_app(ServerConfig(), engine=engine)) as server:
         raw = asyncio.run(run_trials(server.url, engine, cases, args.trials))
     session, bare = raw["session"], raw["bare"]
     seeds_design, seeds_sentence = raw["seeds_design_block"], raw["seeds_design_sentence"]

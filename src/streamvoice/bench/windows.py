@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.bench.common import stats, table, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import NormStats
@@ -47,20 +48,6 @@ def seam_positions(plan: WindowPlan, samples: int) -> list[int]:
 def step_energy(audio: NDArray[np.float32], centre: int, half: int = 120) -> float:
     seg = audio[max(1, centre - half) : centre + half]
     return float(np.mean(np.diff(seg) ** 2)) if seg.size > 2 else 0.0
-
-
-def log_spec(x: NDArray[np.float32], n: int = 1024, hop: int = 240) -> NDArray[np.float64]:
-    frames = np.lib.stride_tricks.sliding_window_view(x, n)[::hop] * np.hanning(n)
-    return np.log10(np.abs(np.fft.rfft(frames, axis=1)) ** 2 + 1e-9)
-
-
-def log_spectral_distance(a: NDArray[np.float32], b: NDArray[np.float32]) -> float:
-    """Mean over frames with speech energy of the RMS difference of log power spectra, in dB."""
-    sa, sb = log_spec(a), log_spec(b)
-    m = min(len(sa), len(sb))
-    sa, sb = sa[:m], sb[:m]
-    loud = sa.max(axis=1) > sa.max() - 6  # ignore near-silent frames, where log spectra are noise
-    return float(np.mean(np.sqrt(np.mean((10 * (sa[loud] - sb[loud])) ** 2, axis=1))))
 
 
 MODES = ("warm", "cold")  # warm: the voice's statistics are known (after warm-up); cold: its first piece
@@ -135,7 +122,7 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
         other_pairs += [(step_energy(windowed, pos), step_energy(whole, pos)) for pos in far]
         lsd.append(log_spectral_distance(windowed, whole))
         if transcriber is not None:
-            from streamvoice.bench.asr import word_error_rate
+            from streamvoice.text.wer import word_error_rate
 
             wer_whole.append(word_error_rate(run["text"], transcriber.transcribe(whole)))
             wer_windowed.append(word_error_rate(run["text"], transcriber.transcribe(windowed)))

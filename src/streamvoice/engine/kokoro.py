@@ -21,7 +21,6 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-from streamvoice.engine.model_files import ModelFiles, resolve_model_files, verify_model_files
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.phonemes import Phonemizer
 from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowCap, WindowPlan
@@ -35,6 +34,7 @@ from streamvoice.engine.voices import (
     describe,
     parse_voice_spec,
 )
+from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
 from streamvoice.text.chunker import ChunkPolicy, chunk_text
 
 log = logging.getLogger("streamvoice.engine")

@@ -84,7 +84,7 @@ def speech_main(argv: list[str] | None = None, runner: Runner = run_cdk, boto: A
     if args.command == "status":
         return speech_status(args.model_id, args.region, boto)
     if args.command in ("deploy", "diff") and not args.model_dir:
-        from streamvoice.engine.model_files import ModelNotFoundError, resolve_model_files
+        from streamvoice.model_files import ModelNotFoundError, resolve_model_files
 
         try:
             args.model_dir = str(resolve_model_files().model.parent)
@@ -295,7 +295,7 @@ def agent_main(argv: list[str] | None = None, runner: Runner = run_cdk, boto: An
         return 0
     if not args.endpoint_url:
         p.error("demo needs --endpoint-url (an agent URL or an AgentCore runtime ARN)")
-    from streamvoice.agent.demo import format_table, measure
+    from streamvoice.client.agent_turns import format_table, measure
 
     summary = measure(
         args.endpoint_url,

@@ -59,7 +59,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from streamvoice.agent.demo import main
+    from streamvoice.demo import main
 
     llm_args = ["--llm", args.llm, "--llm-threads", str(args.llm_threads)]
     return main(
@@ -73,7 +73,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_agent_commands(sub: Any) -> None:
-    from streamvoice.agent.demo import DEFAULT_PROMPT
+    from streamvoice.demo import DEFAULT_PROMPT
 
     p = sub.add_parser(
         "agent", help="run the agent service (AgentCore contract: /ping, /invocations SSE, /ws, web page)"
