@@ -12,7 +12,7 @@ import pytest
 from streamvoice.asgi import LoopbackServer, free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
-from streamvoice.server.app import DrainingServer, build_server
+from streamvoice.server.runner import DrainingServer, build_server
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ from websockets.exceptions import InvalidStatus
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
-from streamvoice.server.app import DrainingServer
+from streamvoice.server.runner import DrainingServer
 from tests.conftest import RunningServer, free_port, start_agent, start_speech_server
 from tests.test_session import collect
 

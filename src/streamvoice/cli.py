@@ -24,7 +24,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from streamvoice.server import ServerConfig
-    from streamvoice.server.app import build_server
+    from streamvoice.server.runner import build_server
 
     config = ServerConfig.from_env(
         host=args.host,

@@ -46,16 +46,49 @@ class ErrorCode(StrEnum):
     NOT_READY = "not_ready"
     UNAUTHORIZED = "unauthorized"
     INTERNAL = "internal_error"
+    # the agent's turn requests and what can go wrong in a turn
+    MISSING_PROMPT = "missing_prompt"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    INVALID_MODE = "invalid_mode"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    HOST_NOT_ALLOWED = "host_not_allowed"
+    SPEECH_UNAVAILABLE = "speech_unavailable"
+    SPEECH_FAILED = "speech_failed"
+    SPEECH_DISCONNECTED = "speech_disconnected"
+    LLM_FAILED = "llm_failed"
+    TIMEOUT = "timeout"
+    CLOSED = "closed"  # client side: the session ended before a message was answered
+
+
+# HTTP status for an error code answered over HTTP; everything not listed is a client mistake (400).
+HTTP_STATUS = {
+    ErrorCode.MESSAGE_TOO_LARGE: 413,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.HOST_NOT_ALLOWED: 421,
+    ErrorCode.NOT_READY: 503,
+    ErrorCode.GOING_AWAY: 503,
+    ErrorCode.SERVER_BUSY: 503,
+    ErrorCode.INTERNAL: 500,
+}
 
 
 class ProtocolError(Exception):
-    """A client mistake, with a stable code and a message that says what to do."""
+    """The one error type of every surface: a stable code, a message that says what to do, the message id.
 
-    def __init__(self, code: ErrorCode, message: str, id: str | None = None) -> None:
-        super().__init__(message)
+    Raised for a client's mistake on the server side, and by the client when the server answers ``error``
+    (then ``code`` is whatever the server sent).
+    """
+
+    def __init__(self, code: ErrorCode | str, message: str, id: str | None = None) -> None:
+        super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.id = id
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS.get(self.code, 400) if isinstance(self.code, ErrorCode) else 400
 
 
 # --- client -> server -----------------------------------------------------------------------------
@@ -121,6 +154,11 @@ def _id_of(obj: dict[str, Any]) -> str | None:
 
 def decode_client_frame(data: str | bytes, limits: Limits = Limits()) -> ClientMessage:
     """Turn one WebSocket frame (text or binary: SageMaker delivers binary) into a message."""
+    return message_from_object(parse_json_object(data, limits), limits)
+
+
+def parse_json_object(data: str | bytes, limits: Limits = Limits()) -> dict[str, Any]:
+    """A frame or request body as a JSON object, or the ProtocolError that says what is wrong with it."""
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
     if size > limits.max_message_bytes:
         raise ProtocolError(
@@ -150,7 +188,7 @@ def decode_client_frame(data: str | bytes, limits: Limits = Limits()) -> ClientM
             f"message must be a JSON object, got a JSON {type(obj).__name__}; "
             'send {"type": "synthesize", "text": "..."}',
         )
-    return message_from_object(obj, limits)
+    return obj
 
 
 def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> ClientMessage:
@@ -209,18 +247,7 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     voice = obj.get("voice")
     if voice is not None:
-        if not isinstance(voice, str) or not voice.strip():
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_VOICE, '"voice" must be a voice name such as "af_heart"', msg_id
-            )
-        if len(voice) > MAX_VOICE_CHARS:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_VOICE,
-                f'"voice" has {len(voice)} characters; the limit is {MAX_VOICE_CHARS}. Send a voice name '
-                'such as "af_heart" or a blend such as "af_heart*0.7+am_michael*0.3"',
-                msg_id,
-            )
-        out["voice"] = voice.strip()
+        out["voice"] = validate_voice(voice, msg_id)
     if obj.get("speed") is not None:
         out["speed"] = validate_speed(obj["speed"], msg_id)
     fmt = obj.get("format")
@@ -234,6 +261,22 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
             )
         out["lang"] = lang.strip().lower()
     return out
+
+
+def validate_voice(raw: Any, msg_id: str | None = None) -> str:
+    """The voice field's shape; whether the voice exists is the engine's to say (also ``unknown_voice``)."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_VOICE, f'"voice" must be a voice name such as "{DEFAULT_VOICE}"', msg_id
+        )
+    if len(raw) > MAX_VOICE_CHARS:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_VOICE,
+            f'"voice" has {len(raw)} characters; the limit is {MAX_VOICE_CHARS}. Send a voice name '
+            f'such as "{DEFAULT_VOICE}" or a blend such as "af_heart*0.7+am_michael*0.3"',
+            msg_id,
+        )
+    return raw.strip()
 
 
 def validate_speed(raw: Any, msg_id: str | None = None) -> float:

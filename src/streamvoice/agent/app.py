@@ -14,7 +14,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,16 @@ from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
 from streamvoice.asgi import BodyLimit, HostAllowList
 from streamvoice.client import SpeechClient
-from streamvoice.protocol import bearer_authorized, error_body
+from streamvoice.protocol import (
+    ErrorCode,
+    Limits,
+    ProtocolError,
+    bearer_authorized,
+    error_body,
+    parse_json_object,
+    validate_speed,
+    validate_voice,
+)
 
 log = logging.getLogger("streamvoice.agent")
 
@@ -52,7 +61,6 @@ class AgentConfig:
     allowed_hosts: tuple[str, ...] = ()
     max_concurrent_turns: int = 8  # each turn holds an LLM stream and a speech session
     max_body_bytes: int = 64 * 1024
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> AgentConfig:
@@ -76,32 +84,26 @@ class AgentConfig:
         return cls(**values)
 
 
-class BadRequest(ValueError):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOptions]:
-    """Validate a caller's payload. Unknown fields are ignored (AgentCore adds its own); none can redirect traffic."""
+    """Validate a caller's payload. Unknown fields are ignored (AgentCore adds its own); none can redirect traffic.
+
+    Voice and speed go through the same checks as the speech protocol's, so a mistake has one code everywhere.
+    """
     if not isinstance(payload, dict):
-        raise BadRequest("invalid_message", 'send a JSON object such as {"prompt": "Hello"}')
+        raise ProtocolError(ErrorCode.INVALID_MESSAGE, 'send a JSON object such as {"prompt": "Hello"}')
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise BadRequest("missing_prompt", '"prompt" must be a non-empty string')
+        raise ProtocolError(ErrorCode.MISSING_PROMPT, '"prompt" must be a non-empty string')
     if len(prompt) > config.max_prompt_chars:
-        raise BadRequest("prompt_too_long", f'"prompt" is limited to {config.max_prompt_chars} characters')
+        raise ProtocolError(
+            ErrorCode.PROMPT_TOO_LONG, f'"prompt" is limited to {config.max_prompt_chars} characters'
+        )
     mode = payload.get("mode", "bidi")
     if mode not in ("bidi", "batch"):
-        raise BadRequest("invalid_mode", '"mode" must be "bidi" or "batch"')
-    voice = payload.get("voice", config.default_voice)
-    if not isinstance(voice, str) or not voice.strip() or len(voice) > 200:
-        raise BadRequest("invalid_voice", '"voice" must be a voice name such as "af_heart"')
-    speed = payload.get("speed", 1.0)
-    if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.5 <= speed <= 2.0:
-        raise BadRequest("invalid_speed", '"speed" must be a number from 0.5 to 2.0')
-    return prompt.strip(), TurnOptions(mode=mode, voice=voice.strip(), speed=float(speed))
+        raise ProtocolError(ErrorCode.INVALID_MODE, '"mode" must be "bidi" or "batch"')
+    voice = validate_voice(payload.get("voice", config.default_voice))
+    speed = validate_speed(payload.get("speed", 1.0))
+    return prompt.strip(), TurnOptions(mode=mode, voice=voice, speed=speed)
 
 
 def to_sse_payload(event: Event) -> Event:
@@ -139,13 +141,10 @@ class AgentApp(BedrockAgentCoreApp):
                 503,
                 headers={"retry-after": "1"},
             )
-        body = await request.body()
         try:
-            json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return JSONResponse(
-                error_body("invalid_json", 'send a JSON object such as {"prompt": "Hello"}'), 400
-            )
+            parse_json_object(await request.body(), Limits(max_message_bytes=self.config.max_body_bytes))
+        except ProtocolError as exc:
+            return JSONResponse(error_body(exc.code, exc.message), exc.http_status)
         response: Response = await super()._handle_invocation(request)  # type: ignore[no-untyped-call]
         return response
 
@@ -177,8 +176,8 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
     async def invoke(payload: Any) -> Any:
         try:
             prompt, options = parse_turn_request(payload, cfg)
-        except BadRequest as exc:
-            return JSONResponse(error_body(exc.code, exc.message), status_code=400)
+        except ProtocolError as exc:
+            return JSONResponse(error_body(exc.code, exc.message), status_code=exc.http_status)
 
         async def events() -> AsyncIterator[Event]:
             app.turns += 1
@@ -209,10 +208,12 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
                 try:
                     prompt, options = parse_turn_request(_loads(raw), cfg)
                     if app.turns >= cfg.max_concurrent_turns:
-                        raise BadRequest("server_busy", "the agent is answering too many callers; retry soon")
-                except BadRequest as exc:
+                        raise ProtocolError(
+                            ErrorCode.SERVER_BUSY, "the agent is answering too many callers; retry soon"
+                        )
+                except ProtocolError as exc:
                     await websocket.send_text(
-                        json.dumps({"type": "error", "code": exc.code, "message": exc.message})
+                        json.dumps({"type": "error", "code": str(exc.code), "message": exc.message})
                     )
                     continue
                 app.turns += 1

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from streamvoice.agent.llm import LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.client.transports import TransportClosed
+from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.agent")
@@ -73,13 +74,6 @@ class TurnOptions:
     format: str = "pcm"
     policy: ChunkPolicy = field(default_factory=lambda: AGENT_POLICY)
     timeout_s: float = 120.0
-
-
-class TurnError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class SpeechPipeline:
@@ -136,33 +130,29 @@ class _Turn:
         try:
             async with asyncio.timeout(self.options.timeout_s):
                 await self._run()
-        except TurnError as exc:
-            self._end_audio()
-            self.emit("error", code=exc.code, message=exc.message)
+        except ProtocolError as exc:
+            self._fail(exc.code, exc.message)
         except LLMError as exc:
-            self._end_audio()
-            self.emit("error", code="llm_failed", message=str(exc))
+            self._fail(ErrorCode.LLM_FAILED, str(exc))
         except TimeoutError:
-            self._end_audio()
-            self.emit(
-                "error",
-                code="timeout",
-                message=f"the turn did not finish within {self.options.timeout_s:g} s",
-            )
+            self._fail(ErrorCode.TIMEOUT, f"the turn did not finish within {self.options.timeout_s:g} s")
         except Exception:
             log.exception("agent turn failed")
-            self._end_audio()
-            self.emit("error", code="internal_error", message="the agent failed on this request; try again")
+            self._fail(ErrorCode.INTERNAL, "the agent failed on this request; try again")
         finally:
             queue.put(None)
+
+    def _fail(self, code: ErrorCode | str, message: str) -> None:
+        self._end_audio()
+        self.emit("error", code=str(code), message=message)
 
     async def _run(self) -> None:
         try:
             client = await self.p._connect()
         except Exception as exc:
             log.warning("speech server unreachable: %r", exc)
-            raise TurnError(
-                "speech_unavailable", "the speech server is not reachable; try again shortly"
+            raise ProtocolError(
+                ErrorCode.SPEECH_UNAVAILABLE, "the speech server is not reachable; try again shortly"
             ) from None
         try:
             if self.options.mode == "bidi":
@@ -170,8 +160,9 @@ class _Turn:
             else:
                 await self._batch(client)
         except TransportClosed:
-            raise TurnError(
-                "speech_disconnected", "the speech server closed the session before the answer was spoken"
+            raise ProtocolError(
+                ErrorCode.SPEECH_DISCONNECTED,
+                "the speech server closed the session before the answer was spoken",
             ) from None
         finally:
             with contextlib.suppress(Exception):
@@ -244,16 +235,16 @@ class _Turn:
                 continue
             assert isinstance(event, ControlEvent)
             if event.type == "error":
-                raise TurnError(
-                    "speech_failed",
+                raise ProtocolError(
+                    ErrorCode.SPEECH_FAILED,
                     f"speech synthesis failed: {event.payload.get('message', 'unknown error')}",
                 )
             if event.type == "synthesis_complete":
                 self.answered += 1
             if produced.is_set() and self.answered >= self.pieces_sent:
                 return
-        raise TurnError(
-            "speech_disconnected", "the speech server closed the session before the answer was spoken"
+        raise ProtocolError(
+            ErrorCode.SPEECH_DISCONNECTED, "the speech server closed the session before the answer was spoken"
         )
 
     def _audio(self, data: bytes) -> None:

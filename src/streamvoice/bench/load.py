@@ -25,7 +25,7 @@ from streamvoice.asgi import LoopbackServer, free_port
 from streamvoice.bench.common import stats, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
-from streamvoice.server.app import build_server
+from streamvoice.server.runner import build_server
 
 TEXTS = ["Yes.", "Okay, done.", "Thanks!", "Sure thing.", "One moment.", "Got it."]
 # One voice per language Kokoro speaks, so rotating through them rotates the phonemiser's language too.

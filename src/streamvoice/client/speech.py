@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamvoice.client.transports import Transport, TransportClosed
-from streamvoice.protocol import decode_control_frame
+from streamvoice.protocol import ErrorCode, ProtocolError, decode_control_frame
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,8 @@ class ControlEvent:
 Event = AudioChunk | ControlEvent
 
 
-class SpeechError(RuntimeError):
-    def __init__(self, code: str, message: str, id: str | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.id = id
+# What ``speak`` raises when the server answers ``error``: the protocol's one error type, by a client name.
+SpeechError = ProtocolError
 
 
 @dataclass
@@ -159,7 +155,7 @@ class SpeechClient:
                 raise SpeechError(
                     str(event.payload.get("code")), str(event.payload.get("message")), result.id
                 )
-        raise SpeechError("closed", "the session ended before the message was answered", result.id)
+        raise SpeechError(ErrorCode.CLOSED, "the session ended before the message was answered", result.id)
 
 
 def speak(url: str, text: str, token: str | None = None, **options: Any) -> SynthesisResult:

@@ -8,7 +8,6 @@ espeak-ng tokenizer; inference is our own thin ONNX Runtime call so threads and 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -142,14 +141,9 @@ class KokoroEngine:
         variant: str | None = None,
         options: EngineOptions | None = None,
     ) -> KokoroEngine:
-        if options is None:
-            threads = int(os.environ.get("STREAMVOICE_ORT_THREADS", "0"))
-            windows = _env_flag("STREAMVOICE_STREAM_WINDOWS", True)
-            spin = _env_flag("STREAMVOICE_ORT_SPIN", False)
-            options = EngineOptions(intra_op_threads=threads, stream_windows=windows, spin=spin)
         files = resolve_model_files(model_dir, variant)
         verify_model_files(files)
-        return cls(files, options)
+        return cls(files, options or EngineOptions())
 
     # -- voices ---------------------------------------------------------------------------------------
     def voices(self) -> list[VoiceInfo]:
@@ -347,13 +341,6 @@ CALIBRATION_TEXT = {
     "pt-br": "Obrigado por ligar. Posso ajudar com o seu pedido, a sua conta ou qualquer outra coisa hoje.",
     "cmn": "感谢您的来电。今天我可以帮您处理订单。",
 }
-
-
-def _env_flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    return raw.strip().lower() not in ("0", "false", "no", "off")
 
 
 def split_phonemes(phonemes: str, max_tokens: int) -> list[str]:

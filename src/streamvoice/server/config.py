@@ -1,12 +1,17 @@
-"""Speech server settings: defaults a public endpoint can run with, every one overridable by environment."""
+"""Speech server settings: defaults a public endpoint can run with, every one overridable by environment.
+
+The one place settings are read: ``from_env`` turns ``STREAMVOICE_<FIELD>`` variables and command-line flags
+into this typed object; everything below it (the engine included) takes its settings as arguments.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
-from streamvoice.protocol import Limits
+from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.protocol import DEFAULT_VOICE, Limits
 
 
 @dataclass(frozen=True)
@@ -16,6 +21,7 @@ class ServerConfig:
     model_dir: str | None = None
     model_variant: str | None = None  # "int8" | "fp32"; None picks int8 when present
     ort_threads: int = 0  # 0 = all cores
+    ort_spin: bool = False  # let idle ONNX Runtime threads spin (its default); sleeping is faster here
     synth_workers: int = 1  # concurrent model calls; one is fastest on a small CPU
     scheduler: str = "deadline"  # or "fifo"
     stream_windows: bool = True  # in-piece streaming (decoder windows); False = whole-piece synthesis
@@ -38,12 +44,19 @@ class ServerConfig:
     warm_up: bool = True
     # Voices synthesised at start-up (comma-separated): health check, and each voice's decoder statistics
     # ready before its first caller (in-piece streaming then uses short context from the first piece).
-    warm_voices: str = "af_heart"
-    extra: dict[str, Any] = field(default_factory=dict)
+    warm_voices: str = DEFAULT_VOICE
+    emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
+    endpoint_name: str = "local"  # the EMF dimension
 
     @property
     def warm_voice_list(self) -> tuple[str, ...]:
         return tuple(v.strip() for v in self.warm_voices.split(",") if v.strip())
+
+    @property
+    def engine_options(self) -> EngineOptions:
+        return EngineOptions(
+            intra_op_threads=self.ort_threads, spin=self.ort_spin, stream_windows=self.stream_windows
+        )
 
     @property
     def limits(self) -> Limits:
@@ -54,8 +67,6 @@ class ServerConfig:
         """``STREAMVOICE_<FIELD>`` for every field, then explicit overrides (CLI flags) on top."""
         values: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "extra":
-                continue
             raw = os.environ.get(f"STREAMVOICE_{f.name.upper()}")
             if raw is None:
                 continue

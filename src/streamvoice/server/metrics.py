@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections import Counter
@@ -61,10 +60,9 @@ def emf_line(
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self.emf_dimensions: dict[str, str] | None = None
-        if os.environ.get("STREAMVOICE_EMF", "").lower() in ("1", "true", "yes"):
-            self.emf_dimensions = {"EndpointName": os.environ.get("STREAMVOICE_ENDPOINT_NAME", "local")}
+    def __init__(self, emf_endpoint: str | None = None) -> None:
+        """``emf_endpoint``: also print CloudWatch embedded-metric lines, with this EndpointName dimension."""
+        self.emf_dimensions = {"EndpointName": emf_endpoint} if emf_endpoint else None
         self._lock = threading.Lock()
         self.first_audio = Histogram()
         self.model_call = Histogram()
