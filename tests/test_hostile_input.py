@@ -185,7 +185,7 @@ async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(e
 
 
 async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine) -> None:
-    from streamvoice.server.service import MAX_UNSENT_S, Lane
+    from streamvoice.server.lane import MAX_UNSENT_S, Lane
 
     lanes: list[Lane] = []
     original = Lane.__init__
@@ -288,22 +288,44 @@ async def test_oversized_frame_is_answered_and_the_session_goes_on(engine: Kokor
         await asyncio.to_thread(server.stop)
 
 
+def _raw_post(port: int, head: bytes, chunks: Any = ()) -> str:
+    """Send a request as raw bytes (clients refuse to lie about lengths); the response as text."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        for chunk in chunks:
+            try:
+                sock.sendall(chunk)
+            except OSError:
+                break  # the server answered and closed while we were still sending
+        received = b""
+        while b"}}" not in received:
+            try:
+                data = sock.recv(4096)
+            except OSError:
+                break
+            if not data:
+                break
+            received += data
+    return received.decode("latin-1")
+
+
 def test_request_bodies_are_capped_before_they_are_read(speech_server: RunningServer) -> None:
-    # A declared 400 MB body is refused before a byte of it is read (raw socket: clients refuse to lie).
-    with socket.create_connection(("127.0.0.1", speech_server.port), timeout=10) as sock:
-        sock.sendall(
-            b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 419430400\r\n\r\n{}"
-        )
-        head = sock.recv(4096).decode()
-    assert head.startswith("HTTP/1.1 413") and "message_too_large" in head
-
-    def chunked() -> Any:
-        for _ in range(64):
-            yield b"x" * 65536  # 4 MB without a declared length
-
-    r = httpx.post(speech_server.url + "/invocations", content=chunked())
-    assert r.status_code == 413
+    # A declared 400 MB body is refused before a byte of it is read.
+    declared = _raw_post(
+        speech_server.port,
+        b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 419430400\r\n\r\n{}",
+    )
+    assert declared.startswith("HTTP/1.1 413") and "message_too_large" in declared
+    # 4 MB without a declared length: refused once past the limit.
+    chunk = b"10000\r\n" + b"x" * 65536 + b"\r\n"
+    undeclared = _raw_post(
+        speech_server.port,
+        b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n",
+        [chunk] * 64,
+    )
+    assert undeclared.startswith("HTTP/1.1 413") and "message_too_large" in undeclared
 
 
 # --- 10 and 19. the agent -------------------------------------------------------------------------------------
@@ -389,7 +411,7 @@ def test_sse_decoder_is_linear_in_the_stream() -> None:
 
 
 async def test_after_a_barge_in_the_next_answer_is_due_now(speech_server: RunningServer) -> None:
-    from streamvoice.server.service import Lane
+    from streamvoice.server.lane import Lane
 
     lanes: list[Lane] = []
     original = Lane.__init__

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.streaming import WindowPlan, crossfade
+from streamvoice.engine.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."

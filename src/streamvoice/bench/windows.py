@@ -23,7 +23,7 @@ from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.bench.common import stats, table, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import NormStats
-from streamvoice.engine.streaming import SAMPLES_PER_FRAME, WindowPlan
+from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan
 
 SENTENCES = [  # ~60 phoneme tokens each
     "The museum opens at nine, and tours start every half hour.",

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.phonemes import Phonemizer
-from streamvoice.engine.streaming import COLD_PLAN, SplitKokoro, WindowCap, WindowPlan
+from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
@@ -33,6 +33,7 @@ from streamvoice.engine.voices import (
     describe,
     parse_voice_spec,
 )
+from streamvoice.engine.windows import COLD_PLAN, WindowCap, WindowPlan
 from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
 from streamvoice.text.chunker import ChunkPolicy, chunk_text
 

@@ -39,13 +39,9 @@ from streamvoice.protocol import (
     decode_client_frame,
     encode_event,
 )
-from streamvoice.server.service import (
-    Lane,
-    PieceAudio,
-    ResolvedRequest,
-    SessionDefaults,
-    SpeechService,
-)
+from streamvoice.server.lane import Lane
+from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
 
 log = logging.getLogger("streamvoice.session")
 
@@ -56,11 +52,20 @@ MAX_PENDING_REPLIES = 1024
 
 
 class JobState(enum.Enum):
-    QUEUED = "queued"
+    QUEUED = "queued"  # accepted; planning and synthesis may already run
     STARTED = "started"  # synthesis_started sent
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    STREAMING = "streaming"  # audio sent
+    DONE = "done"  # synthesis_complete sent
+    FAILED = "failed"  # error sent
+    CANCELLED = "cancelled"  # cancel or disconnect; answered ``cancelled`` if the client is still there
+
+
+# The only moves a message makes; every change of state goes through ``_Job.advance``.
+_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.STARTED, JobState.FAILED, JobState.CANCELLED}),
+    JobState.STARTED: frozenset({JobState.STREAMING, JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+    JobState.STREAMING: frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+}
 
 
 @dataclass(eq=False)
@@ -80,14 +85,20 @@ class _Job:
     def cancelled(self) -> bool:
         return self.state is JobState.CANCELLED
 
+    def advance(self, to: JobState) -> bool:
+        """Move to ``to`` if that is a legal move from here; a finished message never changes again."""
+        if to not in _TRANSITIONS.get(self.state, frozenset()):
+            return False
+        self.state = to
+        if to in (JobState.FAILED, JobState.CANCELLED):  # stop whatever still works for this message
+            if self.plan is not None:
+                self.plan.cancel()
+            for stream in self.streams:
+                stream.cancel()
+        return True
+
     def cancel(self) -> None:
-        if self.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED):
-            return
-        self.state = JobState.CANCELLED
-        if self.plan is not None:
-            self.plan.cancel()
-        for stream in self.streams:
-            stream.cancel()
+        self.advance(JobState.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -378,56 +389,59 @@ class BidiSession:
 
     async def _run_job(self, job: _Job) -> None:
         """Send one message's answer: its audio then ``synthesis_complete``, or exactly one ``error``."""
-        encoder = make_encoder(job.request.format)
-        sent = samples = pieces = 0
         try:
-            while (stream := await job.ready.get()) is not None:
-                if job.state is JobState.QUEUED:
-                    job.state = JobState.STARTED
-                    await self._send_event(SynthesisStarted(job.id, job.sequence, job.request.format))
-                pieces += 1
-                async for audio in stream.windows():
-                    if job.cancelled:
-                        break
-                    data = encoder.encode(audio)
-                    if sent == 0 and data:
-                        self.service.metrics.observe_first_audio(time.monotonic() - job.received_at)
-                    sent += await self._send_audio(data, audio.size)
-                    samples += audio.size
-                if job.cancelled:
-                    break
+            sent, samples, pieces = await self._stream_audio(job)
         except _Disconnected:
             raise
         except Exception as exc:
             log.error("model call failed session=%s seq=%d: %r", self.session_id, job.sequence, exc)
-            job.cancel()
-            job.state = JobState.FAILED
-            await self._send_error(
-                job,
-                ErrorCode.SYNTHESIS_FAILED,
-                "the speech model failed on this message; later messages are unaffected",
-            )
-            return
+            if not job.cancelled:
+                await self._fail(
+                    job,
+                    ErrorCode.SYNTHESIS_FAILED,
+                    "the speech model failed on this message; later messages are unaffected",
+                )
+                return
         if job.cancelled:
             await self._send_error(job, ErrorCode.CANCELLED, "cancelled before it finished")
-            return
+        elif (failure := self._planning_failure(job)) is not None:
+            await self._fail(job, failure.code, failure.message)
+        elif job.advance(JobState.DONE):
+            audio_ms = round(samples * 1000 / self.service.engine.sample_rate, 1)
+            await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, pieces))
+
+    async def _stream_audio(self, job: _Job) -> tuple[int, int, int]:
+        """Each piece's windows as planning submits them, encoded and sent; (bytes, samples, pieces)."""
+        encoder = make_encoder(job.request.format)
+        sent = samples = pieces = 0
+        while (stream := await job.ready.get()) is not None and not job.cancelled:
+            if job.advance(JobState.STARTED):
+                await self._send_event(SynthesisStarted(job.id, job.sequence, job.request.format))
+            pieces += 1
+            async for audio in stream.windows():
+                if job.cancelled:
+                    break
+                data = encoder.encode(audio)
+                if data and job.advance(JobState.STREAMING):
+                    self.service.metrics.observe_first_audio(time.monotonic() - job.received_at)
+                sent += await self._send_audio(data, audio.size)
+                samples += audio.size
+        if not job.cancelled and job.state is not JobState.QUEUED:
+            sent += await self._send_audio(encoder.flush(), 0)
+        return sent, samples, pieces
+
+    def _planning_failure(self, job: _Job) -> ProtocolError | None:
+        """What planning raised, as the error to answer (a bug becomes ``synthesis_failed``)."""
         assert job.plan is not None and job.plan.done()
         failure = job.plan.exception()
-        if failure is not None:
-            job.state = JobState.FAILED
-            if isinstance(failure, ProtocolError):
-                await self._send_error(job, failure.code, failure.message)
-            else:
-                log.error("planning failed session=%s seq=%d", self.session_id, job.sequence,
-                          exc_info=failure)  # fmt: skip
-                await self._send_error(
-                    job, ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis"
-                )
-            return
-        sent += await self._send_audio(encoder.flush(), 0)
-        job.state = JobState.DONE
-        audio_ms = round(samples * 1000 / self.service.engine.sample_rate, 1)
-        await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, pieces))
+        if failure is None or isinstance(failure, ProtocolError):
+            return failure
+        log.error("planning failed session=%s seq=%d", self.session_id, job.sequence, exc_info=failure)
+        return ProtocolError(ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis")
+
+    async def _fail(self, job: _Job, code: ErrorCode | str, message: str) -> None:
+        if job.advance(JobState.FAILED):
+            await self._send_error(job, code, message)
 
     async def _send_error(self, job: _Job, code: ErrorCode | str, message: str) -> None:
         self.service.metrics.count_error(str(code))

@@ -1,0 +1,135 @@
+"""Kokoro as two ONNX Runtime sessions, front and decoder, decoding a piece window by window.
+
+The front runs once per piece; the decoder then runs on the windows a ``WindowPlan`` decides, its norms
+blending each window's statistics with an estimate of the whole piece's (``norm_stats``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from numpy.typing import NDArray
+
+from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, stat_names
+from streamvoice.engine.windows import (
+    COLD_PLAN,
+    SAMPLES_PER_FRAME,
+    WindowCap,
+    WindowPlan,
+    crossfade,
+    window_prior,
+)
+
+log = logging.getLogger("streamvoice.engine")
+
+
+class SplitKokoro:
+    """Front + decoder sessions; yields audio window by window."""
+
+    def __init__(self, model_path: Path, options: ort.SessionOptions, providers: list[str]) -> None:
+        front, decoder, boundary, norms = split_model(model_path)
+        if not norms:
+            log.warning("no instance norms found in the decoder: every window uses its own statistics")
+        self.boundary = boundary
+        self.norms = norms
+        self.front = ort.InferenceSession(front, sess_options=options, providers=providers)
+        self.decoder = ort.InferenceSession(decoder, sess_options=options, providers=providers)
+        self._front_outputs = [o.name for o in self.front.get_outputs()]
+        self._decoder_outputs = [o.name for o in self.decoder.get_outputs()]
+        self._none = np.zeros((1, 1, 1), dtype=np.float32)
+        self._prior_names = [name for i in range(norms) for name in stat_names(i)[:2]]
+
+    def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[np.float32]]:
+        outputs = self.front.run(self._front_outputs, feeds)
+        return dict(zip(self._front_outputs, outputs, strict=True))
+
+    def decode(
+        self,
+        feats: dict[str, NDArray[np.float32]],
+        style: NDArray[np.float32],
+        a: int,
+        b: int,
+        prior: NormStats | None = None,
+        prior_weight: float = 0.0,
+    ) -> tuple[NDArray[np.float32], NormStats]:
+        """Frames ``a:b`` to audio, norms blending ``prior`` at ``prior_weight``; also the window's stats."""
+        bd = self.boundary
+        feeds: dict[str, NDArray[Any]] = {
+            bd.asr: feats[bd.asr][:, :, a:b],
+            bd.f0: feats[bd.f0][:, 2 * a : 2 * b],
+            bd.noise: feats[bd.noise][:, 2 * a : 2 * b],
+            bd.phase: feats[bd.phase][:, :, 2 * a : 2 * b],
+            "style": style,
+        }
+        if self.norms:
+            if prior is None:
+                prior_weight = 0.0
+                feeds.update({name: self._none for name in self._prior_names})
+            else:
+                for i in range(self.norms):
+                    feeds[self._prior_names[2 * i]] = prior.means[i].astype(np.float32)
+                    feeds[self._prior_names[2 * i + 1]] = prior.variances[i].astype(np.float32)
+            feeds[BLEND_PRIOR] = np.array([prior_weight], dtype=np.float32)
+            feeds[BLEND_WINDOW] = np.array([1.0 - prior_weight], dtype=np.float32)
+        outputs = self.decoder.run(self._decoder_outputs, feeds)
+        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+        return audio, NormStats.from_outputs(outputs[1:], float(b - a))
+
+    def whole(
+        self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32]
+    ) -> tuple[NDArray[np.float32], NormStats]:
+        """The whole piece in one decoder call (exactly the unsplit model's audio) and its statistics."""
+        feats = self.features(feeds)
+        return self.decode(feats, style, 0, int(feats[self.boundary.asr].shape[2]))
+
+    def stream(
+        self,
+        feeds: dict[str, NDArray[Any]],
+        style: NDArray[np.float32],
+        plan: WindowPlan,
+        voice_prior: NormStats | None = None,
+        cold_plan: WindowPlan | None = None,
+        remember: Callable[[NormStats], None] | None = None,
+        cap: WindowCap | None = None,
+    ) -> Iterator[NDArray[np.float32]]:
+        """Audio window by window.
+
+        Each window's norms use an estimate of the whole piece's statistics: its own frames, the frames
+        decoded so far, and for the frames still to come the voice's statistics from earlier pieces (or,
+        for a voice not heard yet, the frames decoded so far again). ``remember`` gets the piece's
+        statistics once it is done, to become the voice's prior. Without a prior, ``cold_plan`` (more
+        context) replaces ``plan``. ``cap`` limits window sizes as they are decided (``iter_windows``).
+        """
+        feats = self.features(feeds)
+        frames = int(feats[self.boundary.asr].shape[2])
+        if voice_prior is None or not self.norms:
+            plan = cold_plan or COLD_PLAN
+        ctx, xf = plan.context, plan.crossfade
+        seen: NormStats | None = None  # statistics of the frames kept so far
+        tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
+        for start, end in plan.iter_windows(frames, cap):
+            right = plan.lookahead if start == 0 else ctx
+            lo, hi = max(0, start - ctx), min(frames, end + right)
+            rest, weight = window_prior(seen, voice_prior, frames, end - start, hi - lo, first=start == 0)
+            audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
+            seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
+            keep_from = (start - lo) * SAMPLES_PER_FRAME
+            keep_to = (end - lo) * SAMPLES_PER_FRAME
+            body = audio[keep_from:keep_to]
+            if tail is not None:
+                # Blend the held-back tail of the last window with this window's view of the same samples.
+                body = np.concatenate([crossfade(tail, audio[keep_from - len(tail) : keep_from]), body])
+            if end >= frames:
+                if remember is not None and seen is not None and self.norms:
+                    remember(seen)
+                yield body
+                return
+            hold = min(xf, len(body), ctx * SAMPLES_PER_FRAME)  # the next window's left context covers it
+            tail = body[len(body) - hold :].copy() if hold else None
+            yield body[: len(body) - hold]  # one chunk per decoder call

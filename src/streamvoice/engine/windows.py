@@ -1,0 +1,125 @@
+"""Windowed decoding plans: which frames each decoder call covers, and how neighbouring windows are joined.
+
+The decoder runs on overlapping frame windows (a small first window for early audio, larger ones after for
+throughput), each with context on both sides that is computed and thrown away; neighbouring windows are
+crossfaded over a few milliseconds. Each window normalises with an estimate of the whole piece's
+statistics (``window_prior``), so little context is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.norm_stats import NormStats
+
+SAMPLES_PER_FRAME = 600  # 24 kHz audio, 40 aligned frames per second
+
+
+WindowCap = Callable[[], int | None]
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """Window sizes in aligned frames (25 ms each).
+
+    Sized for 2 CPU cores, int8, where a decoder call costs a fixed part plus a part per frame (both measured
+    by `python -m streamvoice.bench.profile`, table in docs/benchmarks.md): each window must
+    be decoded before the audio ahead of it has played, and every extra window costs the fixed part again.
+    The defaults are for a voice whose decoder statistics are known; ``COLD_PLAN`` is for its first piece.
+    """
+
+    first: int = 12  # 0.3 s: first audio as early as possible
+    second: int = 20  # decodes (with its context) well within the first window's 0.3 s of playback
+    growth: float = 2.2  # later windows grow by this factor, keeping ahead of playback with ~15% to spare
+    largest: int = 400  # up to 10 s
+    # Frames of context on each side, computed and discarded. With the voice's statistics known (see
+    # ``norm_stats``) the decoder's reach across a seam is short; two frames keep seams clean.
+    context: int = 2
+    lookahead: int = 2  # right context of the first window
+    crossfade: int = 240  # samples (10 ms) blended at each seam
+
+    def windows(self, frames: int) -> list[tuple[int, int]]:
+        return list(self.iter_windows(frames))
+
+    def iter_windows(self, frames: int, cap: WindowCap | None = None) -> Iterator[tuple[int, int]]:
+        """Frame spans tiling ``0:frames``, decided one at a time.
+
+        ``cap`` is asked before each window for the most frames it may hold right now (None: no limit): a
+        server whose model worker is wanted by other listeners keeps every call short, because a call
+        cannot be interrupted and the others' audio runs out while it lasts.
+        """
+        start, size, count = 0, self.first, 0
+        while start < frames:
+            limit = cap() if cap is not None else None
+            n = size if limit is None else max(1, min(size, limit))
+            end = min(frames, start + n)
+            if frames - end < n // 2:  # fold a small tail into this window
+                end = frames
+            yield start, end
+            start, count = end, count + 1
+            size = self.second if count == 1 else min(self.largest, max(size + 1, int(size * self.growth)))
+
+
+def crossfade(a: NDArray[np.float32], b: NDArray[np.float32], smooth: int = 8) -> NDArray[np.float32]:
+    """Fade from ``a`` to ``b`` (two renditions of the same samples) without a dip in the high band.
+
+    Below ~3 kHz the two windows agree, and a linear fade is exact. Above, their fine structure differs
+    (different noise in each call), and a linear fade of partly uncorrelated signals loses up to half the
+    power mid-way: an audible dulling at every seam. So the signals are split at a short moving average,
+    the low band is faded linearly, and the high band's gains are scaled to keep its power, given how
+    correlated the two high bands are.
+    """
+    n = len(a)
+    if n == 0:
+        return a
+    kernel = np.ones(smooth, dtype=np.float32) / smooth
+    low_a, low_b = np.convolve(a, kernel, "same"), np.convolve(b, kernel, "same")
+    high_a, high_b = a - low_a, b - low_b
+    t = np.linspace(0.0, 1.0, n, dtype=np.float32)
+    power_a, power_b = float(np.dot(high_a, high_a)), float(np.dot(high_b, high_b))
+    r = float(np.dot(high_a, high_b)) / np.sqrt(power_a * power_b) if power_a > 0 and power_b > 0 else 1.0
+    r = min(1.0, max(0.0, r))
+    norm = np.sqrt((1 - t) ** 2 + t**2 + 2 * r * t * (1 - t)).astype(np.float32)
+    low = low_a * (1 - t) + low_b * t
+    high = (high_a * (1 - t) + high_b * t) / norm
+    return (low + high).astype(np.float32)
+
+
+def window_prior(
+    seen: NormStats | None,
+    voice_prior: NormStats | None,
+    frames: int,
+    kept: int,
+    computed: int,
+    first: bool,
+) -> tuple[NormStats | None, float]:
+    """The statistics a window blends with its own, and their weight.
+
+    Estimates the whole piece: the frames decoded so far count with their own statistics, the frames not
+    decoded yet with the voice's (or, for a voice not heard yet, with those decoded so far); the window's
+    ``computed`` frames count with their own. ``kept`` of them are new to the piece.
+    """
+    if first and voice_prior is not None:
+        # The first window is mostly the model's leading silence and the onset: even a small share of its
+        # own statistics lifts the noise floor (10x the whole piece's high-band energy there, measured),
+        # so it takes the voice's statistics alone.
+        return voice_prior, 1.0
+    unseen = frames - (seen.frames if seen else 0.0) - kept
+    guess = voice_prior if voice_prior is not None else seen
+    rest = NormStats.merge(seen, guess.weighted(unseen) if guess is not None and unseen > 0 else None)
+    return rest, (rest.frames / (rest.frames + computed) if rest is not None else 0.0)
+
+
+# For a listener who already has audio buffered, first-audio latency no longer matters: no small windows at
+# the start of the piece, so fewer calls (each pays the fixed part again) and more of the CPU for others.
+THROUGHPUT_PLAN = WindowPlan(first=60, second=120, growth=2.0)
+
+# A voice's first piece has no statistics to lean on: each window normalises with what has been decoded so
+# far, which needs more context, and the first window looks further ahead (a window that is mostly the
+# model's leading silence would otherwise have its noise floor normalised up). The extra context makes
+# every window dearer, so windows grow more slowly to stay ahead of playback.
+COLD_PLAN = WindowPlan(first=12, second=14, growth=1.8, context=6, lookahead=20)

@@ -1,0 +1,175 @@
+"""A listener's lane: its synthesis work in speaking order, one scheduler job at a time, window by window.
+
+The lane is what the deadline scheduler schedules: each turn decodes one window and hands the worker back
+with the deadline of the next one (when this listener would run out of audio).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.kokoro import Piece
+from streamvoice.engine.windows import THROUGHPUT_PLAN
+from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.scheduler import Requeue
+
+if TYPE_CHECKING:
+    from streamvoice.server.service import ResolvedRequest, SpeechService
+
+
+@dataclass
+class _Work:
+    piece: Piece
+    request: ResolvedRequest
+    sink: PieceAudio
+    windows: Generator[NDArray[np.float32]] | None = None
+    samples: int = 0
+    busy_s: float = 0.0
+
+
+# A listener with this much audio still to play gets throughput-sized windows for its next piece.
+BUFFERED_ENOUGH_S = 1.5
+# A window cannot be interrupted: a newcomer's first audio, or another listener's next window, waits for
+# the one being decoded. So a window is sized, when it starts, to end before the most urgent waiting
+# listener runs out of audio (with a margin for that listener's own next window); never below the
+# smallest size worth a call, and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
+# even when alone, because a newcomer may arrive at any moment.
+SMALLEST_WINDOW_FRAMES = 12
+LARGEST_WINDOW_FRAMES = 40
+FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
+WINDOW_MARGIN_S = 0.3
+FRAME_S = 0.025
+# Decoded audio a listener has not taken yet (unsent) beyond which its lane stops decoding until the sender
+# catches up: what a slow or stalled reader can make the server hold is bounded per listener.
+MAX_UNSENT_S = 6.0
+RESUME_UNSENT_S = 3.0
+
+
+class Lane:
+    """One listener's synthesis work, in speaking order, as a single scheduler job at a time.
+
+    The job decodes one window per turn and hands the worker back with the deadline of the next window:
+    the moment this listener would run out of audio (``play_end``). So another session's first window,
+    due now, goes ahead of this session's later windows that are not due yet; and a session's own pieces
+    never overtake each other, because they share one lane.
+    """
+
+    def __init__(self, service: SpeechService) -> None:
+        self._service = service
+        self._lock = threading.Lock()
+        self._queue: deque[_Work] = deque()
+        self._current: _Work | None = None
+        self._active = False
+        self._parked = False  # stopped decoding: too much audio unsent
+        self._unsent = 0  # samples decoded and not yet taken by the sender
+        self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
+
+    @property
+    def unsent_s(self) -> float:
+        return self._unsent / self._service.engine.sample_rate
+
+    def add(self, piece: Piece, request: ResolvedRequest, sink: PieceAudio) -> None:
+        """Called on the event loop."""
+        with self._lock:
+            self._queue.append(_Work(piece, request, sink))
+            if self._active:
+                return
+            self._active = True
+            self._parked = False
+        self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+
+    def taken(self, samples: int) -> None:
+        """The sender took (or dropped) decoded audio. Called on the event loop."""
+        with self._lock:
+            self._unsent -= samples
+            resume = self._parked and self._unsent <= RESUME_UNSENT_S * self._service.engine.sample_rate
+            if resume:
+                self._parked = False
+                self._active = True
+        if resume:
+            self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+
+    def restart_playback(self) -> None:
+        """The listener's queued audio was thrown away (barge-in): nothing is playing any more, so its next
+        window is due now, not when the cancelled audio would have ended."""
+        self.play_end = time.monotonic()
+
+    def _next_work(self) -> _Work | None:
+        with self._lock:
+            while True:
+                work = self._current
+                if work is not None and not work.sink.abandoned:
+                    if self._unsent > MAX_UNSENT_S * self._service.engine.sample_rate:
+                        self._parked = True  # ``taken`` resumes the lane once the sender catches up
+                        self._active = False
+                        return None
+                    return work
+                if work is not None:  # abandoned (barge-in, disconnect): stop decoding it
+                    if work.windows is not None:
+                        work.windows.close()
+                    work.sink.finish()
+                if not self._queue:
+                    self._current = None
+                    self._active = False
+                    return None
+                self._current = self._queue.popleft()
+
+    def _step(self) -> int | Requeue:
+        work = self._next_work()
+        if work is None:
+            return 0
+        service = self._service
+        started = time.perf_counter()
+        try:
+            if work.windows is None:
+                buffered = self.play_end - time.monotonic()
+                plan = THROUGHPUT_PLAN if buffered > BUFFERED_ENOUGH_S else None
+                work.windows = service.engine.stream_piece(
+                    work.piece,
+                    work.request.voice,
+                    work.request.speed,
+                    service.config.stream_windows,
+                    plan,
+                    cap=self._window_cap,
+                )
+            window = next(work.windows, None)
+        except Exception as exc:
+            work.sink.fail(exc)
+            self._drop_current()
+            return Requeue(time.monotonic())
+        work.busy_s += time.perf_counter() - started
+        if window is None:
+            service.metrics.observe_model_call(work.busy_s, work.samples / service.engine.sample_rate)
+            work.sink.finish()
+            self._drop_current()
+            return Requeue(max(self.play_end, time.monotonic()))
+        with self._lock:
+            self._unsent += window.size
+        work.sink.push(window)
+        service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate)
+        work.samples += window.size
+        self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
+        return Requeue(self.play_end)
+
+    def _window_cap(self) -> int:
+        scheduler = self._service.scheduler
+        due = scheduler.earliest_waiting()
+        if due is None:
+            return LARGEST_WINDOW_FRAMES
+        if scheduler.policy != "deadline":
+            return FIFO_SHARED_WINDOW_FRAMES
+        slack = due - time.monotonic() - WINDOW_MARGIN_S
+        frames = int(slack / (self._service.decode_rtf * FRAME_S))
+        return max(SMALLEST_WINDOW_FRAMES, min(LARGEST_WINDOW_FRAMES, frames))
+
+    def _drop_current(self) -> None:
+        with self._lock:
+            self._current = None

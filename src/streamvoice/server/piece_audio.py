@@ -1,0 +1,88 @@
+"""One piece's audio crossing from the model's worker thread to the event loop, window by window."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from streamvoice.server.lane import Lane
+
+_END: Final = object()  # the piece's last window was delivered
+_CANCELLED: Final = object()
+
+
+class PieceAudio:
+    """One piece's audio as the worker thread decodes it, window by window, handed to the event loop.
+
+    Everything reaches the loop through one queue, in order: windows, then exactly one end marker (done,
+    failed with an exception, or cancelled). The lane is told when the consumer has taken a window, so it
+    can stop decoding for a listener whose audio is piling up unsent.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, lane: Lane | None = None) -> None:
+        self._loop = loop
+        self._lane = lane
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._ended = False
+        self.abandoned = False
+
+    # -- worker thread ------------------------------------------------------------------------------
+    def push(self, window: NDArray[np.float32]) -> None:
+        self._post(window)
+
+    def finish(self) -> None:
+        """The last window was pushed (pushes are delivered first: one queue, in order)."""
+        self._post(_END)
+
+    def fail(self, exc: BaseException) -> None:
+        self._post(exc)
+
+    def _post(self, item: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # loop closed: nobody is listening
+            self._loop.call_soon_threadsafe(self._deliver, item)
+
+    # -- event loop ---------------------------------------------------------------------------------
+    def _deliver(self, item: Any) -> None:
+        if self._ended:
+            if isinstance(item, np.ndarray):
+                self._taken(item.size)  # decoded after the listener left: nobody will take it
+            return
+        if not isinstance(item, np.ndarray):
+            self._ended = True
+        self._queue.put_nowait(item)
+
+    def _taken(self, samples: int) -> None:
+        if self._lane is not None:
+            self._lane.taken(samples)
+
+    def cancel(self) -> None:
+        """Abandon the piece: the lane stops decoding it, and windows not yet taken are released."""
+        self.abandoned = True
+        if self._ended:
+            return
+        self._ended = True
+        released = 0
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, np.ndarray):
+                released += item.size
+        self._taken(released)
+        self._queue.put_nowait(_CANCELLED)
+
+    async def windows(self) -> AsyncIterator[NDArray[np.float32]]:
+        """Windows in order until the piece ends or is cancelled; raises the model's exception."""
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, np.ndarray):
+                yield item
+                self._taken(item.size)  # the consumer came back for more: it has dealt with this one
+            elif item is _END or item is _CANCELLED:
+                return
+            else:
+                raise item
