@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.kokoro import MODEL_MAX_TOKENS, SAFE_MAX_TOKENS, split_phonemes
+from streamvoice.engine.kokoro import MODEL_MAX_TOKENS
+from streamvoice.engine.planning import SAFE_MAX_TOKENS, split_phonemes
 from streamvoice.engine.voices import VoiceError
 from streamvoice.text.wer import word_error_rate
 
@@ -29,7 +30,7 @@ def test_all_54_voices_listed(engine: KokoroEngine) -> None:
 
 
 def test_plan_keeps_every_call_within_model_limits(engine: KokoroEngine) -> None:
-    pieces = engine.plan(LONG, "en-us")
+    pieces = engine.planner.plan(LONG, "en-us")
     assert len(pieces) > 3
     assert all(0 < len(p.tokens) <= SAFE_MAX_TOKENS < MODEL_MAX_TOKENS for p in pieces)
     # the first piece is the first sentence alone: that is what makes first audio fast
@@ -40,7 +41,7 @@ def test_plan_keeps_every_call_within_model_limits(engine: KokoroEngine) -> None
 
 def test_text_without_punctuation_is_still_split(engine: KokoroEngine) -> None:
     text = " ".join(["word"] * 600)
-    pieces = engine.plan(text, "en-us")
+    pieces = engine.planner.plan(text, "en-us")
     assert all(len(p.tokens) <= SAFE_MAX_TOKENS for p in pieces)
     assert sum(p.text.count("word") for p in pieces) >= 600
 

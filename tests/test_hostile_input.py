@@ -107,17 +107,17 @@ def test_one_phonemizer_backend_per_language(engine: KokoroEngine) -> None:
 
     for _ in range(3):
         for lang in SUPPORTED_LANGS:
-            engine.phonemize("Hello, one two three.", lang)
-    assert engine._phonemizer.backends == len(SUPPORTED_LANGS)
+            engine.planner.phonemizer.phonemize("Hello, one two three.", lang)
+    assert engine.planner.phonemizer.backends == len(SUPPORTED_LANGS)
     with pytest.raises(ValueError, match="unsupported lang"):
-        engine.phonemize("Hello.", "xx")
+        engine.planner.phonemizer.phonemize("Hello.", "xx")
 
 
 # --- 4. planning ----------------------------------------------------------------------------------------
 
 
 def test_planning_without_sentence_ends_is_near_linear() -> None:
-    from streamvoice.engine.kokoro import MESSAGE_POLICY
+    from streamvoice.engine.planning import MESSAGE_POLICY
 
     small, large = "word " * 400, "word " * 2000
     started = time.perf_counter()

@@ -137,7 +137,7 @@ def test_whole_piece_statistics_make_windows_match_whole_piece_audio(engine: Kok
     split = engine._split
     assert split is not None
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan("The museum opens at nine, and tours start every half hour.", "en-us")[0]
+    piece = engine.planner.plan("The museum opens at nine, and tours start every half hour.", "en-us")[0]
     pack = engine.style_pack(spec)
     feeds, style = engine._feeds(piece.tokens, pack, 1.0)
     whole, stats = split.whole(feeds, style)
@@ -152,7 +152,7 @@ def test_whole_piece_statistics_make_windows_match_whole_piece_audio(engine: Kok
 def test_engine_learns_a_voice_and_streams_it_warm(engine: KokoroEngine, voice: str) -> None:
     spec = engine.parse_voice(voice)
     engine.set_voice_stats(spec.text, None)
-    piece = engine.plan("Please bring your passport, or you cannot board the plane.", "en-us")[0]
+    piece = engine.planner.plan("Please bring your passport, or you cannot board the plane.", "en-us")[0]
     whole = engine.synthesize_tokens(
         piece.tokens, engine.style_pack(spec), 1.0
     )  # no voice key: learns nothing

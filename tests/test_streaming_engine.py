@@ -82,7 +82,7 @@ def test_crossfade_keeps_high_band_power_of_uncorrelated_renditions() -> None:
 def test_split_graph_reproduces_the_whole_model(engine: KokoroEngine, kokoro_dir: Path) -> None:
     assert engine.streams_in_piece
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan(SENTENCE, "en-us")[0]
+    piece = engine.planner.plan(SENTENCE, "en-us")[0]
     pack = engine.style_pack(spec)
     split_audio = engine.synthesize_tokens(piece.tokens, pack, 1.0)
     whole = ort.InferenceSession(
@@ -102,7 +102,7 @@ def test_split_graph_reproduces_the_whole_model(engine: KokoroEngine, kokoro_dir
 @pytest.mark.parametrize("text", ["Yes.", SENTENCE, " ".join([SENTENCE] * 3)])
 def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, text: str) -> None:
     spec = engine.parse_voice("af_heart")
-    for piece in engine.plan(text, "en-us"):
+    for piece in engine.planner.plan(text, "en-us"):
         whole = engine.synthesize_piece(piece, spec, 1.0)
         chunks = list(engine.stream_piece(piece, spec, 1.0))
         windowed = np.concatenate(chunks)
@@ -115,7 +115,7 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
 def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
     engine.warm_up(("af_heart",))  # as the server does: the voice's decoder statistics are known
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan(SENTENCE, "en-us")[0]
+    piece = engine.planner.plan(SENTENCE, "en-us")[0]
     whole = engine.synthesize_piece(piece, spec, 1.0)
     windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
     # Windows normalise with an estimate of the whole piece's statistics, not the piece's own; that leaves
@@ -130,7 +130,7 @@ def test_windowed_speech_transcribes_like_whole(engine: KokoroEngine, transcribe
     from streamvoice.text.wer import word_error_rate
 
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan(SENTENCE, "en-us")[0]
+    piece = engine.planner.plan(SENTENCE, "en-us")[0]
     whole = engine.synthesize_piece(piece, spec, 1.0)
     windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
     wer_whole = word_error_rate(SENTENCE, transcriber.transcribe(whole))

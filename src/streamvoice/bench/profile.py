@@ -85,13 +85,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {}
     engine = KokoroEngine.load()
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan(TEXT, "en-us")[0]
+    piece = engine.planner.plan(TEXT, "en-us")[0]
     pack = engine.style_pack(spec)
     rows: list[dict[str, Any]] = [
-        {"step": "phonemise the sentence (espeak-ng)", "ms": timed(lambda: engine.phonemize(TEXT, "en-us"))},
+        {
+            "step": "phonemise the sentence (espeak-ng)",
+            "ms": timed(lambda: engine.planner.phonemizer.phonemize(TEXT, "en-us")),
+        },
         {
             "step": "plan the message (chunk + phonemise + tokenise)",
-            "ms": timed(lambda: engine.plan(TEXT, "en-us")),
+            "ms": timed(lambda: engine.planner.plan(TEXT, "en-us")),
         },
     ]
     split = engine._split

@@ -41,7 +41,7 @@ def bare_first_audio_ms(engine: KokoroEngine, text: str) -> float:
     """The engine alone, same path as the server: plan, then the first decoded window."""
     started = time.perf_counter()
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan(text, "en-us")[0]
+    piece = engine.planner.plan(text, "en-us")[0]
     for _ in engine.stream_piece(piece, spec, 1.0):
         return (time.perf_counter() - started) * 1000
     raise RuntimeError("no audio")
@@ -50,8 +50,8 @@ def bare_first_audio_ms(engine: KokoroEngine, text: str) -> float:
 def seeds_design_ms(engine: KokoroEngine, text: str) -> float:
     """One whole-piece model call on the whole text; the first byte can only leave after it."""
     started = time.perf_counter()
-    phonemes = engine.phonemize(text, "en-us")
-    tokens = engine.tokenize(phonemes)
+    phonemes = engine.planner.phonemizer.phonemize(text, "en-us")
+    tokens = engine.planner.phonemizer.tokenize(phonemes)
     engine.synthesize_tokens(tokens, engine.style_pack(engine.parse_voice("af_heart")), 1.0)
     return (time.perf_counter() - started) * 1000
 

@@ -55,7 +55,7 @@ MODES = ("warm", "cold")  # warm: the voice's statistics are known (after warm-u
 
 def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats | None) -> dict[str, Any]:
     spec = engine.parse_voice("af_heart")
-    piece = engine.plan(text, "en-us")[0]
+    piece = engine.planner.plan(text, "en-us")[0]
     pack = engine.style_pack(spec)
     started = time.perf_counter()
     whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)

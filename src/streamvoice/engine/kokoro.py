@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.phonemes import Phonemizer
+from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
@@ -35,7 +36,6 @@ from streamvoice.engine.voices import (
 )
 from streamvoice.engine.windows import COLD_PLAN, WindowCap, WindowPlan
 from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
-from streamvoice.text.chunker import ChunkPolicy, chunk_text
 
 log = logging.getLogger("streamvoice.engine")
 # phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
@@ -43,25 +43,12 @@ logging.getLogger("phonemizer").setLevel(logging.ERROR)
 
 SAMPLE_RATE = 24_000
 MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding tokens
-SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
-# How a message is cut into model calls: a first piece that ends at the first sentence (fast first
-# audio), later pieces merged towards Kokoro's comfortable 100-200 tokens (fewer fixed costs per call).
-MESSAGE_POLICY = ChunkPolicy(min_tokens=(1, 100), max_tokens=250, clean_markdown=False)
 # Blends' style packs (~0.5 MB each) are computed on demand; the most recent few are kept.
 BLEND_STYLE_CACHE = 16
 
 
 class EngineError(RuntimeError):
     pass
-
-
-@dataclass(frozen=True)
-class Piece:
-    """One model call's worth of input."""
-
-    text: str
-    phonemes: str
-    tokens: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -130,7 +117,7 @@ class KokoroEngine:
                 k: packs[k].astype(np.float32) for k in packs.files
             }
         self.voice_names = frozenset(self._packs)
-        self._phonemizer = Phonemizer(SUPPORTED_LANGS)
+        self.planner = Planner(Phonemizer(SUPPORTED_LANGS))
         self._style_cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._style_lock = threading.Lock()
         self.memory = VoiceMemory(self.voice_names)
@@ -173,26 +160,6 @@ class KokoroEngine:
         if lang not in SUPPORTED_LANGS:
             raise EngineError(f"unsupported lang {lang!r}; use one of {', '.join(SUPPORTED_LANGS)}")
         return lang
-
-    # -- text -> pieces -------------------------------------------------------------------------------
-    def phonemize(self, text: str, lang: str) -> str:
-        return self._phonemizer.phonemize(text, lang)
-
-    def tokenize(self, phonemes: str) -> list[int]:
-        return self._phonemizer.tokenize(phonemes)
-
-    def plan(self, text: str, lang: str, policy: ChunkPolicy = MESSAGE_POLICY) -> list[Piece]:
-        """Cut a message into model calls that never exceed the model's input, in speaking order."""
-        return [piece for chunk in chunk_text(text, policy) for piece in self.plan_chunk(chunk, lang)]
-
-    def plan_chunk(self, chunk: str, lang: str) -> list[Piece]:
-        """One chunk of text to model calls: the unit a server plans at a time, so it can stop between."""
-        pieces: list[Piece] = []
-        for part in split_phonemes(self.phonemize(chunk, lang), SAFE_MAX_TOKENS):
-            tokens = self.tokenize(part)
-            if tokens:
-                pieces.append(Piece(text=chunk, phonemes=part, tokens=tuple(tokens)))
-        return pieces
 
     # -- inference ------------------------------------------------------------------------------------
     @property
@@ -303,7 +270,7 @@ class KokoroEngine:
     ) -> Iterator[NDArray[np.float32]]:
         """Audio per model call, in order (the simple synchronous path used by the CLI)."""
         spec = self.parse_voice(voice)
-        for piece in self.plan(text, self.resolve_lang(spec, lang)):
+        for piece in self.planner.plan(text, self.resolve_lang(spec, lang)):
             yield self.synthesize_piece(piece, spec, speed)
 
     def synthesize(
@@ -342,21 +309,3 @@ CALIBRATION_TEXT = {
     "pt-br": "Obrigado por ligar. Posso ajudar com o seu pedido, a sua conta ou qualquer outra coisa hoje.",
     "cmn": "感谢您的来电。今天我可以帮您处理订单。",
 }
-
-
-def split_phonemes(phonemes: str, max_tokens: int) -> list[str]:
-    """Keep a phoneme string within ``max_tokens`` characters, cutting at punctuation, then spaces."""
-    parts: list[str] = []
-    rest = phonemes.strip()
-    while len(rest) > max_tokens:
-        window = rest[: max_tokens + 1]
-        cut = max((window.rfind(p) for p in ".!?;:,"), default=-1)
-        if cut < max_tokens // 3:
-            cut = window.rfind(" ")
-        if cut <= 0:
-            cut = max_tokens
-        parts.append(rest[: cut + 1].strip())
-        rest = rest[cut + 1 :].strip()
-    if rest:
-        parts.append(rest)
-    return parts

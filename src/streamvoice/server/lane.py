@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.engine.kokoro import Piece
+from streamvoice.engine.planning import Piece
 from streamvoice.engine.windows import THROUGHPUT_PLAN
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import Requeue

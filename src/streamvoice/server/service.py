@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.engine.kokoro import MESSAGE_POLICY, EngineError, KokoroEngine, Piece
+from streamvoice.engine.kokoro import EngineError, KokoroEngine
+from streamvoice.engine.planning import MESSAGE_POLICY, Piece
 from streamvoice.engine.voices import VoiceError, VoiceSpec
 from streamvoice.protocol import DEFAULT_FORMAT, DEFAULT_VOICE, ErrorCode, ProtocolError
 from streamvoice.server.config import ServerConfig
@@ -117,7 +118,9 @@ class SpeechService:
         chunks = await loop.run_in_executor(self._planner, chunk_text, request.text, MESSAGE_POLICY)
         planned = 0
         for chunk in chunks:
-            pieces = await loop.run_in_executor(self._planner, self.engine.plan_chunk, chunk, request.lang)
+            pieces = await loop.run_in_executor(
+                self._planner, self.engine.planner.plan_chunk, chunk, request.lang
+            )
             planned += len(pieces)
             for piece in pieces:
                 yield piece
