@@ -291,13 +291,3 @@ class BedrockSource:
                     yield data
         except Exception as exc:  # botocore raises many types; callers get a safe summary
             raise LLMError(f"Amazon Bedrock call failed ({exc.__class__.__name__})") from None
-
-
-def make_source(kind: str, **options: Any) -> TextSource:
-    if kind == "local":
-        return LlamaCppSource(**options)
-    if kind == "openai":
-        return OpenAICompatibleSource(**options)
-    if kind == "bedrock":
-        return BedrockSource(**options)
-    raise ValueError(f"unknown LLM source {kind!r}; use local, openai or bedrock")

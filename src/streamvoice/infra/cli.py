@@ -264,7 +264,9 @@ def agent_main(argv: list[str] | None = None, runner: Runner = run_cdk, boto: An
     p.add_argument("--image-uri")
     p.add_argument("--out", default="cdk.out")
     p.add_argument("--yes", action="store_true")
-    p.add_argument("--endpoint-url", help="demo: an agent URL or an AgentCore runtime ARN")
+    p.add_argument(
+        "--endpoint-url", help="demo: the agent's HTTP URL (a bearer token from STREAMVOICE_AGENT_TOKEN)"
+    )
     p.add_argument("--prompt", default="Why is the sky blue?")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--json", action="store_true")
@@ -294,7 +296,7 @@ def agent_main(argv: list[str] | None = None, runner: Runner = run_cdk, boto: An
             print(f"{key}: {value}")
         return 0
     if not args.endpoint_url:
-        p.error("demo needs --endpoint-url (an agent URL or an AgentCore runtime ARN)")
+        p.error("demo needs --endpoint-url (the agent's HTTP URL; runtime ARNs are not supported)")
     from streamvoice.client.agent_turns import format_table, measure
 
     summary = measure(

@@ -53,8 +53,6 @@ class SynthesisScheduler:
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []
         self._stopping = False
-        self.busy = 0
-        self.completed = 0
 
     def start(self) -> None:
         if self._threads:
@@ -109,7 +107,6 @@ class SynthesisScheduler:
                 job = heapq.heappop(self._heap)
                 if job.future.cancelled():
                     continue
-                self.busy += 1
             try:
                 result = job.fn()
             except BaseException as exc:  # the awaiting session turns it into an error frame
@@ -120,14 +117,11 @@ class SynthesisScheduler:
                     _deliver(job, _resolve, result)
             finally:
                 with self._cv:
-                    self.busy -= 1
                     if isinstance(result, Requeue) and not job.future.cancelled() and not self._stopping:
                         if self.policy == "deadline":
                             job.key = result.deadline
                         heapq.heappush(self._heap, job)  # FIFO keeps its arrival key: it stays first
                         self._cv.notify()
-                    else:
-                        self.completed += 1
 
 
 def _deliver(job: _Job, fn: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:

@@ -14,7 +14,6 @@ _BRACKETS = re.compile(r"!?\[|\]")
 _EMPHASIS = re.compile(r"(?<![A-Za-z0-9])[*_~]+|[*_~]+(?![A-Za-z0-9])")
 _HEADING = re.compile(r"^#{1,6}$")
 _BULLETS = frozenset({"-", "*", "+", "•", "–"})
-_TOKEN = re.compile(r"\S+")
 
 
 def clean_token(token: str, line_start: bool) -> str:
@@ -26,23 +25,3 @@ def clean_token(token: str, line_start: bool) -> str:
     token = _BRACKETS.sub("", token)
     token = token.replace("`", "")
     return _EMPHASIS.sub("", token)
-
-
-def clean_markdown(text: str, at_line_start: bool = True) -> str:
-    """Clean a span of text whose first token starts a line iff ``at_line_start``.
-
-    Whitespace is kept as is (the chunker normalises it later) so cut positions stay meaningful.
-    """
-    out: list[str] = []
-    pos = 0
-    line_start = at_line_start
-    for m in _TOKEN.finditer(text):
-        gap = text[pos : m.start()]
-        if "\n" in gap:
-            line_start = True
-        out.append(gap)
-        out.append(clean_token(m.group(), line_start))
-        line_start = False
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out)
