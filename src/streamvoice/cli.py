@@ -11,6 +11,8 @@ import logging
 import sys
 from pathlib import Path
 
+from streamvoice.protocol import DEFAULT_VOICE
+
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -155,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("say", help="synthesise text to a file (or - for stdout)")
     p.add_argument("text")
     p.add_argument("-o", "--output", default="out.wav")
-    p.add_argument("--voice", default="af_heart")
+    p.add_argument("--voice", default=DEFAULT_VOICE)
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--format", choices=["pcm", "wav", "mp3", "opus"], default=None)
     p.add_argument("--lang", default=None)
@@ -176,12 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--base-url", help=argparse.SUPPRESS)
     d.set_defaults(func=cmd_models_download)
 
-    p = sub.add_parser(
-        "bench", help="run a benchmark: transport, windows, e2e, continuity, capacity, encodings, all"
-    )
-    p.add_argument(
-        "name", choices=["transport", "windows", "e2e", "continuity", "capacity", "encodings", "all"]
-    )
+    from streamvoice.bench.registry import NAMES
+
+    p = sub.add_parser("bench", help=f"run a benchmark: {', '.join(NAMES)}, or all of them")
+    p.add_argument("name", choices=[*NAMES, "load", "all"])
     p.add_argument("args", nargs=argparse.REMAINDER, help="passed to the benchmark (see its --help)")
     p.set_defaults(func=cmd_bench)
 

@@ -33,6 +33,7 @@ from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
 from streamvoice.asgi import BodyLimit, HostAllowList
 from streamvoice.client import SpeechClient
 from streamvoice.protocol import (
+    DEFAULT_VOICE,
     ErrorCode,
     Limits,
     ProtocolError,
@@ -55,7 +56,7 @@ class AgentConfig:
     auth_token: str | None = None
     cors_origins: tuple[str, ...] = ()
     max_prompt_chars: int = 2000
-    default_voice: str = "af_heart"
+    default_voice: str = DEFAULT_VOICE
     # Host names the agent answers for; empty: any. ``streamvoice agent`` bound to loopback sets the
     # loopback names, so a rebound DNS name cannot reach it from a browser.
     allowed_hosts: tuple[str, ...] = ()

@@ -4,7 +4,7 @@
   base model, so it gets a few-shot completion prompt rather than a chat template.
 - ``OpenAICompatibleSource``: any ``/v1/chat/completions`` (or ``/v1/completions``) server: Ollama, vLLM,
   llama.cpp's server, OpenAI.
-- ``BedrockSource``: Amazon Bedrock through Strands Agents, as in the seeds.
+- ``BedrockSource``: Amazon Bedrock through Strands Agents, as in the AWS reference sample.
 - ``ScriptedTextSource``: a fixed answer at a configurable pace, for tests and benchmarks; it says so.
 """
 

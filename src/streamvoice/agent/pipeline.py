@@ -1,7 +1,7 @@
 """One agent turn: text streams from a language model, speech streams back to the caller.
 
 ``bidi``: every piece the chunker completes goes straight into one speech session, so synthesis overlaps
-generation and audio is forwarded the moment it arrives. ``batch``: the baseline the seeds measured
+generation and audio is forwarded the moment it arrives. ``batch``: the baseline the AWS reference sample measured
 against; wait for the whole answer, then one synthesis request.
 
 The pipeline speaks to the speech server only through ``streamvoice.client`` (the protocol), never its
@@ -21,7 +21,7 @@ from typing import Any, Literal
 from streamvoice.agent.llm import LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.client.transports import TransportClosed
-from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.protocol import SAMPLE_RATE, ErrorCode, ProtocolError
 from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.agent")
@@ -250,7 +250,7 @@ class _Turn:
     def _audio(self, data: bytes) -> None:
         if not self.audio_started:
             self.audio_started = True
-            self.emit("audio_start", format=self.options.format, sample_rate=24_000)
+            self.emit("audio_start", format=self.options.format, sample_rate=SAMPLE_RATE)
         t_ms = self.emit("audio_chunk", seq=self.seq, data=data)
         if self.first_audio_ms is None:
             self.first_audio_ms = t_ms

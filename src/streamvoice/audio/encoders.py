@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from streamvoice.protocol import SAMPLE_RATE
 
 MEDIA_TYPES = {
-    "pcm": "audio/L16;rate=24000;channels=1",
+    "pcm": f"audio/L16;rate={SAMPLE_RATE};channels=1",
     "wav": "audio/wav",
     "mp3": "audio/mpeg",
     "opus": "audio/ogg;codecs=opus",

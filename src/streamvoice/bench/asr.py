@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streamvoice.protocol import SAMPLE_RATE
+
 
 def resample(audio: NDArray[np.float32], src_rate: int, dst_rate: int = 16_000) -> NDArray[np.float32]:
     """Linear-interpolation resampling: enough for ASR, and dependency-free."""
@@ -56,7 +58,7 @@ class Transcriber:
         folder = assemble_whisper_base(cache_dir or Path.home() / ".cache" / "streamvoice" / "whisper-base")
         return cls(WhisperModel(str(folder), device="cpu", compute_type="int8", cpu_threads=2))
 
-    def transcribe(self, audio: NDArray[np.float32], sample_rate: int = 24_000) -> str:
+    def transcribe(self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE) -> str:
         """faster-whisper assumes 16 kHz for arrays: hand it 24 kHz and it hears slowed-down speech."""
         segments, _ = self.model.transcribe(
             resample(audio, sample_rate), language="en", beam_size=1, vad_filter=False

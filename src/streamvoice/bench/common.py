@@ -13,7 +13,7 @@ from typing import Any
 
 RESULTS_DIR = Path(os.environ.get("STREAMVOICE_RESULTS", "results"))
 
-# The seeds' four-sentence, ~267-character block (our own text of the same shape).
+# The AWS reference sample's four-sentence, ~267-character block (our own text of the same shape).
 FOUR_SENTENCES = (
     "Thanks for calling, I can help you with that order today. "
     "Your package left our warehouse on Monday and is now with the courier. "

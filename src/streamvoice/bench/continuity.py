@@ -22,6 +22,7 @@ from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import table, write_result
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
+from streamvoice.protocol import SAMPLE_RATE
 from streamvoice.server import ServerConfig, create_app
 from streamvoice.text.chunker import IncrementalSentenceChunker
 
@@ -37,7 +38,7 @@ TEN_SENTENCES = (
     "At the same time the surface browns, which gives the crust its colour and flavour. "
     "Let the loaf cool for an hour before slicing, or the inside will be gummy."
 )
-SR = 24_000
+SR = SAMPLE_RATE
 BYTES_PER_S = SR * 2
 
 

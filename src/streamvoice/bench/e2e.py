@@ -1,7 +1,7 @@
 """End to end: bidi vs batch vs bidi with a fast first piece, through the real agent pipeline and a real
 speech server, with the local model and with the scripted source at 20, 50 and 100 tokens/s.
 
-Time to first audio is each mode's first ``audio_chunk`` against ``agent_start`` (the seeds' measure).
+Time to first audio is each mode's first ``audio_chunk`` against ``agent_start`` (the AWS reference sample's measure).
 
 Run: ``python -m streamvoice.bench.e2e [--runs 3] [--no-local]``
 """
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ],
         )
     )
-    print("\nseeds: bidi 2.4x faster than batch (local), 3.5x (deployed)")
+    print("\nAWS reference sample (published): bidi 2.4x faster than batch (local), 3.5x (deployed)")
     path = write_result("e2e", {"runs": args.runs, "rows": rows, "raw": raw})
     print(f"wrote {path}")
     return {"rows": rows}

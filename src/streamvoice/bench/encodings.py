@@ -1,4 +1,4 @@
-"""Encodings (the seeds' experiment, widened): 24 clips through PCM, WAV, MP3 48k, AAC 32k in fragmented
+"""Encodings (the AWS reference sample's experiment, widened): 24 clips through PCM, WAV, MP3 48k, AAC 32k in fragmented
 MP4, and Opus 32k in Ogg. Bytes, bytes under base64 (what SSE carries), measured bitrate, encoder delay
 (audio fed in before the first byte comes out, in 20 ms frames), and speech-to-text word error rate after
 decoding each format back.
@@ -19,11 +19,12 @@ from numpy.typing import NDArray
 from streamvoice.audio.encoders import make_encoder
 from streamvoice.bench.common import table, write_result
 from streamvoice.engine import KokoroEngine
+from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
-SR = 24_000
+SR = SAMPLE_RATE
 FORMATS = ["pcm", "wav", "mp3", "aac", "opus"]
 LABELS = {"pcm": "PCM s16le", "wav": "WAV", "mp3": "MP3 48k", "aac": "AAC 32k fMP4", "opus": "Opus 32k Ogg"}
-SEEDS = {
+REFERENCE_PUBLISHED = {
     "mp3": {"bytes": 308_304, "base64": 411_072, "kbps": 49.5},
     "aac": {"bytes": 258_039, "base64": 344_084, "kbps": 41.6},
 }
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     engine = KokoroEngine.load()
-    clips = [(text, engine.synthesize(text, "af_heart")) for text in CLIPS[: args.clips]]
+    clips = [(text, engine.synthesize(text, DEFAULT_VOICE)) for text in CLIPS[: args.clips]]
     seconds = sum(a.size for _, a in clips) / SR
     transcriber = None
     if not args.no_asr:
@@ -130,9 +131,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "kbps": total * 8 / seconds / 1000,
                 "encoder_delay_ms": float(np.mean(delays)) * 1000,
                 "wer": float(np.mean(errors)) if errors else None,
-                "seeds_bytes": SEEDS.get(fmt, {}).get("bytes"),
-                "seeds_base64": SEEDS.get(fmt, {}).get("base64"),
-                "seeds_kbps": SEEDS.get(fmt, {}).get("kbps"),
+                "reference_bytes": REFERENCE_PUBLISHED.get(fmt, {}).get("bytes"),
+                "reference_base64": REFERENCE_PUBLISHED.get(fmt, {}).get("base64"),
+                "reference_kbps": REFERENCE_PUBLISHED.get(fmt, {}).get("kbps"),
             }
         )
     print(f"{len(clips)} clips, {seconds:.1f} s of speech\n")
@@ -146,9 +147,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("kbps", "kbps"),
                 ("encoder_delay_ms", "encoder delay ms"),
                 ("wer", "WER"),
-                ("seeds_bytes", "seeds bytes"),
-                ("seeds_base64", "seeds base64"),
-                ("seeds_kbps", "seeds kbps"),
+                ("reference_bytes", "reference bytes"),
+                ("reference_base64", "reference base64"),
+                ("reference_kbps", "reference kbps"),
             ],
         )
     )

@@ -22,8 +22,27 @@ from streamvoice.audio.encoders import make_encoder
 from streamvoice.bench.common import table, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.protocol import DEFAULT_VOICE
 
 TEXT = "The museum opens at nine, and tours start every half hour. Please bring your passport with you."
+
+
+def decoder_costs(rows: list[dict[str, Any]], audio_s: float) -> dict[str, float] | None:
+    """The decoder's fixed cost per call and cost per frame (a line through the smallest and the whole-piece
+    call), its share of a whole-piece call, and the whole call's real-time factor."""
+    decoder = [r for r in rows if r["step"].startswith("decoder, ")]
+    whole = next((r for r in rows if r["step"] == "whole piece, one call"), None)
+    if len(decoder) < 2 or whole is None:
+        return None
+    small, full = decoder[0], decoder[-1]
+    frames_small, frames_full = small["ms"] / small["per_frame_ms"], full["ms"] / full["per_frame_ms"]
+    per_frame = (full["ms"] - small["ms"]) / (frames_full - frames_small)
+    return {
+        "fixed_ms": small["ms"] - per_frame * frames_small,
+        "ms_per_frame": per_frame,
+        "share_of_whole_call": full["ms"] / whole["ms"],
+        "real_time_factor": whole["ms"] / (audio_s * 1000),
+    }
 
 
 def timed(fn: Callable[[], Any], repeat: int = 5) -> float:
@@ -45,7 +64,7 @@ def serve_and_speak(seconds: float) -> None:
     with LoopbackServer(create_app(ServerConfig(), engine=engine)) as server:
         until = time.monotonic() + seconds
         while time.monotonic() < until:
-            speak(server.url, TEXT, voice="af_heart", format="mp3")
+            speak(server.url, TEXT, voice=DEFAULT_VOICE, format="mp3")
 
 
 def flame(path: str, seconds: float) -> None:
@@ -84,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         serve_and_speak(args.serve_for)
         return {}
     engine = KokoroEngine.load()
-    spec = engine.parse_voice("af_heart")
+    spec = engine.parse_voice(DEFAULT_VOICE)
     piece = engine.planner.plan(TEXT, "en-us")[0]
     pack = engine.style_pack(spec)
     rows: list[dict[str, Any]] = [
@@ -153,7 +172,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(table(rows, [("step", "step"), ("ms", "median ms"), ("per_frame_ms", "ms per frame")]))
     path = write_result(
         "profile",
-        {"rows": rows, "audio_s": seconds, "tokens": len(piece.tokens), "peak": float(np.abs(whole).max())},
+        {
+            "rows": rows,
+            "audio_s": seconds,
+            "tokens": len(piece.tokens),
+            "peak": float(np.abs(whole).max()),
+            "decoder": decoder_costs(rows, seconds),
+        },
     )
     print(f"wrote {path}")
     if args.flame:

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from streamvoice.bench.registry import BENCHMARKS
+
 
 def _load(folder: Path, name: str) -> dict[str, Any] | None:
     path = folder / f"{name}.json"
@@ -45,12 +47,15 @@ def transport(d: dict[str, Any]) -> str:
         for r in d["rows"]
     ]
     return (
-        f"Texts: the seeds' shape, a {len(d['texts']['whole block'])}-character four-sentence block; "
+        f"Texts: the AWS reference sample's shape, a {len(d['texts']['whole block'])}-character four-sentence block; "
         f'first sentence: "{d["texts"]["first sentence"]}"; our fast first piece: "{d["texts"]["fast first piece"]}". '
         f"{d['trials']} trials each, all measurements interleaved in one loop.\n\n"
-        + _table(["case", "mean ms", "p50 ms", "p95 ms", "of seeds' design", "session / bare engine"], rows)
-        + f"\n\nSeeds ({d['seeds']['hardware']}): whole block {d['seeds']['whole_block_ms']} ms, first sentence "
-        f"{d['seeds']['first_sentence_ms']} ms (47.6% of the block)."
+        + _table(
+            ["case", "mean ms", "p50 ms", "p95 ms", "of the reference design", "session / bare engine"], rows
+        )
+        + f"\n\nAWS reference sample (published, {d['reference']['hardware']}): whole block {d['reference']['whole_block_ms']} ms, first sentence "
+        f"{d['reference']['first_sentence_ms']} ms "
+        f"({d['reference']['first_sentence_ms'] / d['reference']['whole_block_ms']:.1%} of the block)."
     )
 
 
@@ -66,17 +71,23 @@ def profile(d: dict[str, Any]) -> str:
     return (
         f"One {d['tokens']}-token piece, {d['audio_s']:.2f} s of audio; medians.\n\n"
         + _table(["step", "ms", "ms per 25 ms frame"], rows)
-        + "\n\nThe decoder is ~95% of a call: a fixed part of a few tens of ms per call, then ~7 ms per 25 ms "
-        "frame (real-time factor ~0.3 on these 2 cores). The phonemiser, planning and encoders are noise "
-        "next to it, so the first audio of a piece costs the front plus one small window, and each extra "
-        "window costs the fixed part plus its context again.\n\n"
-        "`python -m streamvoice.bench.profile --flame docs/img/flame.svg` records a py-spy flame graph of a "
-        "real server on loopback answering a client (MP3) for 20 s, start-up included. In the recorded graph, "
-        "`SplitKokoro.decode` (ONNX Runtime's `Session.run`, on the model worker thread) holds ~47% of all "
-        "samples; the main thread's event loop (WebSocket, encoding, scheduling) ~7%; the warm-up ~6%; most "
-        "of the rest are native threads with no Python frames (ONNX Runtime's pool). ONNX Runtime's own "
-        "frames show as addresses: the wheel ships without symbols.\n\n"
+        + (_decoder_prose(d["decoder"]) if d.get("decoder") else "\n\n")
+        + "`python -m streamvoice.bench.profile --flame docs/img/flame.svg` records a py-spy flame graph of a "
+        "real server on loopback answering a client (MP3) for 20 s, start-up included: `SplitKokoro.decode` "
+        "(ONNX Runtime's `Session.run`, on the model worker thread) against the event loop (WebSocket, "
+        "encoding, scheduling) and the warm-up. ONNX Runtime's own frames show as addresses: the wheel ships "
+        "without symbols.\n\n"
         "![flame graph](img/flame.svg)"
+    )
+
+
+def _decoder_prose(c: dict[str, float]) -> str:
+    return (
+        f"\n\nThe decoder is {c['share_of_whole_call']:.0%} of a whole-piece call: a fixed "
+        f"{c['fixed_ms']:.0f} ms per call, then {c['ms_per_frame']:.1f} ms per 25 ms frame (the whole call's "
+        f"real-time factor: {c['real_time_factor']:.2f}). The phonemiser, planning and encoders are noise next "
+        "to it, so the first audio of a piece costs the front plus one small window, and each extra window "
+        "costs the fixed part plus its context again.\n\n"
     )
 
 
@@ -207,9 +218,9 @@ def encodings(d: dict[str, Any]) -> str:
             _n(r["kbps"], 1),
             _n(r["encoder_delay_ms"]),
             _n(r["wer"], 3),
-            _n(r["seeds_bytes"]),
-            _n(r["seeds_base64"]),
-            _n(r["seeds_kbps"], 1),
+            _n(r["reference_bytes"]),
+            _n(r["reference_base64"]),
+            _n(r["reference_kbps"], 1),
         ]
         for r in d["rows"]
     ]
@@ -221,43 +232,24 @@ def encodings(d: dict[str, Any]) -> str:
             "kbps",
             "encoder delay ms",
             "WER",
-            "seeds bytes",
-            "seeds base64",
-            "seeds kbps",
+            "reference bytes",
+            "reference base64",
+            "reference kbps",
         ],
         rows,
     )
 
 
-SECTIONS = [
-    ("profile", "Where the time goes", "python -m streamvoice.bench.profile", profile),
-    (
-        "transport",
-        "1. Transport isolation and server overhead",
-        "python -m streamvoice.bench.transport",
-        transport,
-    ),
-    (
-        "windows",
-        "In-piece streaming (windowed decoder) vs whole-piece synthesis",
-        "python -m streamvoice.bench.windows --plots docs/img",
-        windows,
-    ),
-    ("e2e", "2. End to end: bidi vs batch", "python -m streamvoice.bench.e2e", e2e),
-    (
-        "continuity",
-        "3. Continuity: audio ahead of playback",
-        "python -m streamvoice.bench.continuity --plot docs/img/continuity.png",
-        continuity,
-    ),
-    (
-        "capacity",
-        "4. Capacity: concurrent sessions, FIFO vs deadline",
-        "python -m streamvoice.bench.capacity",
-        capacity,
-    ),
-    ("encodings", "5. Encodings", "python -m streamvoice.bench.encodings", encodings),
-]
+RENDERERS = {
+    "profile": profile,
+    "transport": transport,
+    "windows": windows,
+    "e2e": e2e,
+    "continuity": continuity,
+    "capacity": capacity,
+    "encodings": encodings,
+}
+SECTIONS = [(b.name, b.title, b.command, RENDERERS[b.name]) for b in BENCHMARKS]
 
 
 def render(folder: Path, preamble: str = "") -> str:

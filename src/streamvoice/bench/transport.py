@@ -1,8 +1,8 @@
-"""Transport isolation (the seeds' experiment) and the server's overhead over the bare engine.
+"""Transport isolation (the AWS reference sample's experiment) and the server's overhead over the bare engine.
 
-Time to first audio for the seeds' four-sentence block sent as one message, as its first sentence only,
+Time to first audio for the AWS reference sample's four-sentence block sent as one message, as its first sentence only,
 and as our fast first piece, over a real WebSocket session on loopback; beside them the bare engine:
-the seeds' design (one whole-piece model call on the whole block, nothing leaves before it ends) and the
+the reference design (one whole-piece model call on the whole block, nothing leaves before it ends) and the
 engine's own first-audio time for each text, which gives the server's overhead ratio.
 
 Run: ``python -m streamvoice.bench.transport [--trials 20]``
@@ -19,12 +19,17 @@ from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import FOUR_SENTENCES, stats, table, write_result
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
+from streamvoice.protocol import DEFAULT_VOICE
 from streamvoice.server import ServerConfig, create_app
 from streamvoice.text.boundaries import sentence_cuts
 from streamvoice.text.chunker import FAST_FIRST, chunk_text
 
-SEEDS: dict[str, float] = {"whole_block_ms": 329.3, "first_sentence_ms": 156.7, "reduction": 0.524}
-SEEDS_HARDWARE = "ml.g5.xlarge (A10G GPU), 5 trials"
+REFERENCE_PUBLISHED: dict[str, float] = {
+    "whole_block_ms": 329.3,
+    "first_sentence_ms": 156.7,
+    "reduction": 0.524,
+}
+REFERENCE_HARDWARE = "ml.g5.xlarge (A10G GPU), 5 trials"
 
 
 def texts() -> dict[str, str]:
@@ -40,19 +45,19 @@ def texts() -> dict[str, str]:
 def bare_first_audio_ms(engine: KokoroEngine, text: str) -> float:
     """The engine alone, same path as the server: plan, then the first decoded window."""
     started = time.perf_counter()
-    spec = engine.parse_voice("af_heart")
+    spec = engine.parse_voice(DEFAULT_VOICE)
     piece = engine.planner.plan(text, "en-us")[0]
     for _ in engine.stream_piece(piece, spec, 1.0):
         return (time.perf_counter() - started) * 1000
     raise RuntimeError("no audio")
 
 
-def seeds_design_ms(engine: KokoroEngine, text: str) -> float:
+def reference_design_ms(engine: KokoroEngine, text: str) -> float:
     """One whole-piece model call on the whole text; the first byte can only leave after it."""
     started = time.perf_counter()
     phonemes = engine.planner.phonemizer.phonemize(text, "en-us")
     tokens = engine.planner.phonemizer.tokenize(phonemes)
-    engine.synthesize_tokens(tokens, engine.style_pack(engine.parse_voice("af_heart")), 1.0)
+    engine.synthesize_tokens(tokens, engine.style_pack(engine.parse_voice(DEFAULT_VOICE)), 1.0)
     return (time.perf_counter() - started) * 1000
 
 
@@ -76,8 +81,8 @@ async def run_trials(url: str, engine: KokoroEngine, cases: dict[str, str], tria
     out: dict[str, Any] = {
         "session": {name: [] for name in cases},
         "bare": {name: [] for name in cases},
-        "seeds_design_block": [],
-        "seeds_design_sentence": [],
+        "reference_design_block": [],
+        "reference_design_sentence": [],
     }
     async with await SpeechClient.connect(url) as client:
         await session_first_audio_ms(client, "Warm up.")
@@ -90,8 +95,8 @@ async def run_trials(url: str, engine: KokoroEngine, cases: dict[str, str], tria
             # with audio buffered, and the server rightly trades its first-audio latency for throughput.
             async with await SpeechClient.connect(url) as client:
                 out["session"][name].append(await session_first_audio_ms(client, text))
-        out["seeds_design_block"].append(seeds_design_ms(engine, cases["whole block"]))
-        out["seeds_design_sentence"].append(seeds_design_ms(engine, cases["first sentence"]))
+        out["reference_design_block"].append(reference_design_ms(engine, cases["whole block"]))
+        out["reference_design_sentence"].append(reference_design_ms(engine, cases["first sentence"]))
     return out
 
 
@@ -105,19 +110,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with LoopbackServer(create_app(ServerConfig(), engine=engine)) as server:
         raw = asyncio.run(run_trials(server.url, engine, cases, args.trials))
     session, bare = raw["session"], raw["bare"]
-    seeds_design, seeds_sentence = raw["seeds_design_block"], raw["seeds_design_sentence"]
+    reference_design, reference_sentence = raw["reference_design_block"], raw["reference_design_sentence"]
 
-    baseline = stats(seeds_design)["mean"]
+    baseline = stats(reference_design)["mean"]
     rows = [
         {
-            "case": "seeds' design, whole block (bare engine, whole piece)",
-            **stats(seeds_design),
+            "case": "reference design, whole block (bare engine, whole piece)",
+            **stats(reference_design),
             "of_baseline": 1.0,
         },
         {
-            "case": "seeds' design, first sentence (bare engine, whole piece)",
-            **stats(seeds_sentence),
-            "of_baseline": stats(seeds_sentence)["mean"] / baseline,
+            "case": "reference design, first sentence (bare engine, whole piece)",
+            **stats(reference_sentence),
+            "of_baseline": stats(reference_sentence)["mean"] / baseline,
         },
     ]
     for name in cases:
@@ -148,19 +153,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("mean", "mean"),
                 ("p50", "p50"),
                 ("p95", "p95"),
-                ("of_baseline", "÷ seeds' design"),
+                ("of_baseline", "÷ reference design"),
                 ("overhead", "÷ bare engine"),
             ],
         )
     )
     print(
-        f"\nseeds (their GPU): whole block {SEEDS['whole_block_ms']} ms -> first sentence {SEEDS['first_sentence_ms']} ms "
-        f"({SEEDS['first_sentence_ms'] / SEEDS['whole_block_ms']:.1%} of the block)"
+        f"\nAWS reference sample (published, their GPU): whole block {REFERENCE_PUBLISHED['whole_block_ms']} ms -> first sentence {REFERENCE_PUBLISHED['first_sentence_ms']} ms "
+        f"({REFERENCE_PUBLISHED['first_sentence_ms'] / REFERENCE_PUBLISHED['whole_block_ms']:.1%} of the block)"
     )
     result = {
         "trials": args.trials,
         "texts": cases,
-        "seeds": {**SEEDS, "hardware": SEEDS_HARDWARE},
+        "reference": {**REFERENCE_PUBLISHED, "hardware": REFERENCE_HARDWARE},
         "rows": rows,
         "raw": raw,
     }

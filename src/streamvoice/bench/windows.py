@@ -24,6 +24,7 @@ from streamvoice.bench.common import stats, table, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan
+from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
 SENTENCES = [  # ~60 phoneme tokens each
     "The museum opens at nine, and tours start every half hour.",
@@ -37,7 +38,7 @@ SENTENCES = [  # ~60 phoneme tokens each
     "Your refund was approved and should reach your card this week.",
     "The battery lasts all day, and it charges fully in an hour.",
 ]
-SR = 24_000
+SR = SAMPLE_RATE
 
 
 def seam_positions(plan: WindowPlan, samples: int) -> list[int]:
@@ -54,7 +55,7 @@ MODES = ("warm", "cold")  # warm: the voice's statistics are known (after warm-u
 
 
 def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats | None) -> dict[str, Any]:
-    spec = engine.parse_voice("af_heart")
+    spec = engine.parse_voice(DEFAULT_VOICE)
     piece = engine.planner.plan(text, "en-us")[0]
     pack = engine.style_pack(spec)
     started = time.perf_counter()
@@ -166,8 +167,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine = KokoroEngine.load()
     if not engine.streams_in_piece:
         raise SystemExit("in-piece streaming is off for this model (see the log); nothing to compare")
-    engine.warm_up(("af_heart",))  # what the server does at start-up
-    prior = engine.voice_stats("af_heart")
+    engine.warm_up((DEFAULT_VOICE,))  # what the server does at start-up
+    prior = engine.voice_stats(DEFAULT_VOICE)
     runs: list[dict[str, Any]] = []
     for _ in range(args.trials):
         for text in SENTENCES:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 from streamvoice.client.sse import SSEDecoder, SSEEvent
 from streamvoice.client.transports import Transport, TransportClosed, WebSocketTransport
+from streamvoice.protocol import DEFAULT_VOICE
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class ResponseStreamReader:
 
 
 def synthesize_via_response_stream(
-    endpoint_name: str, text: str, voice: str = "af_heart", fmt: str = "pcm", runtime_client: Any = None
+    endpoint_name: str, text: str, voice: str = DEFAULT_VOICE, fmt: str = "pcm", runtime_client: Any = None
 ) -> bytes:
     """One-shot synthesis through ``InvokeEndpointWithResponseStream``; returns the audio bytes."""
     import base64

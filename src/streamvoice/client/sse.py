@@ -1,6 +1,6 @@
 """Server-Sent Events, read safely: buffer bytes, act only on complete events.
 
-Transport chunks do not respect event boundaries (the seeds saw four logical frames arrive as six chunks,
+Transport chunks do not respect event boundaries (the AWS reference sample's authors saw four logical frames arrive as six chunks,
 two cut mid-frame), so a reader that treats each chunk as an event breaks on healthy traffic. This one
 accepts any cut, including inside a multi-byte UTF-8 character or between ``\\r`` and ``\\n``.
 """

@@ -36,12 +36,12 @@ from streamvoice.engine.voices import (
 )
 from streamvoice.engine.windows import COLD_PLAN, WindowCap, WindowPlan
 from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
+from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
 log = logging.getLogger("streamvoice.engine")
 # phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
 logging.getLogger("phonemizer").setLevel(logging.ERROR)
 
-SAMPLE_RATE = 24_000
 MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding tokens
 # Blends' style packs (~0.5 MB each) are computed on demand; the most recent few are kept.
 BLEND_STYLE_CACHE = 16
@@ -266,7 +266,7 @@ class KokoroEngine:
         return self.synthesize_tokens(piece.tokens, self.style_pack(voice), speed, voice.text)
 
     def stream(
-        self, text: str, voice: str = "af_heart", speed: float = 1.0, lang: str | None = None
+        self, text: str, voice: str = DEFAULT_VOICE, speed: float = 1.0, lang: str | None = None
     ) -> Iterator[NDArray[np.float32]]:
         """Audio per model call, in order (the simple synchronous path used by the CLI)."""
         spec = self.parse_voice(voice)
@@ -274,12 +274,12 @@ class KokoroEngine:
             yield self.synthesize_piece(piece, spec, speed)
 
     def synthesize(
-        self, text: str, voice: str = "af_heart", speed: float = 1.0, lang: str | None = None
+        self, text: str, voice: str = DEFAULT_VOICE, speed: float = 1.0, lang: str | None = None
     ) -> NDArray[np.float32]:
         parts = list(self.stream(text, voice, speed, lang))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
-    def warm_up(self, voices: tuple[str, ...] = ("af_heart",)) -> float:
+    def warm_up(self, voices: tuple[str, ...] = (DEFAULT_VOICE,)) -> float:
         """Synthesise a short greeting per voice; returns seconds of audio produced.
 
         Health means audio, not a socket: an engine that produces silence fails here. Each voice also

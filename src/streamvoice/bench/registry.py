@@ -1,0 +1,49 @@
+"""The benchmarks, once: the suite runs them in this order, the report renders them in this order, and
+``streamvoice bench NAME`` accepts these names. ``{plots}`` in an argument is the suite's plot folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str  # the module under streamvoice.bench and the results/<name>.json it writes
+    title: str
+    args: tuple[str, ...] = ()  # what the suite passes for publishable figures
+    quick_args: tuple[str, ...] = ()  # a smoke run
+
+    @property
+    def command(self) -> str:
+        """How a reader reruns it: the module, with its plot destination when it draws one."""
+        parts = ["python -m streamvoice.bench." + self.name]
+        for flag, value in zip(self.args[::2], self.args[1::2], strict=True):
+            if flag.startswith("--plot"):
+                parts += [flag, value.replace("{plots}", "docs/img")]
+        return " ".join(parts)
+
+
+BENCHMARKS = (
+    Benchmark("profile", "Where the time goes"),
+    Benchmark(
+        "transport", "1. Transport isolation and server overhead", ("--trials", "20"), ("--trials", "3")
+    ),
+    Benchmark(
+        "windows",
+        "In-piece streaming (windowed decoder) vs whole-piece synthesis",
+        ("--trials", "3", "--plots", "{plots}"),
+        ("--trials", "1", "--plots", "{plots}"),
+    ),
+    Benchmark("e2e", "2. End to end: bidi vs batch", ("--runs", "3"), ("--runs", "1")),
+    Benchmark(
+        "continuity",
+        "3. Continuity: audio ahead of playback",
+        ("--plot", "{plots}/continuity.png"),
+        ("--plot", "{plots}/continuity.png"),
+    ),
+    Benchmark(
+        "capacity", "4. Capacity: concurrent sessions, FIFO vs deadline", ("--max-k", "4"), ("--max-k", "2")
+    ),
+    Benchmark("encodings", "5. Encodings", ("--clips", "24"), ("--clips", "4")),
+)
+NAMES = tuple(b.name for b in BENCHMARKS)
