@@ -16,7 +16,7 @@ from websockets.sync.client import connect as ws_connect
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.client.sse import iter_sse
-from tests.conftest import RunningServer, free_port, start_agent, start_speech_server
+from tests.helpers import RunningServer, free_port, start_agent, start_speech_server
 
 ANSWER = (
     "Light from the sun is made of many colours. Air molecules scatter short blue waves far more than red ones, "

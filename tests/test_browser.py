@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import RunningServer, start_agent
+from tests.helpers import RunningServer, start_agent
 
 
 @pytest.fixture(scope="module")

@@ -22,24 +22,10 @@ from streamvoice.client.sse import SSEDecoder
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceError, parse_voice_spec
 from streamvoice.text.chunker import chunk_text
-from tests.conftest import RunningServer, start_agent, start_speech_server
-from tests.test_reliability import metric, wait_for
+from tests.helpers import RunningServer, metric, start_agent, start_speech_server, wait_for
+from tests.helpers import answers as next_answers
 
 HUGE = "9" * 400
-
-
-async def _answers(ws: Any, n: int, timeout: float = 90) -> list[dict[str, Any]]:
-    """The next ``n`` answers (complete or error), skipping audio and other control frames."""
-    answers: list[dict[str, Any]] = []
-    async with asyncio.timeout(timeout):
-        while len(answers) < n:
-            frame = await ws.recv()
-            if isinstance(frame, str) and (event := json.loads(frame))["type"] in (
-                "synthesis_complete",
-                "error",
-            ):
-                answers.append(event)
-    return answers
 
 
 # --- 1. huge JSON integers ----------------------------------------------------------------------------
@@ -64,7 +50,7 @@ async def test_huge_integers_are_answered_and_leak_no_session(speech_server: Run
             "invalid_speed",
         ]
         await ws.send(json.dumps({"text": "Still here.", "id": "ok"}))
-        answers = await _answers(ws, 1)
+        answers = await next_answers(ws, 1)
         assert answers[-1]["type"] == "synthesis_complete" and answers[-1]["id"] == "ok"
     await wait_for(lambda: metric(speech_server, "streamvoice_active_sessions") == before)
     r = httpx.post(speech_server.url + "/invocations", content=f'{{"text": "Hi.", "speed": {HUGE}}}')
@@ -142,13 +128,13 @@ async def test_first_audio_of_a_long_message_does_not_wait_for_its_planning(engi
                 pass  # synthesis_started
             first_audio = time.perf_counter() - started
             await ws.send(json.dumps({"type": "cancel"}))
-            answers = await _answers(ws, 1)
+            answers = await next_answers(ws, 1)
             assert answers[-1]["code"] == "cancelled"
         assert len(frame) > 0 and first_audio < 5
         # a second client is served promptly once the first has gone (planning stopped with it)
         async with connect(server.ws_url) as ws:
             await ws.send(json.dumps({"text": "Next caller.", "id": "next"}))
-            answers = await _answers(ws, 1, timeout=20)
+            answers = await next_answers(ws, 1, timeout=20)
             assert answers[-1]["type"] == "synthesis_complete"
     finally:
         await asyncio.to_thread(server.stop)
@@ -168,10 +154,10 @@ async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(e
             await ws.send(json.dumps({"text": long, "id": "m0"}))
             for i in range(1, 9):
                 await ws.send(json.dumps({"text": f"Message number {i}.", "id": f"m{i}"}))
-            answers = await _answers(ws, 9, timeout=120)
+            answers = await next_answers(ws, 9, timeout=120)
             await asyncio.sleep(3)  # longer than the ping timeout: pongs were read all along
             await ws.send(json.dumps({"text": "Alive.", "id": "alive"}))
-            answers += await _answers(ws, 1)
+            answers += await next_answers(ws, 1)
         by_id = {a["id"]: a for a in answers}
         assert len(by_id) == 10  # every message answered exactly once
         assert [by_id[f"m{i}"]["type"] for i in range(3)] == ["synthesis_complete"] * 3
@@ -282,7 +268,7 @@ async def test_oversized_frame_is_answered_and_the_session_goes_on(engine: Kokor
             await ws.send(json.dumps({"text": "Queued first.", "id": "a"}))
             await ws.send(json.dumps({"text": "x " * 10_000, "id": "big"}))
             await ws.send(json.dumps({"text": "Queued after.", "id": "b"}))
-            answers = await _answers(ws, 3)
+            answers = await next_answers(ws, 3)
         assert [a.get("code") for a in answers] == [None, "message_too_large", None]
     finally:
         await asyncio.to_thread(server.stop)
@@ -433,7 +419,7 @@ async def test_after_a_barge_in_the_next_answer_is_due_now(speech_server: Runnin
                 pass  # the rest of the audio already on the wire, then the cancelled answer
             assert lanes[-1].play_end <= time.monotonic()  # nothing is playing any more
             await ws.send(json.dumps({"text": "Sorry, go ahead.", "id": "b"}))
-            answers = await _answers(ws, 1)
+            answers = await next_answers(ws, 1)
             assert answers[-1]["type"] == "synthesis_complete"
     finally:
         Lane.__init__ = original  # type: ignore[method-assign]
@@ -475,7 +461,7 @@ async def test_messages_sent_during_a_drain_are_answered(engine: KokoroEngine) -
             assert json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] == "synthesis_started"
             server.drainer.request_shutdown()  # what SIGTERM does
             await ws.send(json.dumps({"text": "Arrived during the drain.", "id": "late"}))
-            answers = {c["id"]: c for c in await _answers(ws, 2, timeout=60)}
+            answers = {c["id"]: c for c in await next_answers(ws, 2, timeout=60)}
             assert answers["before"]["type"] == "synthesis_complete"
             assert answers["late"]["code"] == "going_away"
             final = json.loads(await asyncio.wait_for(ws.recv(), 10))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from typing import Any
 
 import httpx
@@ -20,25 +19,17 @@ from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
 from streamvoice.server.runner import DrainingServer
-from tests.conftest import RunningServer, free_port, start_agent, start_speech_server
-from tests.test_session import collect
+from tests.helpers import (
+    RunningServer,
+    collect,
+    free_port,
+    metric,
+    start_agent,
+    start_speech_server,
+    wait_for,
+)
 
 LONG = "This sentence is here to make a long message that takes many seconds to speak aloud. " * 8
-
-
-def metric(server: RunningServer, name: str) -> float:
-    for line in httpx.get(server.url + "/metrics").text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise KeyError(name)
-
-
-async def wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.1)
 
 
 # --- security ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from streamvoice.client.sagemaker import (
 )
 from streamvoice.client.transports import TransportClosed
 from streamvoice.protocol import decode_client_frame
-from tests.conftest import RunningServer
+from tests.helpers import RunningServer
 
 
 def test_text_frames_go_as_utf8_parts_and_binary_as_binary() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from streamvoice.engine import KokoroEngine
-from tests.conftest import RunningServer
+from tests.helpers import RunningServer
 
 TWO_SENTENCES = (
     "First, a short sentence. Then a second sentence follows it, long enough to be its own piece of audio."

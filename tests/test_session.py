@@ -4,42 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import pytest
 from websockets.asyncio.client import connect
 
 from streamvoice.client import ControlEvent, SpeechClient, SpeechError
-from tests.conftest import RunningServer
-
-
-async def collect(ws: Any, until: int, timeout: float = 90) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Read frames until ``until`` answers (complete or error) arrived; count audio bytes per message id."""
-    controls: list[dict[str, Any]] = []
-    audio: dict[str, int] = {}
-    current = None
-    answers = 0
-    async with asyncio.timeout(timeout):
-        while answers < until:
-            frame = await ws.recv()
-            try:
-                obj = json.loads(frame)
-                is_control = isinstance(obj, dict)
-            except (ValueError, UnicodeDecodeError):
-                is_control = False
-            if not is_control:
-                assert isinstance(frame, bytes), "audio must travel as binary frames"
-                assert current is not None, "audio arrived outside a synthesis"
-                audio[current] = audio.get(current, 0) + len(frame)
-                continue
-            assert isinstance(frame, str), "control must travel as text frames"
-            controls.append(obj)
-            if obj["type"] == "synthesis_started":
-                current = obj["id"]
-            if obj["type"] in ("synthesis_complete", "error"):
-                answers += 1
-                current = None
-    return controls, audio
+from tests.helpers import RunningServer, collect
 
 
 async def test_text_and_binary_frames_many_messages_in_order(speech_server: RunningServer) -> None:
@@ -148,7 +118,7 @@ async def test_client_speak_and_errors(speech_server: RunningServer) -> None:
 
 
 async def test_idle_timeout_closes_with_reason(engine) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import start_speech_server
+    from tests.helpers import start_speech_server
 
     server = await asyncio.to_thread(start_speech_server, engine, idle_timeout_s=0.5, warm_up=False)
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.client.sse import SSEDecoder, iter_sse
-from tests.conftest import RunningServer, start_agent
+from tests.helpers import RunningServer, start_agent
 
 
 def decode_all(chunks: list[bytes]) -> list[str]:

@@ -143,7 +143,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamvoice", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="library log lines too (debug level)")
+    parser.add_argument(
+        "--log",
+        choices=["debug", "info", "warning", "error"],
+        help="log level of library log lines (default: warning)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the speech server (SageMaker container contract)")
@@ -200,17 +205,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "command", None) == "models" and not getattr(args, "variant", None):
         args.variant = ["int8"]
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    # Commands print their own output; library log lines (httpx requests, ...) only when asked for.
+    # The services (serve, agent) log their own operational lines at their --log-level.
+    level = "debug" if args.verbose else (args.log or "warning")
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command in ("serve", "agent") and not args.verbose and not args.log:
+        logging.getLogger("streamvoice").setLevel(str(getattr(args, "log_level", "info")).upper())
     from streamvoice.engine.kokoro import EngineError
     from streamvoice.engine.voices import VoiceError
     from streamvoice.model_files import ModelNotFoundError
+    from streamvoice.server.config import ConfigError
 
     try:
         return int(args.func(args))
-    except (ModelNotFoundError, VoiceError, EngineError) as exc:
+    except (ModelNotFoundError, VoiceError, EngineError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

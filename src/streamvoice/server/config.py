@@ -14,6 +14,10 @@ from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE, Limits
 
 
+class ConfigError(ValueError):
+    """A setting that cannot be read; the message names the variable."""
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -67,10 +71,15 @@ class ServerConfig:
         """``STREAMVOICE_<FIELD>`` for every field, then explicit overrides (CLI flags) on top."""
         values: dict[str, Any] = {}
         for f in fields(cls):
-            raw = os.environ.get(f"STREAMVOICE_{f.name.upper()}")
+            name = f"STREAMVOICE_{f.name.upper()}"
+            raw = os.environ.get(name)
             if raw is None:
                 continue
-            values[f.name] = _convert(raw, type(getattr(cls(), f.name)))
+            kind = type(getattr(cls(), f.name))
+            try:
+                values[f.name] = _convert(raw, kind)
+            except ValueError:
+                raise ConfigError(f"{name}={raw[:40]!r} is not a valid {kind.__name__}") from None
         if "model_dir" not in values and os.environ.get("KOKORO_MODEL_DIR"):
             values["model_dir"] = os.environ["KOKORO_MODEL_DIR"]
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,125 @@
+"""What the tests share: real servers on loopback built as their commands build them, and small readers.
+
+Tests import these from here, never from each other or from the benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from typing import Any
+
+import httpx
+
+from streamvoice.asgi import LoopbackServer, free_port
+from streamvoice.engine import KokoroEngine
+from streamvoice.server import ServerConfig
+from streamvoice.server.runner import DrainingServer, build_server
+
+__all__ = [
+    "RunningServer",
+    "answers",
+    "collect",
+    "free_port",
+    "metric",
+    "start_agent",
+    "start_speech_server",
+    "wait_for",
+]
+
+
+class RunningServer(LoopbackServer):
+    """A real uvicorn server on a loopback port, in a thread of this process (the benchmarks' server)."""
+
+    drainer: DrainingServer  # set for speech servers: request_shutdown() is what SIGTERM does
+
+    def start(self, timeout: float = 60.0) -> RunningServer:
+        super().start(timeout)
+        return self
+
+
+def start_speech_server(engine: KokoroEngine, sndbuf: int | None = None, **config: object) -> RunningServer:
+    """The speech server exactly as ``streamvoice serve`` builds it (transport limits included).
+
+    ``sndbuf``: a small kernel send buffer for every connection (accepted sockets inherit the listener's),
+    so a client that stops reading blocks the server's sends within kilobytes instead of megabytes.
+    """
+    sockets = None
+    if sndbuf is not None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        listener.bind(("127.0.0.1", 0))
+        sockets = [listener]
+    port = sockets[0].getsockname()[1] if sockets else free_port()
+    cfg = ServerConfig(port=port, **config)  # type: ignore[arg-type]
+    drainer = build_server(cfg, engine, log_level="warning")
+    server = RunningServer(drainer.app, port, server=drainer.server, sockets=sockets)
+    server.drainer = drainer
+    return server.start()
+
+
+def start_agent(source: object, speech_url: str, **config: object) -> RunningServer:
+    from streamvoice.agent.app import AgentConfig, create_agent_app
+
+    app = create_agent_app(source, AgentConfig(speech_url=speech_url, **config))  # type: ignore[arg-type]
+    return RunningServer(app, free_port()).start()
+
+
+def metric(server: RunningServer, name: str) -> float:
+    for line in httpx.get(server.url + "/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise KeyError(name)
+
+
+async def wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.1)
+
+
+async def collect(ws: Any, until: int, timeout: float = 90) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Read frames until ``until`` answers (complete or error) arrived; count audio bytes per message id."""
+    controls: list[dict[str, Any]] = []
+    audio: dict[str, int] = {}
+    current = None
+    answers = 0
+    async with asyncio.timeout(timeout):
+        while answers < until:
+            frame = await ws.recv()
+            try:
+                obj = json.loads(frame)
+                is_control = isinstance(obj, dict)
+            except (ValueError, UnicodeDecodeError):
+                is_control = False
+            if not is_control:
+                assert isinstance(frame, bytes), "audio must travel as binary frames"
+                assert current is not None, "audio arrived outside a synthesis"
+                audio[current] = audio.get(current, 0) + len(frame)
+                continue
+            assert isinstance(frame, str), "control must travel as text frames"
+            controls.append(obj)
+            if obj["type"] == "synthesis_started":
+                current = obj["id"]
+            if obj["type"] in ("synthesis_complete", "error"):
+                answers += 1
+                current = None
+    return controls, audio
+
+
+async def answers(ws: Any, n: int, timeout: float = 90) -> list[dict[str, Any]]:
+    """The next ``n`` answers (complete or error), skipping audio and other control frames."""
+    answers: list[dict[str, Any]] = []
+    async with asyncio.timeout(timeout):
+        while len(answers) < n:
+            frame = await ws.recv()
+            if isinstance(frame, str) and (event := json.loads(frame))["type"] in (
+                "synthesis_complete",
+                "error",
+            ):
+                answers.append(event)
+    return answers

@@ -1,0 +1,41 @@
+"""Settings: environment and flags into one typed config, and what the engine receives from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamvoice.server.config import ServerConfig
+
+
+def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMVOICE_PORT", "9001")
+    monkeypatch.setenv("STREAMVOICE_SEND_TIMEOUT_S", "2.5")
+    monkeypatch.setenv("STREAMVOICE_STREAM_WINDOWS", "0")
+    monkeypatch.setenv("STREAMVOICE_ORT_THREADS", "1")
+    monkeypatch.setenv("STREAMVOICE_ORT_SPIN", "yes")
+    monkeypatch.setenv("STREAMVOICE_EMF", "true")
+    monkeypatch.setenv("KOKORO_MODEL_DIR", "/models")
+    config = ServerConfig.from_env(port=9100, host=None)
+    assert config.port == 9100  # a flag wins over the environment
+    assert config.host == "127.0.0.1"  # a flag left unset keeps the default
+    assert config.send_timeout_s == 2.5 and config.emf and config.model_dir == "/models"
+    options = config.engine_options  # the engine gets its settings from here, never from the environment
+    assert (options.intra_op_threads, options.spin, options.stream_windows) == (1, True, False)
+
+
+def test_model_dir_setting_wins_over_kokoro_model_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOKORO_MODEL_DIR", "/models")
+    monkeypatch.setenv("STREAMVOICE_MODEL_DIR", "/mine")
+    assert ServerConfig.from_env().model_dir == "/mine"
+
+
+def test_a_malformed_number_is_an_error_that_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMVOICE_MAX_SESSIONS", "lots")
+    with pytest.raises(ValueError, match="STREAMVOICE_MAX_SESSIONS"):
+        ServerConfig.from_env()
+
+
+def test_limits_and_warm_voices_follow_the_fields() -> None:
+    config = ServerConfig(max_message_bytes=1000, max_text_chars=50, warm_voices=" af_heart, am_adam ,")
+    assert (config.limits.max_message_bytes, config.limits.max_text_chars) == (1000, 50)
+    assert config.warm_voice_list == ("af_heart", "am_adam")

@@ -1,0 +1,94 @@
+"""The agent pipeline over a stand-in transport behind the client's ``Transport`` seam: the pipeline's own
+logic (chunking into the session, relaying, one answer per piece, failures) without a speech server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from streamvoice.agent.llm import ScriptedTextSource
+from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
+from streamvoice.client import SpeechClient
+from streamvoice.client.transports import TransportClosed
+
+
+class FakeSpeech:
+    """Answers each synthesize frame as a speech server would: started, audio, complete (or an error)."""
+
+    def __init__(self, fail_on: str | None = None, hang_up_after: int | None = None) -> None:
+        self.received: list[dict[str, Any]] = []
+        self._out: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self._fail_on = fail_on
+        self._hang_up_after = hang_up_after
+
+    async def send(self, frame: str | bytes) -> None:
+        msg = json.loads(frame)
+        self.received.append(msg)
+        if self._hang_up_after is not None and len(self.received) > self._hang_up_after:
+            self._out.put_nowait(None)
+            return
+        if self._fail_on and self._fail_on in msg["text"]:
+            self._out.put_nowait(
+                json.dumps(
+                    {"type": "error", "code": "unknown_voice", "message": "no such voice", "id": msg["id"]}
+                )
+            )
+            return
+        self._out.put_nowait(json.dumps({"type": "synthesis_started", "id": msg["id"], "sequence": 0}))
+        self._out.put_nowait(b"\x01\x00" * 480 * len(msg["text"].split()))
+        self._out.put_nowait(json.dumps({"type": "synthesis_complete", "id": msg["id"], "sequence": 0}))
+
+    async def recv(self) -> str | bytes:
+        frame = await self._out.get()
+        if frame is None:
+            raise TransportClosed("1011 gone")
+        return frame
+
+    async def close(self) -> None:
+        self._out.put_nowait(None)
+
+
+async def _turn(speech: FakeSpeech, text: str, mode: str = "bidi") -> list[dict[str, Any]]:
+    async def connect() -> SpeechClient:
+        return SpeechClient(speech)
+
+    pipeline = SpeechPipeline(ScriptedTextSource(text, ttft_s=0.0, tokens_per_s=500), connect)
+    return [e async for e in pipeline.run("hi", TurnOptions(mode=mode))]  # type: ignore[arg-type]
+
+
+ANSWER = (
+    "Leaves change colour because chlorophyll fades in autumn. Other pigments then show through. That is all."
+)
+
+
+async def test_bidi_sends_pieces_as_they_complete_and_relays_every_answer() -> None:
+    speech = FakeSpeech()
+    events = await _turn(speech, ANSWER)
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert len(speech.received) >= 2  # more than one piece went into the session
+    sent = " ".join(m["text"] for m in speech.received)
+    assert sent.split() == ANSWER.split()  # nothing lost, nothing repeated
+    assert events[-1]["pieces"] == len(speech.received)
+    audio = sum(len(e["data"]) for e in events if e["type"] == "audio_chunk")
+    assert audio == events[-1]["audio_bytes"] > 0
+    assert kinds.index("audio_start") < kinds.index("audio_chunk") < kinds.index("audio_end")
+
+
+async def test_batch_sends_one_message_after_the_whole_answer() -> None:
+    speech = FakeSpeech()
+    events = await _turn(speech, ANSWER, mode="batch")
+    assert [m["text"] for m in speech.received] == [" ".join(ANSWER.split())]
+    assert events[-1]["type"] == "agent_end"
+
+
+async def test_a_speech_error_ends_the_turn_with_speech_failed() -> None:
+    events = await _turn(FakeSpeech(fail_on="pigments"), ANSWER)
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "speech_failed"
+    assert "no such voice" in events[-1]["message"]
+
+
+async def test_a_dropped_session_is_speech_disconnected_not_an_internal_error() -> None:
+    events = await _turn(FakeSpeech(hang_up_after=1), ANSWER)
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "speech_disconnected"

@@ -1,0 +1,153 @@
+"""The deadline scheduler and a listener's lane, without the model: ordering, requeueing, parking."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.planning import Piece
+from streamvoice.server.config import ServerConfig
+from streamvoice.server.lane import MAX_UNSENT_S, Lane
+from streamvoice.server.metrics import Metrics
+from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.scheduler import Requeue, SynthesisScheduler
+
+
+async def _order_of(policy: str) -> list[str]:
+    scheduler = SynthesisScheduler(workers=1, policy=policy)  # type: ignore[arg-type]
+    gate = threading.Event()
+    order: list[str] = []
+    blocker = scheduler.submit(lambda: gate.wait(5), deadline=0.0)
+    scheduler.start()
+    await asyncio.sleep(0.05)  # the worker is inside the blocker; the rest queue behind it
+    now = time.monotonic()
+    jobs = [
+        scheduler.submit(lambda n=name: order.append(n), deadline=now + offset)  # type: ignore[misc]
+        for name, offset in (("later", 3.0), ("soon", 1.0), ("urgent", 0.0))
+    ]
+    gate.set()
+    await asyncio.gather(blocker, *jobs)
+    scheduler.stop()
+    return order
+
+
+async def test_deadline_runs_the_most_urgent_first_and_fifo_runs_in_arrival_order() -> None:
+    assert await _order_of("deadline") == ["urgent", "soon", "later"]
+    assert await _order_of("fifo") == ["later", "soon", "urgent"]
+
+
+async def test_a_requeued_job_yields_to_a_more_urgent_one_between_turns() -> None:
+    scheduler = SynthesisScheduler(workers=1)
+    ran: list[str] = []
+    turns = iter(range(4))
+
+    def long_job() -> int | Requeue:
+        ran.append("long")
+        time.sleep(0.1)  # one window's worth of decoding
+        if next(turns) < 3:
+            return Requeue(time.monotonic() + 10)  # its next window is not due for a while
+        return 1
+
+    scheduler.start()
+    long = scheduler.submit(long_job, deadline=0.0)
+    await asyncio.sleep(0.15)
+    short = scheduler.submit(lambda: ran.append("new") or 2, deadline=time.monotonic())
+    assert await asyncio.wait_for(short, 5) == 2 and await asyncio.wait_for(long, 5) == 1
+    scheduler.stop()
+    assert ran.index("new") < len(ran) - 1  # the newcomer went between the long job's turns
+
+
+async def test_a_cancelled_job_is_skipped_and_stop_cancels_the_queue() -> None:
+    scheduler = SynthesisScheduler(workers=1)
+    ran: list[str] = []
+    skipped = scheduler.submit(lambda: ran.append("skipped"))
+    skipped.cancel()
+    scheduler.start()
+    assert await asyncio.wait_for(scheduler.submit(lambda: "ok"), 5) == "ok"
+    assert ran == []
+    scheduler.stop()
+    late = scheduler.submit(lambda: "never")
+    assert isinstance(late.exception(), RuntimeError)
+
+
+# --- the lane, over a stand-in for the engine --------------------------------------------------------------
+
+
+@dataclass
+class _Engine:
+    """Yields a fixed number of one-second windows per piece, instantly: the lane's logic, not the model's."""
+
+    windows_per_piece: int = 20
+    sample_rate: int = 24_000
+    decoded: int = 0
+
+    def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any
+                     ) -> Generator[NDArray[np.float32]]:  # fmt: skip
+        for _ in range(self.windows_per_piece):
+            self.decoded += 1
+            yield np.zeros(self.sample_rate, dtype=np.float32)
+
+
+@dataclass
+class _Service:
+    engine: _Engine = field(default_factory=_Engine)
+    config: ServerConfig = field(default_factory=ServerConfig)
+    metrics: Metrics = field(default_factory=Metrics)
+    scheduler: SynthesisScheduler = field(default_factory=SynthesisScheduler)
+    decode_rtf: float = 0.3
+
+    def observe_decode(self, seconds: float, audio_s: float) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class _Request:
+    voice: Any = None
+    speed: float = 1.0
+
+
+async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resumes_when_they_do() -> None:
+    service = _Service()
+    service.scheduler.start()
+    lane = Lane(service)  # type: ignore[arg-type]
+    sink = PieceAudio(asyncio.get_running_loop(), lane)
+    lane.add(Piece("x", "x", (1,)), _Request(), sink)  # type: ignore[arg-type]
+    await asyncio.sleep(0.3)
+    parked_at = service.engine.decoded
+    assert lane.unsent_s <= MAX_UNSENT_S + 1 and parked_at < service.engine.windows_per_piece
+    windows = sink.windows()
+    for _ in range(parked_at):  # the listener catches up
+        await anext(windows)
+    await asyncio.sleep(0.3)
+    assert service.engine.decoded > parked_at  # resumed
+    rest = [w async for w in windows]
+    assert parked_at + len(rest) == service.engine.windows_per_piece
+    assert lane.unsent_s == 0
+    service.scheduler.stop()
+
+
+async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() -> None:
+    service = _Service()
+    service.scheduler.start()
+    lane = Lane(service)  # type: ignore[arg-type]
+    sink = PieceAudio(asyncio.get_running_loop(), lane)
+    lane.add(Piece("x", "x", (1,)), _Request(), sink)  # type: ignore[arg-type]
+    await asyncio.sleep(0.3)
+    assert lane.unsent_s > 0 and lane.play_end > time.monotonic()
+    sink.cancel()
+    lane.restart_playback()
+    await asyncio.sleep(0.1)
+    assert lane.unsent_s == 0 and lane.play_end <= time.monotonic()
+    assert [w async for w in sink.windows()] == []  # a cancelled piece ends its stream
+    nxt = PieceAudio(asyncio.get_running_loop(), lane)
+    lane.add(Piece("y", "y", (1,)), _Request(), nxt)  # type: ignore[arg-type]
+    first = await asyncio.wait_for(anext(nxt.windows()), 5)  # the lane serves the next piece at once
+    assert first.size == 24_000
+    service.scheduler.stop()
