@@ -10,6 +10,7 @@ import asyncio
 import json
 import socket
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -170,20 +171,31 @@ async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(e
 # --- 6 and 7. decode-ahead and real-time readers -----------------------------------------------------------
 
 
-async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine) -> None:
-    from streamvoice.server.lane import MAX_UNSENT_S, Lane
+@pytest.fixture
+def lanes() -> Iterator[list[Any]]:
+    """Every listener lane the server creates while the test runs, in creation order."""
+    from streamvoice.server.lane import Lane
 
-    lanes: list[Lane] = []
+    created: list[Lane] = []
     original = Lane.__init__
 
-    def spy(self: Lane, service: Any) -> None:
+    def record(self: Lane, service: Any) -> None:
         original(self, service)
-        lanes.append(self)
+        created.append(self)
+
+    Lane.__init__ = record  # type: ignore[method-assign]
+    try:
+        yield created
+    finally:
+        Lane.__init__ = original  # type: ignore[method-assign]
+
+
+async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine, lanes: list[Any]) -> None:
+    from streamvoice.server.lane import MAX_UNSENT_S
 
     server = await asyncio.to_thread(
         start_speech_server, engine, sndbuf=4096, warm_up=False, send_timeout_s=60
     )
-    Lane.__init__ = spy  # type: ignore[method-assign]
     try:
         text = "The quick brown fox jumps over the lazy dog near the river bank today. " * 30
         sock = socket.socket()
@@ -199,7 +211,6 @@ async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine) -> Non
             assert lanes[-1]._parked  # decoding stopped until the sender catches up
             await ws.send(json.dumps({"type": "cancel"}))
     finally:
-        Lane.__init__ = original  # type: ignore[method-assign]
         await asyncio.to_thread(server.stop)
 
 
@@ -396,33 +407,22 @@ def test_sse_decoder_is_linear_in_the_stream() -> None:
 # --- 11. barge-in ---------------------------------------------------------------------------------------------
 
 
-async def test_after_a_barge_in_the_next_answer_is_due_now(speech_server: RunningServer) -> None:
-    from streamvoice.server.lane import Lane
-
-    lanes: list[Lane] = []
-    original = Lane.__init__
-
-    def spy(self: Lane, service: Any) -> None:
-        original(self, service)
-        lanes.append(self)
-
-    Lane.__init__ = spy  # type: ignore[method-assign]
-    try:
-        async with connect(speech_server.ws_url) as ws:
-            await ws.send(json.dumps({"text": "A long answer the caller interrupts. " * 6, "id": "a"}))
-            while isinstance(await asyncio.wait_for(ws.recv(), 30), str):
-                pass
-            await asyncio.sleep(1.0)  # seconds of audio decoded ahead
-            assert lanes[-1].play_end > time.monotonic() + 1
-            await ws.send(json.dumps({"type": "cancel"}))
-            while not (isinstance(frame := await ws.recv(), str) and json.loads(frame)["type"] == "error"):
-                pass  # the rest of the audio already on the wire, then the cancelled answer
-            assert lanes[-1].play_end <= time.monotonic()  # nothing is playing any more
-            await ws.send(json.dumps({"text": "Sorry, go ahead.", "id": "b"}))
-            answers = await next_answers(ws, 1)
-            assert answers[-1]["type"] == "synthesis_complete"
-    finally:
-        Lane.__init__ = original  # type: ignore[method-assign]
+async def test_after_a_barge_in_the_next_answer_is_due_now(
+    speech_server: RunningServer, lanes: list[Any]
+) -> None:
+    async with connect(speech_server.ws_url) as ws:
+        await ws.send(json.dumps({"text": "A long answer the caller interrupts. " * 6, "id": "a"}))
+        while isinstance(await asyncio.wait_for(ws.recv(), 30), str):
+            pass
+        await asyncio.sleep(1.0)  # seconds of audio decoded ahead
+        assert lanes[-1].play_end > time.monotonic() + 1
+        await ws.send(json.dumps({"type": "cancel"}))
+        while not (isinstance(frame := await ws.recv(), str) and json.loads(frame)["type"] == "error"):
+            pass  # the rest of the audio already on the wire, then the cancelled answer
+        assert lanes[-1].play_end <= time.monotonic()  # nothing is playing any more
+        await ws.send(json.dumps({"text": "Sorry, go ahead.", "id": "b"}))
+        answers = await next_answers(ws, 1)
+        assert answers[-1]["type"] == "synthesis_complete"
 
 
 # --- 12. shared tables ------------------------------------------------------------------------------------

@@ -33,7 +33,11 @@ def file_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    class QuietServer(http.server.ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass  # a client that hangs up early (the size cap) is expected here
+
+    httpd = QuietServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/release/", root
@@ -107,3 +111,26 @@ def test_download_of_real_voices_matches_official_hash(
 def test_download_reports_unreachable_host(tmp_path: Path) -> None:
     with pytest.raises(DownloadError, match="failed"):
         download_models(tmp_path / "dest", ["int8"], "http://127.0.0.1:9/")
+
+
+def test_download_stops_past_the_size_a_file_can_be(file_server: tuple[str, Path], tmp_path: Path) -> None:
+    """A server that sends more than the file can be is cut off before the disk fills (the checksum could
+    only tell after the whole body arrived)."""
+    base_url, root = file_server
+    (root / "release").mkdir()
+    (root / "release" / "kokoro-v1.0.int8.onnx").write_bytes(b"x" * (3 << 20))  # 3 MiB; the cap is 2 MiB
+    (root / "release" / VOICES_FILE).write_bytes(b"voices")
+    catalogue = {
+        "kokoro-v1.0.int8.onnx": RemoteFile("kokoro-v1.0.int8.onnx", "0" * 64, 1),
+        VOICES_FILE: RemoteFile(VOICES_FILE, hashlib.sha256(b"voices").hexdigest(), 1),
+    }
+    from streamvoice.model_files import download_file
+
+    with pytest.raises(DownloadError, match="more than"):
+        download_file(
+            base_url.rstrip("/") + "/kokoro-v1.0.int8.onnx",
+            tmp_path / "dest" / "kokoro-v1.0.int8.onnx",
+            catalogue["kokoro-v1.0.int8.onnx"].sha256,
+            max_bytes=2 << 20,
+        )
+    assert not list((tmp_path / "dest").iterdir())  # nothing half-written survives

@@ -113,12 +113,18 @@ class _Request:
     speed: float = 1.0
 
 
-async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resumes_when_they_do() -> None:
+def _lane_decoding_one_piece() -> tuple[_Service, Lane, PieceAudio]:
+    """A started scheduler and a lane with one 20-window piece queued on it."""
     service = _Service()
     service.scheduler.start()
     lane = Lane(service)  # type: ignore[arg-type]
     sink = PieceAudio(asyncio.get_running_loop(), lane)
     lane.add(Piece("x", "x", (1,)), _Request(), sink)  # type: ignore[arg-type]
+    return service, lane, sink
+
+
+async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resumes_when_they_do() -> None:
+    service, lane, sink = _lane_decoding_one_piece()
     await asyncio.sleep(0.3)
     parked_at = service.engine.decoded
     assert lane.unsent_s <= MAX_UNSENT_S + 1 and parked_at < service.engine.windows_per_piece
@@ -134,11 +140,7 @@ async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resume
 
 
 async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() -> None:
-    service = _Service()
-    service.scheduler.start()
-    lane = Lane(service)  # type: ignore[arg-type]
-    sink = PieceAudio(asyncio.get_running_loop(), lane)
-    lane.add(Piece("x", "x", (1,)), _Request(), sink)  # type: ignore[arg-type]
+    service, lane, sink = _lane_decoding_one_piece()
     await asyncio.sleep(0.3)
     assert lane.unsent_s > 0 and lane.play_end > time.monotonic()
     sink.cancel()

@@ -23,7 +23,7 @@ from streamvoice.server.config import ServerConfig
 from streamvoice.server.lane import Lane
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import PieceAudio
-from streamvoice.server.scheduler import SynthesisScheduler
+from streamvoice.server.scheduler import Policy, SynthesisScheduler
 from streamvoice.text.chunker import chunk_text
 
 
@@ -165,7 +165,9 @@ class SpeechService:
                 stream.cancel()
 
 
-def _policy(name: str):  # type: ignore[no-untyped-def]
-    if name not in ("deadline", "fifo"):
-        raise ValueError(f"scheduler must be 'deadline' or 'fifo', not {name!r}")
-    return name
+def _policy(name: str) -> Policy:
+    if name == "deadline":
+        return "deadline"
+    if name == "fifo":
+        return "fifo"
+    raise ValueError(f"scheduler must be 'deadline' or 'fifo', not {name!r}")
