@@ -64,8 +64,8 @@ def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats |
     # Warm runs start from the warm-up's statistics only, never from earlier runs of the same sentences.
     key = None
     if mode == "warm":
-        key = "bench-voice"
-        engine.set_voice_stats(key, prior)
+        key = DEFAULT_VOICE
+        engine.set_voice_stats(key, prior)  # what it learnt here is undone before the next warm run
     started = time.perf_counter()
     ready: list[tuple[float, int]] = []  # (seconds since start, samples so far) per chunk
     parts = []
