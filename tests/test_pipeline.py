@@ -92,3 +92,40 @@ async def test_a_speech_error_ends_the_turn_with_speech_failed() -> None:
 async def test_a_dropped_session_is_speech_disconnected_not_an_internal_error() -> None:
     events = await _turn(FakeSpeech(hang_up_after=1), ANSWER)
     assert events[-1]["type"] == "error" and events[-1]["code"] == "speech_disconnected"
+
+
+class ChattySpeech(FakeSpeech):
+    """Answers with a thousand small audio frames per message, counting how many the turn has read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read = 0
+
+    async def send(self, frame: str | bytes) -> None:
+        msg = json.loads(frame)
+        self.received.append(msg)
+        self._out.put_nowait(json.dumps({"type": "synthesis_started", "id": msg["id"], "sequence": 0}))
+        for _ in range(1000):
+            self._out.put_nowait(b"\x01\x00" * 240)
+        self._out.put_nowait(json.dumps({"type": "synthesis_complete", "id": msg["id"], "sequence": 0}))
+
+    async def recv(self) -> str | bytes:
+        self.read += 1
+        return await super().recv()
+
+
+async def test_a_slow_caller_makes_the_turn_stop_reading_speech_instead_of_queueing_it() -> None:
+    from streamvoice.agent.pipeline import MAX_QUEUED_EVENTS
+
+    speech = ChattySpeech()
+
+    async def connect() -> SpeechClient:
+        return SpeechClient(speech)
+
+    pipeline = SpeechPipeline(ScriptedTextSource("One short answer.", ttft_s=0.0), connect)
+    events = pipeline.run("hi", TurnOptions(mode="batch"))
+    assert (await anext(events))["type"] == "agent_start"
+    await asyncio.sleep(0.5)  # the caller reads nothing for a while
+    assert speech.read <= MAX_QUEUED_EVENTS + 8  # held back, not 1,000 frames queued for the caller
+    rest = [e async for e in events]  # reading resumes: nothing was lost
+    assert sum(1 for e in rest if e["type"] == "audio_chunk") == 1000 and rest[-1]["type"] == "agent_end"
