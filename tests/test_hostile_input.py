@@ -460,6 +460,10 @@ async def test_messages_sent_during_a_drain_are_answered(engine: KokoroEngine) -
             await ws.send(json.dumps({"text": "Finishing this one. " * 4, "id": "before"}))
             assert json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] == "synthesis_started"
             server.drainer.request_shutdown()  # what SIGTERM does
+            await wait_for(lambda: httpx.get(server.url + "/ping").status_code == 503, timeout=5)
+            live = httpx.get(server.url + "/live")  # readiness is gone, liveness stays
+            assert live.status_code == 200 and live.json()["state"] == "draining"
+            assert "streamvoice_draining 1" in httpx.get(server.url + "/metrics").text
             await ws.send(json.dumps({"text": "Arrived during the drain.", "id": "late"}))
             answers = {c["id"]: c for c in await next_answers(ws, 2, timeout=60)}
             assert answers["before"]["type"] == "synthesis_complete"

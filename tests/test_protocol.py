@@ -45,6 +45,7 @@ def test_text_without_type_is_a_synthesize_request() -> None:
 
 def test_control_messages() -> None:
     assert decode_client_frame('{"type": "cancel"}') == Cancel()
+    assert decode_client_frame('{"type": "cancel", "id": "m2"}') == Cancel(id="m2")
     assert decode_client_frame('{"type": "close"}') == Close()
     assert decode_client_frame('{"type": "configure", "voice": "bm_george", "speed": 0.9}') == Configure(
         voice="bm_george", speed=0.9

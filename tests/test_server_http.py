@@ -84,6 +84,20 @@ def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
     httpx.post(speech_server.url + "/invocations", json={"text": "Counting."}, timeout=60)
     text = httpx.get(speech_server.url + "/metrics").text
     assert "streamvoice_model_call_seconds_count" in text and "streamvoice_active_sessions" in text
+    # the gauges an autoscaler reads
+    assert "streamvoice_busy_sessions 0" in text and "streamvoice_draining 0" in text
+    assert "streamvoice_capacity_sessions 64" in text
+
+
+def test_live_answers_while_ping_says_not_ready(engine: KokoroEngine) -> None:
+    from starlette.testclient import TestClient
+
+    from streamvoice.server import ServerConfig, create_app
+
+    client = TestClient(create_app(ServerConfig(), engine=engine))  # no lifespan: still starting
+    assert client.get("/ping").status_code == 503
+    live = client.get("/live")
+    assert live.status_code == 200 and live.json() == {"status": "alive", "state": "starting"}
 
 
 def test_ping_is_503_until_warm(engine: KokoroEngine) -> None:

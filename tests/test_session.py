@@ -95,6 +95,22 @@ async def test_cancel_drops_queued_and_in_progress_work(speech_server: RunningSe
     assert audio["after"] > 0
 
 
+async def test_cancel_with_an_id_cancels_that_message_only(speech_server: RunningServer) -> None:
+    async with connect(speech_server.ws_url) as ws:
+        await ws.send(json.dumps({"text": "The first message is spoken in full. " * 3, "id": "a"}))
+        await ws.send(json.dumps({"text": "The second one is interrupted before it starts.", "id": "b"}))
+        await ws.send(json.dumps({"text": "The third one is spoken too.", "id": "c"}))
+        await ws.send(json.dumps({"type": "cancel", "id": "b"}))
+        await ws.send(json.dumps({"type": "cancel", "id": "nobody"}))
+        controls, audio = await collect(ws, 3, timeout=90)
+        acks = [json.loads(await asyncio.wait_for(ws.recv(), 10)) for _ in range(2)]  # in arrival order
+    answers = {c["id"]: c for c in controls if c["type"] in ("synthesis_complete", "error")}
+    assert answers["a"]["type"] == "synthesis_complete" and audio["a"] > 0
+    assert answers["b"]["code"] == "cancelled" and "b" not in audio
+    assert answers["c"]["type"] == "synthesis_complete" and audio["c"] > 0
+    assert [(a["type"], a["ids"]) for a in acks] == [("cancelled", ["b"]), ("cancelled", [])]
+
+
 async def test_close_finishes_queued_work_then_ends(speech_server: RunningServer) -> None:
     client = await SpeechClient.connect(speech_server.ws_url)
     await client.synthesize("Finish me before closing.", id="x")

@@ -34,6 +34,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model_dir=args.model_dir,
         model_variant=args.variant,
         scheduler=args.scheduler,
+        drain_timeout_s=args.drain_timeout,
     )
     # Graceful: the first SIGTERM turns /ping unhealthy and lets sessions finish, then exits.
     build_server(config, log_level=args.log_level).run()
@@ -155,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help="default 127.0.0.1 (the container passes 0.0.0.0)")
     p.add_argument("--port", type=int, default=None, help="default 8080")
     p.add_argument("--scheduler", choices=["deadline", "fifo"], default=None)
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=None,
+        help="seconds open sessions get to finish after SIGTERM (default 15; env STREAMVOICE_DRAIN_TIMEOUT_S)",
+    )
     p.add_argument("--log-level", default="info")
     _add_model_args(p)
     p.set_defaults(func=cmd_serve)

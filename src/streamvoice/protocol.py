@@ -116,6 +116,9 @@ class Configure:
 
 @dataclass(frozen=True)
 class Cancel:
+    """Without ``id``: everything queued or in progress (barge-in). With ``id``: that message only."""
+
+    id: str | None = None
     type: str = "cancel"
 
 
@@ -202,7 +205,7 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
     if kind == "configure":
         return Configure(**_options(obj, msg_id))
     if kind == "cancel":
-        return Cancel()
+        return Cancel(id=msg_id)
     if kind == "close":
         return Close()
     if kind is None:

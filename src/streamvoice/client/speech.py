@@ -104,8 +104,9 @@ class SpeechClient:
     async def configure(self, **options: Any) -> None:
         await self.send({"type": "configure", **options})
 
-    async def cancel(self) -> None:
-        await self.send({"type": "cancel"})
+    async def cancel(self, id: str | None = None) -> None:
+        """Cancel one message by id, or (no id) everything queued or in progress."""
+        await self.send({"type": "cancel", "id": id} if id is not None else {"type": "cancel"})
 
     async def close(self) -> None:
         """Ask the server to finish what is queued, then end the session."""

@@ -1,6 +1,8 @@
 """The speech server's ASGI app: the SageMaker container contract plus metrics.
 
-- ``GET /ping``: 200 only after the model loaded *and* a warm-up synthesis produced audio.
+- ``GET /ping``: readiness, 200 only after the model loaded *and* a warm-up synthesis produced audio, and
+  not while draining.
+- ``GET /live``: liveness, 200 whenever the process serves requests (warm-up and drain included).
 - ``POST /invocations``: one complete input, streamed back piece by piece.
 - ``WS /invocations-bidirectional-stream``: one long-lived session, many messages.
 - ``GET /metrics``: Prometheus text.
@@ -65,6 +67,9 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             )
         service = SpeechService(eng, config, Metrics(config.endpoint_name if config.emf else None))
         service.metrics.queue_depth = lambda: service.scheduler.queue_depth
+        service.metrics.busy_sessions = lambda: sum(1 for s in service.sessions if s.busy)
+        service.metrics.draining = lambda: service.draining
+        service.metrics.capacity_sessions = config.max_sessions
         service.start()
         app.state.service = service  # the drain (runner) reaches it here
         if config.warm_up:
@@ -81,6 +86,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
     return Starlette(
         routes=[
             Route("/ping", ping, methods=["GET"]),
+            Route("/live", live, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
             WebSocketRoute(WS_PATH, bidi),
@@ -128,6 +134,15 @@ def error_response(exc: ProtocolError) -> JSONResponse:
 async def ping(request: Request) -> Response:
     problem = unavailable(service_of(request), new_work=False)
     return error_response(problem) if problem else JSONResponse({"status": "ok"})
+
+
+async def live(request: Request) -> Response:
+    """The process answers: a supervisor must not restart it while it loads or drains."""
+    service = service_of(request)
+    state = (
+        "draining" if service and service.draining else "ready" if service and service.ready else "starting"
+    )
+    return JSONResponse({"status": "alive", "state": state})
 
 
 async def metrics(request: Request) -> Response:

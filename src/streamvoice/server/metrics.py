@@ -73,6 +73,11 @@ class Metrics:
         self.active_sessions = 0
         self.active_streams = 0  # POST /invocations answers being streamed
         self.queue_depth: Callable[[], int] = lambda: 0
+        # For autoscaling: sessions with a message queued or in flight (an idle open session costs nothing),
+        # the session capacity, and whether this replica is draining (it takes no new work).
+        self.busy_sessions: Callable[[], int] = lambda: 0
+        self.capacity_sessions = 0
+        self.draining: Callable[[], bool] = lambda: False
 
     def observe_first_audio(self, seconds: float) -> None:
         with self._lock:
@@ -124,4 +129,12 @@ class Metrics:
                 f"streamvoice_active_streams {self.active_streams}",
             ]
             lines += ["# TYPE streamvoice_queue_depth gauge", f"streamvoice_queue_depth {self.queue_depth()}"]
+            lines += [
+                "# TYPE streamvoice_busy_sessions gauge",
+                f"streamvoice_busy_sessions {self.busy_sessions()}",
+                "# TYPE streamvoice_capacity_sessions gauge",
+                f"streamvoice_capacity_sessions {self.capacity_sessions}",
+                "# TYPE streamvoice_draining gauge",
+                f"streamvoice_draining {int(self.draining())}",
+            ]
         return "\n".join(lines) + "\n"

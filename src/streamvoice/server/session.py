@@ -138,6 +138,11 @@ class BidiSession:
         # When the audio sent so far will have played out at the listener, if playback started on arrival.
         self._playout_end = 0.0
 
+    @property
+    def busy(self) -> bool:
+        """A message is queued or in flight (what an autoscaler counts; an idle open session is cheap)."""
+        return bool(self._open)
+
     def drain(self) -> None:
         """Finish queued messages, answer later ones ``going_away``, then close with 1001."""
         if not self._draining:
@@ -247,8 +252,11 @@ class BidiSession:
                 await self._accept(msg)
             case Configure():
                 await self._configure(msg)
-            case Cancel():
+            case Cancel(id=None):
                 ids = self._cancel_all()
+                await self._outbox.put(_Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
+            case Cancel(id=target):
+                ids = self._cancel_message(target)
                 await self._outbox.put(_Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
             case Close():
                 await self._outbox.put(
@@ -360,6 +368,23 @@ class BidiSession:
             self.lane.restart_playback()
             self._playout_end = time.monotonic()
         return ids
+
+    def _cancel_message(self, target: str | None) -> list[str | None]:
+        """Cancel the open messages with this id; the ones before and after go on.
+
+        Only when the message being spoken is among them does the listener's playback restart (what is
+        queued after it was not playing yet).
+        """
+        hit = [job for job in self._open if job.id == target and not job.cancelled]
+        if not hit:
+            return []
+        speaking = self._open[0] in hit
+        for job in hit:
+            job.cancel()
+        if speaking:
+            self.lane.restart_playback()
+            self._playout_end = time.monotonic()
+        return [job.id for job in hit]
 
     # -- writing ------------------------------------------------------------------------------------
     async def _write_loop(self) -> None:
