@@ -1,7 +1,8 @@
-"""Small ASGI guards both HTTP services put in front of their routes.
+"""What both HTTP services share at the transport: their error responses, and the guards they put in front
+of their routes.
 
-Transport-level, no framework: they run before any route reads a byte, so a hostile request costs at most
-the bound they enforce.
+The guards are plain ASGI: they run before any route reads a byte, so a hostile request costs at most the
+bound they enforce.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from starlette.responses import JSONResponse
+
+from streamvoice.protocol import ErrorCode, ProtocolError, error_body
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -20,19 +25,30 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-async def send_json_error(
-    send: Send, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """The services' HTTP error shape, ``{"error": {"code", "message"}}``, sent without a framework."""
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+def _retry_after(exc: ProtocolError) -> dict[str, str]:
+    """A full server says when to try again."""
+    return {"retry-after": "1"} if exc.code == ErrorCode.SERVER_BUSY else {}
+
+
+def error_response(exc: ProtocolError) -> JSONResponse:
+    """The services' HTTP error: ``{"error": {"code", "message"}}`` with the status the code implies."""
+    return JSONResponse(
+        error_body(exc.code, exc.message), status_code=exc.http_status, headers=_retry_after(exc)
+    )
+
+
+async def send_json_error(send: Send, exc: ProtocolError) -> None:
+    """The same response, sent without a framework (from the guards, before any route)."""
+    body = json.dumps(error_body(exc.code, exc.message)).encode()
+    headers = [(k.encode(), v.encode()) for k, v in _retry_after(exc).items()]
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": exc.http_status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                *(headers or []),
+                *headers,
             ],
         }
     )
@@ -88,9 +104,10 @@ class BodyLimit:
         size = f"{declared} bytes" if declared and declared.isdigit() else "larger than the limit"
         await send_json_error(
             send,
-            413,
-            "message_too_large",
-            f"request body is {size}; the limit is {self.max_bytes} bytes. Send less text per request.",
+            ProtocolError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"request body is {size}; the limit is {self.max_bytes} bytes. Send less text per request.",
+            ),
         )
 
 
@@ -128,7 +145,10 @@ class HostAllowList:
                     await send({"type": "websocket.close", "code": 1008, "reason": "host not allowed"})
                 else:
                     await send_json_error(
-                        send, 421, "host_not_allowed", f"this service does not answer for host {host[:60]!r}"
+                        send,
+                        ProtocolError(
+                            ErrorCode.HOST_NOT_ALLOWED, f"this service does not answer for host {host[:60]!r}"
+                        ),
                     )
                 return
         await self.app(scope, receive, send)

@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -23,14 +23,14 @@ from bedrock_agentcore import BedrockAgentCoreApp
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
-from streamvoice.asgi import BodyLimit, HostAllowList
+from streamvoice.asgi import BodyLimit, HostAllowList, error_response
 from streamvoice.client import SpeechClient
 from streamvoice.protocol import (
     DEFAULT_VOICE,
@@ -38,7 +38,6 @@ from streamvoice.protocol import (
     Limits,
     ProtocolError,
     bearer_authorized,
-    error_body,
     parse_json_object,
     validate_speed,
     validate_voice,
@@ -122,30 +121,38 @@ class AgentApp(BedrockAgentCoreApp):
         self.config = config
         self.turns = 0  # turns in progress, over both routes
 
-    async def _handle_invocation(self, request: Request) -> Response:
-        if not bearer_authorized(request.headers.get("authorization"), self.config.auth_token):
-            return JSONResponse(error_body("unauthorized", "send Authorization: Bearer <token>"), 401)
-        # JSON only: a cross-site page can POST text/plain without asking (no CORS preflight) and so spend
-        # this agent's LLM credit; application/json needs a preflight that only allowed origins pass.
-        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media != "application/json":
-            return JSONResponse(
-                error_body("unsupported_media_type", "send the request as Content-Type: application/json"),
-                415,
-            )
+    def check_room(self) -> None:
+        """Raise ``server_busy`` when the agent already answers as many callers as it may."""
         if self.turns >= self.config.max_concurrent_turns:
-            return JSONResponse(
-                error_body(
-                    "server_busy",
-                    f"the agent is answering {self.turns} callers already; retry in a moment",
-                ),
-                503,
-                headers={"retry-after": "1"},
+            raise ProtocolError(
+                ErrorCode.SERVER_BUSY,
+                f"the agent is answering {self.turns} callers already; retry in a moment",
             )
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Count a turn in progress for as long as it runs, on either route."""
+        self.turns += 1
         try:
+            yield
+        finally:
+            self.turns -= 1
+
+    async def _handle_invocation(self, request: Request) -> Response:
+        try:
+            if not bearer_authorized(request.headers.get("authorization"), self.config.auth_token):
+                raise ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+            # JSON only: a cross-site page can POST text/plain without asking (no CORS preflight) and so
+            # spend this agent's LLM credit; application/json needs a preflight only allowed origins pass.
+            media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media != "application/json":
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED_MEDIA_TYPE, "send the request as Content-Type: application/json"
+                )
+            self.check_room()
             parse_json_object(await request.body(), Limits(max_message_bytes=self.config.max_body_bytes))
         except ProtocolError as exc:
-            return JSONResponse(error_body(exc.code, exc.message), exc.http_status)
+            return error_response(exc)
         response: Response = await super()._handle_invocation(request)  # type: ignore[no-untyped-call]
         return response
 
@@ -178,15 +185,12 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
         try:
             prompt, options = parse_turn_request(payload, cfg)
         except ProtocolError as exc:
-            return JSONResponse(error_body(exc.code, exc.message), status_code=exc.http_status)
+            return error_response(exc)
 
         async def events() -> AsyncIterator[Event]:
-            app.turns += 1
-            try:
+            with app.turn():
                 async for event in pipeline.run(prompt, options):
                     yield to_sse_payload(event)
-            finally:
-                app.turns -= 1
 
         return events()
 
@@ -208,24 +212,18 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
                     return
                 try:
                     prompt, options = parse_turn_request(_loads(raw), cfg)
-                    if app.turns >= cfg.max_concurrent_turns:
-                        raise ProtocolError(
-                            ErrorCode.SERVER_BUSY, "the agent is answering too many callers; retry soon"
-                        )
+                    app.check_room()
                 except ProtocolError as exc:
                     await websocket.send_text(
                         json.dumps({"type": "error", "code": str(exc.code), "message": exc.message})
                     )
                     continue
-                app.turns += 1
-                try:
+                with app.turn():
                     async for event in pipeline.run(prompt, options):
                         if event["type"] == "audio_chunk":
                             await websocket.send_bytes(event["data"])
                         else:
                             await websocket.send_text(json.dumps(event))
-                finally:
-                    app.turns -= 1
 
     async def index(request: Request) -> Response:
         return FileResponse(WEB_DIR / "index.html")

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from streamvoice.asgi import BodyLimit
+from streamvoice.asgi import BodyLimit, error_response
 from streamvoice.audio.encoders import MEDIA_TYPES
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import (
@@ -38,7 +38,6 @@ from streamvoice.protocol import (
     Synthesize,
     bearer_authorized,
     encode_event,
-    error_body,
     message_from_object,
     parse_json_object,
 )
@@ -120,12 +119,6 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
 def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
     token = service.config.auth_token if service is not None else None
     return bearer_authorized(conn.headers.get("authorization"), token)
-
-
-def error_response(exc: ProtocolError) -> JSONResponse:
-    busy = exc.code == ErrorCode.SERVER_BUSY
-    headers = {"retry-after": "1"} if busy else None
-    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.http_status, headers=headers)
 
 
 # --- routes ---------------------------------------------------------------------------------------------

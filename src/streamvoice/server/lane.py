@@ -84,7 +84,7 @@ class Lane:
                 return
             self._active = True
             self._parked = False
-        self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+        self._schedule()
 
     def taken(self, samples: int) -> None:
         """The sender took (or dropped) decoded audio. Called on the event loop."""
@@ -95,7 +95,11 @@ class Lane:
                 self._parked = False
                 self._active = True
         if resume:
-            self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Queue the lane's next turn, due when this listener's audio runs out (now, if it already has)."""
+        self._service.scheduler.submit(self._step, deadline=max(self.play_end, time.monotonic()))
 
     def restart_playback(self) -> None:
         """The listener's queued audio was thrown away (barge-in): nothing is playing any more, so its next

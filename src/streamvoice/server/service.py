@@ -138,21 +138,25 @@ class SpeechService:
         lane.add(piece, request, sink)
         return sink
 
-    async def audio_pieces(self, request: ResolvedRequest) -> AsyncGenerator[NDArray[np.float32]]:
-        """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves.
+    async def plan_into(
+        self,
+        request: ResolvedRequest,
+        lane: Lane,
+        submitted: list[PieceAudio],
+        ready: asyncio.Queue[PieceAudio | None],
+    ) -> None:
+        """Plan the message and queue each piece on the lane as soon as it is planned (so piece N+1 decodes
+        while piece N is on the wire); each piece's audio goes to ``submitted`` and to the consumer's
+        ``ready`` queue, whose end marker the caller adds when this ends (done, failed or cancelled)."""
+        async for piece in self.plan(request):
+            submitted.append(self.submit(piece, request, lane))
+            ready.put_nowait(submitted[-1])
 
-        Every piece is queued as soon as it is planned, so piece N+1 decodes while piece N is on the wire.
-        """
-        lane = self.lane()
+    async def audio_pieces(self, request: ResolvedRequest) -> AsyncGenerator[NDArray[np.float32]]:
+        """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves."""
         streams: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
         submitted: list[PieceAudio] = []
-
-        async def plan_all() -> None:
-            async for piece in self.plan(request):
-                submitted.append(self.submit(piece, request, lane))
-                streams.put_nowait(submitted[-1])
-
-        planner = asyncio.create_task(plan_all())
+        planner = asyncio.create_task(self.plan_into(request, self.lane(), submitted, streams))
         planner.add_done_callback(lambda _: streams.put_nowait(None))
         try:
             while (stream := await streams.get()) is not None:

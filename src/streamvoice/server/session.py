@@ -252,11 +252,11 @@ class BidiSession:
                 await self._accept(msg)
             case Configure():
                 await self._configure(msg)
-            case Cancel(id=None):
-                ids = self._cancel_all()
-                await self._outbox.put(_Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
             case Cancel(id=target):
-                ids = self._cancel_message(target)
+                # No id: everything open (barge-in); an id: that message only, the rest goes on.
+                ids = self._cancel(
+                    [j for j in self._open if target is None or (j.id == target and not j.cancelled)]
+                )
                 await self._outbox.put(_Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
             case Close():
                 await self._outbox.put(
@@ -322,10 +322,7 @@ class BidiSession:
         if previous is not None and not self.service.config.pipeline:
             # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
             await previous.answered.wait()
-        async for piece in self.service.plan(job.request):
-            stream = self.service.submit(piece, job.request, self.lane)
-            job.streams.append(stream)
-            job.ready.put_nowait(stream)
+        await self.service.plan_into(job.request, self.lane, job.streams, job.ready)
 
     async def _configure(self, msg: Configure) -> None:
         changes: dict[str, Any] = {
@@ -360,31 +357,20 @@ class BidiSession:
         )
 
     def _cancel_all(self) -> list[str | None]:
-        ids = []
-        for job in self._open:
-            job.cancel()
-            ids.append(job.id)
-        if ids:
-            self.lane.restart_playback()
-            self._playout_end = time.monotonic()
-        return ids
+        return self._cancel(list(self._open))
 
-    def _cancel_message(self, target: str | None) -> list[str | None]:
-        """Cancel the open messages with this id; the ones before and after go on.
+    def _cancel(self, jobs: list[_Job]) -> list[str | None]:
+        """Cancel these open messages; their ids.
 
         Only when the message being spoken is among them does the listener's playback restart (what is
         queued after it was not playing yet).
         """
-        hit = [job for job in self._open if job.id == target and not job.cancelled]
-        if not hit:
-            return []
-        speaking = self._open[0] in hit
-        for job in hit:
-            job.cancel()
-        if speaking:
+        if jobs and self._open[0] in jobs:
             self.lane.restart_playback()
             self._playout_end = time.monotonic()
-        return [job.id for job in hit]
+        for job in jobs:
+            job.cancel()
+        return [job.id for job in jobs]
 
     # -- writing ------------------------------------------------------------------------------------
     async def _write_loop(self) -> None:
