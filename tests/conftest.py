@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.voice_stats_cache import prepare
 from tests.helpers import RunningServer, start_speech_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +33,9 @@ def kokoro_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def engine(kokoro_dir: Path) -> KokoroEngine:
-    return KokoroEngine.load(kokoro_dir)
+    engine = KokoroEngine.load(kokoro_dir)
+    prepare(engine)  # as a server does at start: every stock voice's decoder statistics (cached on disk)
+    return engine
 
 
 @pytest.fixture(scope="session")

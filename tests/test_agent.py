@@ -63,6 +63,11 @@ def test_bidi_speaks_while_the_model_is_still_writing(scripted_agent: RunningSer
     end = events[-1]
     assert end["pieces"] >= 3 and end["text"].startswith("Light from the sun")
     assert pcm_of(events).size / 24_000 > 8
+    # word times relayed from every piece, counted from the turn's first audio sample
+    words = [w for e in events if e["type"] == "alignment" for w in e["words"]]
+    assert [w["word"] for w in words] == end["text"].split()
+    starts = [w["start_ms"] for w in words]
+    assert starts == sorted(starts) and starts[-1] < pcm_of(events).size / 24
 
 
 def test_batch_waits_for_the_whole_answer(scripted_agent: RunningServer) -> None:

@@ -47,8 +47,10 @@ def test_text_without_punctuation_is_still_split(engine: KokoroEngine) -> None:
 
 
 def test_split_phonemes_prefers_punctuation() -> None:
-    parts = split_phonemes("a" * 150 + ", " + "b" * 150 + " " + "c" * 150, 200)
+    phonemes = "a" * 150 + ", " + "b" * 150 + " " + "c" * 150
+    parts = [phonemes[a:b] for a, b in split_phonemes(phonemes, 200)]
     assert parts[0].endswith(",") and all(len(p) <= 200 for p in parts)
+    assert "".join(parts) == phonemes.replace(" ", "")
 
 
 def test_synthesis_produces_audio_scaled_by_speed(engine: KokoroEngine) -> None:

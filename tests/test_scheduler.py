@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.planning import Piece
+from streamvoice.protocol import DEFAULT_PAUSES, Pauses
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.lane import MAX_UNSENT_S, Lane
 from streamvoice.server.metrics import Metrics
@@ -88,8 +89,8 @@ class _Engine:
     sample_rate: int = 24_000
     decoded: int = 0
 
-    def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any
-                     ) -> Generator[NDArray[np.float32]]:  # fmt: skip
+    def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any,
+                     on_words: Any = None) -> Generator[NDArray[np.float32]]:  # fmt: skip
         for _ in range(self.windows_per_piece):
             self.decoded += 1
             yield np.zeros(self.sample_rate, dtype=np.float32)
@@ -111,6 +112,7 @@ class _Service:
 class _Request:
     voice: Any = None
     speed: float = 1.0
+    pauses: Pauses = DEFAULT_PAUSES
 
 
 def _lane_decoding_one_piece() -> tuple[_Service, Lane, PieceAudio]:

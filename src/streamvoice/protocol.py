@@ -11,12 +11,17 @@ from __future__ import annotations
 import hmac
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-SAMPLE_RATE = 24_000
-AUDIO_FORMATS = ("pcm", "wav", "mp3", "opus")
+SAMPLE_RATE = 24_000  # what the model makes
+SAMPLE_RATES = (8_000, 16_000, 22_050, 24_000, 44_100, 48_000)  # what a client may ask for
+TELEPHONY_RATE = 8_000  # G.711's rate, the default for ulaw and alaw
+AUDIO_FORMATS = ("pcm", "wav", "mp3", "opus", "ulaw", "alaw")
+G711_FORMATS = ("ulaw", "alaw")
+OPUS_RATES = (8_000, 16_000, 24_000, 48_000)  # what libopus encodes
+MAX_PAUSE_MS = 3_000
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 DEFAULT_VOICE = "af_heart"
 DEFAULT_FORMAT = "pcm"
@@ -91,6 +96,29 @@ class ProtocolError(Exception):
         return HTTP_STATUS.get(self.code, 400) if isinstance(self.code, ErrorCode) else 400
 
 
+@dataclass(frozen=True)
+class Pauses:
+    """Silence added after a piece, by the punctuation that ended it (a run-on piece gets none).
+
+    Read speech pauses ~150-300 ms at a comma and ~400-700 ms between sentences; the defaults sit where a
+    voice agent sounds attentive rather than slow. Measured from the last audible sound to the next.
+    """
+
+    clause_ms: int = 150
+    sentence_ms: int = 400
+    paragraph_ms: int = 600
+
+
+DEFAULT_PAUSES = Pauses()
+
+
+def output_rate(fmt: str, sample_rate: int | None) -> int:
+    """The rate a message's audio is sent at: as asked, else 8 kHz for G.711 and the model's 24 kHz."""
+    if sample_rate is not None:
+        return sample_rate
+    return TELEPHONY_RATE if fmt in G711_FORMATS else SAMPLE_RATE
+
+
 # --- client -> server -----------------------------------------------------------------------------
 
 
@@ -102,6 +130,7 @@ class Synthesize:
     speed: float | None = None
     format: str | None = None
     lang: str | None = None
+    sample_rate: int | None = None
     type: str = "synthesize"
 
 
@@ -111,6 +140,8 @@ class Configure:
     speed: float | None = None
     format: str | None = None
     lang: str | None = None
+    sample_rate: int | None = None
+    pauses: dict[str, int] | None = None  # the fields of ``Pauses`` to change
     type: str = "configure"
 
 
@@ -203,7 +234,10 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
         fields = _options(obj, msg_id)
         return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, **fields)
     if kind == "configure":
-        return Configure(**_options(obj, msg_id))
+        pauses = obj.get("pauses")
+        return Configure(
+            **_options(obj, msg_id), pauses=validate_pauses(pauses, msg_id) if pauses is not None else None
+        )
     if kind == "cancel":
         return Cancel(id=msg_id)
     if kind == "close":
@@ -263,7 +297,50 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
                 ErrorCode.INVALID_FIELD, '"lang" must be a language code such as "en-us"', msg_id
             )
         out["lang"] = lang.strip().lower()
+    if obj.get("sample_rate") is not None:
+        out["sample_rate"] = validate_sample_rate(obj["sample_rate"], msg_id)
     return out
+
+
+def validate_sample_rate(raw: Any, msg_id: str | None = None) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw not in SAMPLE_RATES:
+        shown = (
+            raw if isinstance(raw, int | float) and not isinstance(raw, bool) and abs(raw) < 1e9 else "that"
+        )
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f'"sample_rate" {shown} is not offered; use one of {", ".join(map(str, SAMPLE_RATES))} (Hz)',
+            msg_id,
+        )
+    return raw
+
+
+def check_rate_for_format(fmt: str, rate: int, msg_id: str | None = None) -> None:
+    """Formats that cannot carry every rate say so, rather than fail in the encoder mid-stream."""
+    if fmt == "opus" and rate not in OPUS_RATES:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"opus carries {', '.join(map(str, OPUS_RATES))} Hz; ask for one of those or another format",
+            msg_id,
+        )
+
+
+def validate_pauses(raw: Any, msg_id: str | None = None) -> dict[str, int]:
+    names = [f.name for f in fields(Pauses)]
+    if not isinstance(raw, dict) or not raw or set(raw) - set(names):
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f'"pauses" must be an object with any of {", ".join(names)}, e.g. {{"sentence_ms": 300}}',
+            msg_id,
+        )
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PAUSE_MS:
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f'"pauses.{name}" must be a whole number of milliseconds from 0 to {MAX_PAUSE_MS}',
+                msg_id,
+            )
+    return dict(raw)
 
 
 def validate_voice(raw: Any, msg_id: str | None = None) -> str:
@@ -322,6 +399,16 @@ class SynthesisStarted:
 
 
 @dataclass(frozen=True)
+class Alignment:
+    """Word times of one piece of a message, in ms from the first sample of that message's audio."""
+
+    id: str | None
+    sequence: int
+    words: list[dict[str, object]]  # {"word", "start_ms", "end_ms"}, in the text's order
+    type: str = "alignment"
+
+
+@dataclass(frozen=True)
 class SynthesisComplete:
     id: str | None
     sequence: int
@@ -348,7 +435,7 @@ class Ack:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-ServerEvent = SynthesisStarted | SynthesisComplete | ErrorEvent | Ack
+ServerEvent = SynthesisStarted | Alignment | SynthesisComplete | ErrorEvent | Ack
 
 
 def encode_event(event: ServerEvent) -> str:

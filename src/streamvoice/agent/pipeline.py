@@ -121,6 +121,7 @@ class _Turn:
         self.text: list[str] = []
         self.seq = 0
         self.audio_bytes = 0
+        self.message_start_ms = 0.0  # where the message being received starts in the turn's audio
         self.first_audio_ms: float | None = None
         self.pieces_sent = 0
         self.answered = 0
@@ -239,7 +240,11 @@ class _Turn:
                     ErrorCode.SPEECH_FAILED,
                     f"speech synthesis failed: {event.payload.get('message', 'unknown error')}",
                 )
-            if event.type == "synthesis_complete":
+            if event.type == "synthesis_started":
+                self.message_start_ms = self.audio_bytes / 2 * 1000 / SAMPLE_RATE
+            elif event.type == "alignment":
+                self._words(event.payload.get("words") or [])
+            elif event.type == "synthesis_complete":
                 self.answered += 1
             if produced.is_set() and self.answered >= self.pieces_sent:
                 return
@@ -256,6 +261,22 @@ class _Turn:
             self.first_audio_ms = t_ms
         self.seq += 1
         self.audio_bytes += len(data)
+
+    def _words(self, words: list[dict[str, Any]]) -> None:
+        """Relay the speech server's word times, counted from the turn's first audio sample (the pieces'
+        messages play back to back), so a caller can caption or tell what was heard before a barge-in."""
+        offset = self.message_start_ms
+        self.emit(
+            "alignment",
+            words=[
+                {
+                    "word": w.get("word"),
+                    "start_ms": round(float(w.get("start_ms", 0)) + offset, 1),
+                    "end_ms": round(float(w.get("end_ms", 0)) + offset, 1),
+                }
+                for w in words
+            ],
+        )
 
     def _end_audio(self) -> None:
         if self.audio_started:

@@ -22,7 +22,18 @@ MEDIA_TYPES = {
     "mp3": "audio/mpeg",
     "opus": "audio/ogg;codecs=opus",
     "aac": "audio/mp4",
+    "ulaw": "audio/PCMU;rate=8000",
+    "alaw": "audio/PCMA;rate=8000",
 }
+
+
+def media_type(fmt: str, sample_rate: int = SAMPLE_RATE) -> str:
+    """The Content-Type of a stream; raw formats carry their rate in it, containers in their headers."""
+    if fmt == "pcm":
+        return f"audio/L16;rate={sample_rate};channels=1"
+    if fmt in ("ulaw", "alaw"):
+        return f"audio/{'PCMU' if fmt == 'ulaw' else 'PCMA'};rate={sample_rate}"
+    return MEDIA_TYPES[fmt]
 
 
 class Encoder(Protocol):
@@ -39,7 +50,8 @@ def to_pcm16(samples: NDArray[np.float32]) -> NDArray[np.int16]:
 
 
 class PcmEncoder:
-    media_type = MEDIA_TYPES["pcm"]
+    def __init__(self, sample_rate: int = SAMPLE_RATE) -> None:
+        self.media_type = media_type("pcm", sample_rate)
 
     def encode(self, samples: NDArray[np.float32]) -> bytes:
         return to_pcm16(samples).tobytes()
@@ -156,10 +168,40 @@ class AacEncoder(_PyAvEncoder):
         )
 
 
+class G711Encoder:
+    """G.711 (mu-law or A-law), one byte a sample, headerless: what telephone networks carry."""
+
+    def __init__(self, law: str, sample_rate: int = 8_000) -> None:
+        import av
+
+        self.media_type = media_type(law, sample_rate)
+        self._av = av
+        self._rate = sample_rate
+        codec: Any = av.CodecContext.create("pcm_mulaw" if law == "ulaw" else "pcm_alaw", "w")
+        codec.sample_rate = sample_rate
+        codec.layout = "mono"
+        codec.format = "s16"
+        self._codec = codec
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes:
+        if samples.size == 0:
+            return b""
+        frame = self._av.AudioFrame.from_ndarray(
+            to_pcm16(samples).reshape(1, -1), format="s16", layout="mono"
+        )
+        frame.sample_rate = self._rate
+        return b"".join(bytes(packet) for packet in self._codec.encode(frame))
+
+    def flush(self) -> bytes:
+        return b""
+
+
 def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE) -> Encoder:
     match fmt:
         case "pcm":
-            return PcmEncoder()
+            return PcmEncoder(sample_rate)
+        case "ulaw" | "alaw":
+            return G711Encoder(fmt, sample_rate)
         case "wav":
             return WavEncoder(sample_rate)
         case "mp3":

@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soxr
 from numpy.typing import NDArray
 
 from streamvoice.protocol import SAMPLE_RATE
 
 
 def resample(audio: NDArray[np.float32], src_rate: int, dst_rate: int = 16_000) -> NDArray[np.float32]:
-    """Linear-interpolation resampling: enough for ASR, and dependency-free."""
+    """Whisper's 16 kHz input, through soxr (the resampler the server uses for its output rates)."""
     if src_rate == dst_rate or audio.size == 0:
         return audio.astype(np.float32)
-    n = round(audio.size * dst_rate / src_rate)
-    x_new = np.linspace(0, audio.size - 1, n)
-    return np.interp(x_new, np.arange(audio.size), audio).astype(np.float32)
+    return np.asarray(soxr.resample(audio.astype(np.float32), src_rate, dst_rate), dtype=np.float32)
 
 
 def assemble_whisper_base(dest: Path) -> Path:
@@ -64,3 +63,12 @@ class Transcriber:
             resample(audio, sample_rate), language="en", beam_size=1, vad_filter=False
         )
         return " ".join(s.text.strip() for s in segments).strip()
+
+    def words(
+        self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE
+    ) -> list[tuple[str, float, float]]:
+        """Whisper's own word timings: (word, start ms, end ms), the reference for our alignment frames."""
+        segments, _ = self.model.transcribe(
+            resample(audio, sample_rate), language="en", beam_size=1, vad_filter=False, word_timestamps=True
+        )
+        return [(w.word.strip(), w.start * 1000, w.end * 1000) for s in segments for w in (s.words or [])]

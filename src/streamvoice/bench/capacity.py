@@ -34,7 +34,11 @@ async def run_k(url: str, k: int, rate: float) -> list[dict[str, Any]]:
         await asyncio.sleep(i * STAGGER_S)
         run = await run_answer(url, ANSWER, rate)
         play = playback(run["chunks"])
-        return {"first_audio_s": run["first_audio_s"], "starvation_s": play["starvation_s"]}
+        return {
+            "first_audio_s": run["first_audio_s"],
+            "heard_s": run["heard_s"],
+            "starvation_s": play["starvation_s"],
+        }
 
     return list(await asyncio.gather(*(session(i) for i in range(k))))
 
@@ -57,6 +61,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 sessions = asyncio.run(run_k(server.url, k, args.rate))
                 raw[f"{policy}/{k}"] = sessions
                 first = stats([s["first_audio_s"] * 1000 for s in sessions])
+                heard = stats([s["heard_s"] * 1000 for s in sessions if s["heard_s"] is not None])
                 starve = sum(s["starvation_s"] for s in sessions)
                 rows.append(
                     {
@@ -64,6 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "k": k,
                         "first_p50": first["p50"],
                         "first_p95": first["p95"],
+                        "heard_p95": heard.get("p95"),
                         "starvation_ms": starve * 1000,
                         "ok": first["p95"] <= 1000
                         and all(s["starvation_s"] <= STARVATION_TOLERANCE_S for s in sessions),
@@ -78,6 +84,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("k", "K"),
                 ("first_p50", "first audio p50 ms"),
                 ("first_p95", "p95 ms"),
+                ("heard_p95", "heard onset p95 ms"),
                 ("starvation_ms", "starvation ms (sum)"),
                 ("ok", "p95<=1s & no starvation"),
             ],

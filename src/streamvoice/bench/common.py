@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from streamvoice.audio.levels import heard_onset
+
 RESULTS_DIR = Path(os.environ.get("STREAMVOICE_RESULTS", "results"))
 
 # The AWS reference sample's four-sentence, ~267-character block (our own text of the same shape).
@@ -87,3 +89,12 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
     payload = {"benchmark": name, "machine": machine(), **payload}
     path.write_text(json.dumps(payload, indent=2, default=float))
     return path
+
+
+def heard_onset_s(
+    started: float, arrivals: Sequence[tuple[float, int]], pcm: bytes, sample_rate: int = 24_000
+) -> float | None:
+    """Seconds from ``started`` until a player that starts at the first byte lets the listener hear speech
+    (see ``audio.levels.heard_onset``)."""
+    onset = heard_onset(arrivals, pcm, sample_rate)
+    return None if onset is None else onset - started

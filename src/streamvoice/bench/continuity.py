@@ -19,7 +19,7 @@ from typing import Any
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.agent.pipeline import AGENT_POLICY
 from streamvoice.asgi import LoopbackServer
-from streamvoice.bench.common import table, write_result
+from streamvoice.bench.common import heard_onset_s, table, write_result
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import SAMPLE_RATE
@@ -48,6 +48,8 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
     t0 = time.perf_counter()
     pieces: dict[str, dict[str, Any]] = {}
     chunks: list[tuple[float, float]] = []  # (arrival s, audio seconds)
+    pcm = bytearray()
+    arrivals: list[tuple[float, int]] = []
     async with await SpeechClient.connect(url) as client:
         gen_start = 0.0
 
@@ -73,6 +75,9 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
             now = event.received_at - t0
             if isinstance(event, AudioChunk):
                 chunks.append((now, len(event.data) / BYTES_PER_S))
+                if len(pcm) < 10 * BYTES_PER_S:  # enough for the onset
+                    pcm += event.data
+                    arrivals.append((now, len(event.data)))
                 info = pieces[str(event.id)]
                 info.setdefault("first_audio", now)
                 continue
@@ -87,6 +92,7 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
         "pieces": list(pieces.values()),
         "chunks": chunks,
         "first_audio_s": chunks[0][0] if chunks else None,
+        "heard_s": heard_onset_s(0.0, arrivals, bytes(pcm), SR),
     }
 
 
@@ -133,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "design": name,
                 "pieces": len(run["pieces"]),
                 "first_audio_ms": run["first_audio_s"] * 1000,
+                "heard_ms": run["heard_s"] * 1000 if run["heard_s"] is not None else None,
                 "starvation_ms": play["starvation_s"] * 1000,
                 "stalls": play["stalls"],
                 "audio_s": sum(s for _, s in run["chunks"]),
@@ -146,6 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("design", "design"),
                 ("pieces", "pieces"),
                 ("first_audio_ms", "first audio ms"),
+                ("heard_ms", "heard onset ms"),
                 ("starvation_ms", "starvation ms"),
                 ("stalls", "stalls"),
                 ("audio_s", "audio s"),

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 from dataclasses import replace
 from typing import Any
 
 from streamvoice.agent.llm import LlamaCppSource, ScriptedTextSource, TextSource
 from streamvoice.agent.pipeline import AGENT_POLICY, SpeechPipeline, TurnOptions
 from streamvoice.asgi import LoopbackServer
-from streamvoice.bench.common import stats, table, write_result
+from streamvoice.bench.common import heard_onset_s, stats, table, write_result
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
@@ -40,16 +41,26 @@ MODES: dict[str, TurnOptions] = {
 
 async def one_turn(pipeline: SpeechPipeline, options: TurnOptions) -> dict[str, Any]:
     out: dict[str, Any] = {"first_text_ms": None, "first_audio_ms": None, "total_ms": None, "error": None}
+    pcm = bytearray()
+    arrivals: list[tuple[float, int]] = []
     async for event in pipeline.run(PROMPT, options):
         kind = event["type"]
         if kind == "text_delta" and out["first_text_ms"] is None:
             out["first_text_ms"] = event["t_ms"]
-        elif kind == "audio_chunk" and out["first_audio_ms"] is None:
-            out["first_audio_ms"] = event["t_ms"]
+        elif kind == "audio_chunk":
+            if out["first_audio_ms"] is None:
+                out["first_audio_ms"] = event["t_ms"]
+            data = event["data"] if isinstance(event["data"], bytes) else base64.b64decode(event["data"])
+            pcm += data
+            arrivals.append((event["t_ms"] / 1000, len(data)))
         elif kind == "agent_end":
             out["total_ms"] = event["t_ms"]
         elif kind == "error":
             out["error"] = event["code"]
+    heard = heard_onset_s(0.0, arrivals, bytes(pcm))
+    out["heard_ms"] = None if heard is None else heard * 1000
+    if out["heard_ms"] is not None and out["first_text_ms"] is not None:
+        out["text_to_heard_ms"] = out["heard_ms"] - out["first_text_ms"]
     return out
 
 
@@ -90,14 +101,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             results = asyncio.run(run_source(server.url, source, args.runs))
             raw[name] = results
             batch = stats([r["first_audio_ms"] for r in results["batch"] if r["first_audio_ms"] is not None])
+            batch_heard = stats([r["heard_ms"] for r in results["batch"] if r.get("heard_ms") is not None])
             for mode, runs in results.items():
                 first = stats([r["first_audio_ms"] for r in runs if r["first_audio_ms"] is not None])
+                heard = stats([r["heard_ms"] for r in runs if r.get("heard_ms") is not None])
+                ours = stats([r["text_to_heard_ms"] for r in runs if r.get("text_to_heard_ms") is not None])
                 rows.append(
                     {
                         "source": name,
                         "mode": mode,
                         "first_audio_p50": first.get("p50"),
                         "first_audio_mean": first.get("mean"),
+                        "heard_p50": heard.get("p50"),
+                        "text_to_heard_p50": ours.get("p50"),
+                        "batch_over_mode_heard": batch_heard["p50"] / heard["p50"]
+                        if heard and batch_heard
+                        else None,
                         "total_p50": stats([r["total_ms"] for r in runs if r["total_ms"]]).get("p50"),
                         "batch_over_mode": batch["p50"] / first["p50"] if first and batch else None,
                         "errors": sum(1 for r in runs if r["error"]),
@@ -112,8 +131,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("mode", "mode"),
                 ("first_audio_p50", "first audio p50"),
                 ("first_audio_mean", "mean"),
+                ("heard_p50", "heard onset p50"),
+                ("text_to_heard_p50", "first text to heard p50"),
                 ("total_p50", "total p50"),
                 ("batch_over_mode", "batch ÷ mode"),
+                ("batch_over_mode_heard", "batch ÷ mode, heard"),
                 ("errors", "errors"),
             ],
         )

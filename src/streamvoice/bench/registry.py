@@ -45,5 +45,7 @@ BENCHMARKS = (
         "capacity", "4. Capacity: concurrent sessions, FIFO vs deadline", ("--max-k", "4"), ("--max-k", "2")
     ),
     Benchmark("encodings", "5. Encodings", ("--clips", "24"), ("--clips", "4")),
+    Benchmark("listener", "6. What the listener hears", ("--trials", "10"), ("--trials", "2")),
+    Benchmark("quality", "7. Streamed vs whole-piece quality", (), ("--voices", "af_heart")),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)

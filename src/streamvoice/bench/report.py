@@ -43,6 +43,7 @@ def transport(d: dict[str, Any]) -> str:
             _n(r["p95"], 1),
             f"{r['of_baseline']:.1%}",
             _n(r.get("overhead"), 2),
+            _n(r.get("heard_mean"), 1),
         ]
         for r in d["rows"]
     ]
@@ -51,7 +52,16 @@ def transport(d: dict[str, Any]) -> str:
         f'first sentence: "{d["texts"]["first sentence"]}"; our fast first piece: "{d["texts"]["fast first piece"]}". '
         f"{d['trials']} trials each, all measurements interleaved in one loop.\n\n"
         + _table(
-            ["case", "mean ms", "p50 ms", "p95 ms", "of the reference design", "session / bare engine"], rows
+            [
+                "case",
+                "first byte mean ms",
+                "p50 ms",
+                "p95 ms",
+                "of the reference design",
+                "session / bare engine",
+                "heard onset mean ms",
+            ],
+            rows,
         )
         + f"\n\nAWS reference sample (published, {d['reference']['hardware']}): whole block {d['reference']['whole_block_ms']} ms, first sentence "
         f"{d['reference']['first_sentence_ms']} ms "
@@ -148,16 +158,32 @@ def e2e(d: dict[str, Any]) -> str:
             r["source"],
             r["mode"],
             _n(r["first_audio_p50"]),
-            _n(r["first_audio_mean"]),
+            _n(r.get("heard_p50")),
+            _n(r.get("text_to_heard_p50")),
             _n(r["total_p50"]),
             _n(r["batch_over_mode"], 2) + "x",
+            _n(r.get("batch_over_mode_heard"), 2) + "x",
             str(r["errors"]),
         ]
         for r in d["rows"]
     ]
-    return f"{d['runs']} runs per mode, alternating order.\n\n" + _table(
-        ["LLM source", "mode", "first audio p50 ms", "mean ms", "total p50 ms", "batch / mode", "errors"],
-        rows,
+    return (
+        f"{d['runs']} runs per mode, alternating order. Heard onset: when a player starting at the first byte "
+        "plays the first audible sample; from the LLM's first text, the part of the latency that is ours.\n\n"
+        + _table(
+            [
+                "LLM source",
+                "mode",
+                "first audio p50 ms",
+                "heard onset p50 ms",
+                "first text to heard p50 ms",
+                "total p50 ms",
+                "batch / mode",
+                "batch / mode, heard",
+                "errors",
+            ],
+            rows,
+        )
     )
 
 
@@ -167,6 +193,7 @@ def continuity(d: dict[str, Any]) -> str:
             r["design"],
             str(r["pieces"]),
             _n(r["first_audio_ms"]),
+            _n(r.get("heard_ms")),
             _n(r["starvation_ms"]),
             str(r["stalls"]),
             _n(r["audio_s"], 1),
@@ -175,7 +202,10 @@ def continuity(d: dict[str, Any]) -> str:
     ]
     return (
         f"Ten-sentence answer at {d['rate']:g} tokens/s.\n\n"
-        + _table(["design", "pieces", "first audio ms", "starvation ms", "stalls", "audio s"], rows)
+        + _table(
+            ["design", "pieces", "first audio ms", "heard onset ms", "starvation ms", "stalls", "audio s"],
+            rows,
+        )
         + "\n\nTimeline per piece (generation, synthesis and sending, playback):\n\n![timeline](img/continuity.png)"
     )
 
@@ -187,6 +217,7 @@ def capacity(d: dict[str, Any]) -> str:
             str(r["k"]),
             _n(r["first_p50"]),
             _n(r["first_p95"]),
+            _n(r.get("heard_p95")),
             _n(r["starvation_ms"]),
             _n(r["ok"]),
         ]
@@ -200,6 +231,7 @@ def capacity(d: dict[str, Any]) -> str:
                 "K",
                 "first audio p50 ms",
                 "p95 ms",
+                "heard onset p95 ms",
                 "starvation ms (sum)",
                 "p95 <= 1 s and no starvation",
             ],
@@ -240,7 +272,65 @@ def encodings(d: dict[str, Any]) -> str:
     )
 
 
+def listener(d: dict[str, Any]) -> str:
+    rows = [
+        [r["measure"], r["value"] if isinstance(r["value"], str) else _n(r["value"], 1), r["target"]]
+        for r in d["rows"]
+    ]
+    p = d["pauses"]
+    return (
+        f"An answer sent as a voice agent sends it (one message per chunker piece), over one session; pauses "
+        f"{p['clause_ms']} / {p['sentence_ms']} / {p['paragraph_ms']} ms after a clause / sentence / paragraph. "
+        f'Heard onset: "{d["sentence"]}" ({d["sentence_tokens"]} tokens), {d["trials"]} fresh sessions.\n\n'
+        + _table(["measure", "value", "target"], rows)
+    )
+
+
+def quality(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["voice"],
+            _n(r["pesq_first"], 2),
+            _n(r["pesq_warm"], 2),
+            _n(r["pesq_cold"], 2),
+            _n(r["dnsmos_streamed"], 2),
+            _n(r["dnsmos_whole"], 2),
+        ]
+        for r in d["rows"]
+    ]
+    m = d["summary"]
+    rows.append(
+        [
+            "**mean**",
+            _n(m["pesq_first_use"], 2),
+            _n(m["pesq_warm"], 2),
+            _n(m["pesq_cold"], 2),
+            _n(m["dnsmos_streamed"], 2),
+            _n(m["dnsmos_whole"], 2),
+        ]
+    )
+    return (
+        f"{len(d['sentences'])} sentences per voice, each streamed and compared with the same piece decoded whole. "
+        "First use: the voice's very first piece on a fresh engine (statistics from the cache); cold path: "
+        "the same piece with no statistics, what the cache avoids.\n\n"
+        + _table(
+            [
+                "voice",
+                "PESQ first use",
+                "PESQ warm",
+                "PESQ cold path",
+                "DNSMOS streamed",
+                "DNSMOS whole piece",
+            ],
+            rows,
+        )
+        + f"\n\nDNSMOS drop from streaming: {m['dnsmos_drop']:.3f}."
+    )
+
+
 RENDERERS = {
+    "listener": listener,
+    "quality": quality,
     "profile": profile,
     "transport": transport,
     "windows": windows,

@@ -6,13 +6,18 @@ A client of the agent's ``POST /invocations`` (Server-Sent Events), used by ``st
 
 from __future__ import annotations
 
+import base64
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
 
+from streamvoice.audio.levels import heard_onset
 from streamvoice.client.sse import iter_sse
+from streamvoice.protocol import SAMPLE_RATE
+
+MAX_ONSET_BYTES = 10 * SAMPLE_RATE * 2  # 10 s of audio
 
 
 @dataclass
@@ -24,6 +29,8 @@ class RunResult:
     chunks: int
     audio_bytes: int
     error: str | None = None
+    heard_ms: float | None = None  # speech audible, for a player that starts at the first byte
+    text_to_heard_ms: float | None = None  # from the LLM's first text: the part of the latency that is ours
 
 
 def run_turn(url: str, prompt: str, mode: str, token: str | None = None, timeout: float = 180.0) -> RunResult:
@@ -40,6 +47,8 @@ def run_turn(url: str, prompt: str, mode: str, token: str | None = None, timeout
             resp.read()
             result.error = f"HTTP {resp.status_code}: {resp.text[:200]}"
             return result
+        pcm = bytearray()
+        arrivals: list[tuple[float, int]] = []
         for sse in iter_sse(resp.iter_raw()):
             event = sse.json()
             kind = event.get("type")
@@ -48,12 +57,21 @@ def run_turn(url: str, prompt: str, mode: str, token: str | None = None, timeout
             elif kind == "audio_chunk":
                 if result.first_audio_ms is None:
                     result.first_audio_ms = event["t_ms"]
+                data = base64.b64decode(event["data"])
                 result.chunks += 1
-                result.audio_bytes += len(event["data"]) * 3 // 4
+                result.audio_bytes += len(data)
+                if len(pcm) < MAX_ONSET_BYTES:  # the onset is in the first seconds
+                    pcm += data
+                    arrivals.append((float(event["t_ms"]), len(data)))
             elif kind == "agent_end":
                 result.total_ms = event["t_ms"]
             elif kind == "error":
                 result.error = f"{event.get('code')}: {event.get('message')}"
+    heard = heard_onset([(t / 1000, n) for t, n in arrivals], bytes(pcm), SAMPLE_RATE)
+    if heard is not None:
+        result.heard_ms = round(heard * 1000, 1)
+        if result.first_text_ms is not None:
+            result.text_to_heard_ms = round(result.heard_ms - result.first_text_ms, 1)
     return result
 
 
@@ -65,7 +83,7 @@ def summarise(results: list[RunResult]) -> dict[str, Any]:
             "runs": len(runs),
             "errors": sum(1 for r in results if r.mode == mode and r.error),
         }
-        for key in ("first_text_ms", "first_audio_ms", "total_ms", "chunks"):
+        for key in ("first_text_ms", "first_audio_ms", "heard_ms", "text_to_heard_ms", "total_ms", "chunks"):
             values = [float(getattr(r, key)) for r in runs if getattr(r, key) is not None]
             row[key] = (
                 {"median": statistics.median(values), "min": min(values), "max": max(values)}
@@ -75,6 +93,8 @@ def summarise(results: list[RunResult]) -> dict[str, Any]:
         out[mode] = row
     b, s = out["bidi"]["first_audio_ms"], out["batch"]["first_audio_ms"]
     out["ratio_batch_over_bidi_first_audio"] = round(s["median"] / b["median"], 2) if b and s else None
+    bh, sh = out["bidi"]["heard_ms"], out["batch"]["heard_ms"]
+    out["ratio_batch_over_bidi_heard"] = round(sh["median"] / bh["median"], 2) if bh and sh else None
     return out
 
 
@@ -85,6 +105,8 @@ def format_table(summary: dict[str, Any]) -> str:
         for key, label in (
             ("first_text_ms", "first text ms"),
             ("first_audio_ms", "first audio ms"),
+            ("heard_ms", "heard onset ms"),
+            ("text_to_heard_ms", "text to heard ms"),
             ("total_ms", "total ms"),
             ("chunks", "audio chunks"),
         ):
@@ -99,6 +121,7 @@ def format_table(summary: dict[str, Any]) -> str:
     lines.append(
         f"\nbatch / bidi time to first audio (median): {ratio}x   (AWS reference sample, published: 2.4x local, 3.5x deployed)"
     )
+    lines.append(f"batch / bidi heard onset (median): {summary.get('ratio_batch_over_bidi_heard')}x")
     return "\n".join(lines)
 
 
@@ -112,8 +135,8 @@ def measure(url: str, prompt: str, runs: int, token: str | None = None, log: Any
             results.append(r)
             if log:
                 log(
-                    f"run {i + 1}/{runs} {mode:5}: first audio {r.first_audio_ms} ms, total {r.total_ms} ms"
-                    + (f", error {r.error}" if r.error else "")
+                    f"run {i + 1}/{runs} {mode:5}: first audio {r.first_audio_ms} ms, heard {r.heard_ms} ms, "
+                    f"total {r.total_ms} ms" + (f", error {r.error}" if r.error else "")
                 )
     summary = summarise(results)
     summary["prompt"] = prompt

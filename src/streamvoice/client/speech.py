@@ -51,6 +51,9 @@ class SynthesisResult:
     sent_at: float = 0.0
     first_audio_at: float | None = None
     done_at: float | None = None
+    sample_rate: int | None = None  # as synthesis_started said
+    words: list[dict[str, Any]] = field(default_factory=list)  # every alignment frame's words, in order
+    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (received at, bytes) per audio frame
 
     @property
     def time_to_first_audio_s(self) -> float | None:
@@ -90,12 +93,21 @@ class SpeechClient:
         voice: str | None = None,
         speed: float | None = None,
         format: str | None = None,
+        sample_rate: int | None = None,
+        lang: str | None = None,
         id: str | None = None,
         binary: bool = False,
     ) -> str:
         msg_id = id or f"m{next(self._ids)}"
         payload: dict[str, Any] = {"type": "synthesize", "text": text, "id": msg_id}
-        for key, value in (("voice", voice), ("speed", speed), ("format", format)):
+        options = (
+            ("voice", voice),
+            ("speed", speed),
+            ("format", format),
+            ("sample_rate", sample_rate),
+            ("lang", lang),
+        )
+        for key, value in options:
             if value is not None:
                 payload[key] = value
         await self.send(payload, binary)
@@ -144,10 +156,15 @@ class SpeechClient:
                     if result.first_audio_at is None:
                         result.first_audio_at = event.received_at
                     chunks.append(event.data)
+                    result.arrivals.append((event.received_at, len(event.data)))
                 continue
             if event.payload.get("id") != result.id:
                 continue
-            if event.type == "synthesis_complete":
+            if event.type == "synthesis_started":
+                result.sample_rate = event.payload.get("sample_rate")
+            elif event.type == "alignment":
+                result.words.extend(event.payload.get("words") or [])
+            elif event.type == "synthesis_complete":
                 result.complete = event.payload
                 result.done_at = event.received_at
                 result.audio = b"".join(chunks)

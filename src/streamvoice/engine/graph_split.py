@@ -33,10 +33,16 @@ class Boundary:
     f0: str
     noise: str
     phase: str
+    # Per-token durations in frames, [1, tokens + 2] with the pads (None: this export does not show them).
+    durations: str | None = None
 
     @property
     def names(self) -> list[str]:
         return [self.asr, self.f0, self.noise, self.phase]
+
+    @property
+    def front_outputs(self) -> list[str]:
+        return [*self.names, *([self.durations] if self.durations else [])]
 
 
 def find_boundary(graph: Any) -> Boundary:
@@ -60,7 +66,25 @@ def find_boundary(graph: Any) -> Boundary:
     noise = node(r"^/decoder/decoder/Unsqueeze_1$").input[0]
     asr = node(r"^/decoder/decoder/Concat$").input[0]
     phase = node(r"/m_source/l_sin_gen/Resize_1$").input[0]
-    return Boundary(asr=asr, f0=f0, noise=noise, phase=phase)
+    return Boundary(asr=asr, f0=f0, noise=noise, phase=phase, durations=find_durations(graph))
+
+
+def find_durations(graph: Any) -> str | None:
+    """The predicted duration of every token, in frames: the graph's only ``Round``, then ``Clip`` (at least
+    one frame), then ``Cast`` to integers, which the alignment is built from. None if the export differs
+    (trimming then falls back to the audio's levels alone, and word times to one span per piece)."""
+    consumers: dict[str, list[Any]] = {}
+    for n in graph.node:
+        for name in n.input:
+            consumers.setdefault(name, []).append(n)
+    rounds = [n for n in graph.node if n.op_type == "Round"]
+    if len(rounds) != 1:
+        return None
+    clips = [n for n in consumers.get(rounds[0].output[0], []) if n.op_type == "Clip"]
+    if len(clips) != 1:
+        return None
+    casts = [n for n in consumers.get(clips[0].output[0], []) if n.op_type == "Cast"]
+    return casts[0].output[0] if len(casts) == 1 else None
 
 
 def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary, int]:
@@ -78,7 +102,7 @@ def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary, int]:
     if not {"style", "speed"} <= set(inputs):
         raise GraphSplitError(f"unexpected model inputs {inputs}")
     extractor = Extractor(model)
-    front = extractor.extract_model(inputs, boundary.names)
+    front = extractor.extract_model(inputs, boundary.front_outputs)
     decoder = extractor.extract_model([*boundary.names, "style"], [model.graph.output[0].name])
     decoder_inputs = {i.name for i in decoder.graph.input}
     if decoder_inputs - {*boundary.names, "style"}:

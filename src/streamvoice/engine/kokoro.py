@@ -20,10 +20,12 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
+from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.phonemes import Phonemizer
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
+from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
@@ -34,9 +36,9 @@ from streamvoice.engine.voices import (
     describe,
     parse_voice_spec,
 )
-from streamvoice.engine.windows import COLD_PLAN, WindowCap, WindowPlan
+from streamvoice.engine.windows import COLD_PLAN, SAMPLES_PER_FRAME, WindowCap, WindowPlan
 from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
-from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
+from streamvoice.protocol import DEFAULT_PAUSES, DEFAULT_VOICE, SAMPLE_RATE, Pauses
 
 log = logging.getLogger("streamvoice.engine")
 # phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
@@ -45,6 +47,7 @@ logging.getLogger("phonemizer").setLevel(logging.ERROR)
 MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding tokens
 # Blends' style packs (~0.5 MB each) are computed on demand; the most recent few are kept.
 BLEND_STYLE_CACHE = 16
+CALIBRATION_PIECES = 1  # the greeting's first sentence: ~0.5 s a voice on 2 cores
 
 
 class EngineError(RuntimeError):
@@ -184,9 +187,41 @@ class KokoroEngine:
         """The decoder statistics this voice showed in earlier pieces (None before its first piece)."""
         return None if voice_key is None else self.memory.get(self.parse_voice(voice_key))
 
-    def set_voice_stats(self, voice_key: str, stats: NormStats | None) -> None:
+    def set_voice_stats(
+        self, voice_key: str, stats: NormStats | None, silence: NormStats | None = None
+    ) -> None:
         """Replace (or with None, forget) what the engine knows about a stock voice's statistics."""
         self.memory.set(voice_key, stats)
+        self.memory.set_silence(voice_key, silence)
+
+    def calibrate(self, name: str) -> tuple[NormStats, NormStats | None] | None:
+        """Measure a stock voice's decoder statistics on a short greeting and remember them: over its speech,
+        and over the model's leading silence. None when this export has no streaming decoder or durations.
+
+        With them, the voice's very first piece streams as well as any later one (without, it takes the
+        slower, less faithful cold path). ``voice_stats_cache`` keeps them on disk between runs.
+        """
+        split = self._split
+        if split is None or split.boundary.durations is None or not split.norms:
+            return None
+        spec = self.parse_voice(name)
+        lang = default_lang(spec)
+        speech: NormStats | None = None
+        silence: NormStats | None = None
+        for piece in self.planner.plan(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang)[
+            :CALIBRATION_PIECES
+        ]:
+            feeds, style = self._feeds(piece.tokens, self.style_pack(spec), 1.0)
+            feats = split.features(feeds)
+            durations = split.durations(feats)
+            first, last = decode_range(durations, piece.voiced, split.frames(feats))
+            speech = NormStats.merge(speech, split.decode(feats, style, first, last)[1])
+            if first > 0:
+                silence = NormStats.merge(silence, split.decode(feats, style, 0, first)[1])
+        if speech is None:
+            return None
+        self.set_voice_stats(name, speech, silence)
+        return speech, silence
 
     def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:
         if voice_key is None or self._split is None or not self._split.norms:
@@ -203,7 +238,7 @@ class KokoroEngine:
         voice_key: str | None = None,
         cap: WindowCap | None = None,
     ) -> Generator[NDArray[np.float32]]:
-        """One piece's audio, window by window (one chunk when in-piece streaming is off). Blocking.
+        """The bare model's audio for some tokens, window by window, silences and all. Blocking.
 
         ``voice_key`` names the voice, so that its statistics from earlier pieces steer this one's
         windows (see ``norm_stats``); without it every piece starts cold. ``cap`` limits window sizes as
@@ -213,14 +248,31 @@ class KokoroEngine:
             yield self.synthesize_tokens(tokens, pack, speed, voice_key)
             return
         feeds, style = self._feeds(tokens, pack, speed)
-        yield from self._split.stream(
-            feeds,
+        feats = self._split.features(feeds)
+        for audio, _ in self._windows(feats, style, plan, voice_key, cap, None, None):
+            yield audio
+
+    def _windows(
+        self,
+        feats: dict[str, NDArray[Any]],
+        style: NDArray[np.float32],
+        plan: WindowPlan | None,
+        voice_key: str | None,
+        cap: WindowCap | None,
+        span: tuple[int, int] | None,
+        silence: NormStats | None,
+    ) -> Iterator[tuple[NDArray[np.float32], bool]]:
+        assert self._split is not None
+        return self._split.stream(
+            feats,
             style,
             plan or self.window_plan,
             self.voice_stats(voice_key),
             self.cold_window_plan,
             self._remember(voice_key),
             cap,
+            span,
+            silence,
         )
 
     def stream_piece(
@@ -231,9 +283,33 @@ class KokoroEngine:
         windowed: bool = True,
         plan: WindowPlan | None = None,
         cap: WindowCap | None = None,
+        on_words: Callable[[list[WordTime]], None] | None = None,
     ) -> Generator[NDArray[np.float32]]:
+        """A piece's speech, window by window, without the model's leading and trailing silence. Blocking.
+
+        Only the frames around the speech are decoded (see ``timing``). ``on_words`` gets the piece's word
+        times (ms from its first yielded sample) as soon as they are known: before its first audio.
+        """
         pack = self.style_pack(voice)
-        return self.stream_tokens(piece.tokens, pack, speed, windowed, plan, voice.text, cap)
+        if self._split is None or not windowed:
+            audio, words = self.synthesize_timed(piece, voice, speed)
+            if on_words is not None:
+                on_words(words)
+            yield audio
+            return
+        feeds, style = self._feeds(piece.tokens, pack, speed)
+        feats = self._split.features(feeds)
+        durations = self._split.durations(feats)
+        span = decode_range(durations, piece.voiced, self._split.frames(feats))
+        length = (span[1] - span[0]) * SAMPLES_PER_FRAME
+
+        def started(first_sample: int) -> None:
+            if on_words is not None:
+                on_words(word_times(piece.words, durations, first_sample, length))
+
+        silence = self.memory.silence(voice) if durations is not None else None
+        windows = self._windows(feats, style, plan, voice.text, cap, span, silence)
+        yield from TrimmedPiece(windows, span[0] * SAMPLES_PER_FRAME, started)
 
     def synthesize_tokens(
         self,
@@ -242,53 +318,88 @@ class KokoroEngine:
         speed: float,
         voice_key: str | None = None,
     ) -> NDArray[np.float32]:
-        """One whole-piece model call (the decoder sees the whole piece at once). Blocking."""
+        """One whole-piece model call (the decoder sees the whole piece at once), silences and all."""
+        return self._whole(tokens, pack, speed, voice_key)[0]
+
+    def _whole(
+        self,
+        tokens: tuple[int, ...] | list[int],
+        pack: NDArray[np.float32],
+        speed: float,
+        voice_key: str | None = None,
+    ) -> tuple[NDArray[np.float32], NDArray[np.int64] | None]:
         feeds, style = self._feeds(tokens, pack, speed)
         started = time.perf_counter()
+        durations = None
         if self._split is not None:
-            samples, stats = self._split.whole(feeds, style)
-            remember = self._remember(voice_key)
+            feats = self._split.features(feeds)
+            durations = self._split.durations(feats)
+            samples, stats = self._split.whole(feats, style)
+            # A whole piece's statistics include its silences; the voice's are its speech's (see
+            # ``calibrate``), so only an export without durations learns from whole pieces.
+            remember = self._remember(voice_key) if durations is None else None
             if remember is not None:
                 remember(stats)
         else:
             assert self._session is not None
             samples = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
-        n = len(tokens)
         log.debug(
             "model call: %d tokens -> %.2fs audio in %.0f ms",
-            n,
+            len(tokens),
             len(samples) / SAMPLE_RATE,
             (time.perf_counter() - started) * 1000,
         )
-        return samples
+        return samples, durations
+
+    def synthesize_timed(
+        self, piece: Piece, voice: VoiceSpec, speed: float
+    ) -> tuple[NDArray[np.float32], list[WordTime]]:
+        """A piece in one model call, its silences trimmed as the stream trims them, and its word times."""
+        raw, durations = self._whole(piece.tokens, self.style_pack(voice), speed, voice.text)
+        audio, first = trim_whole(raw)
+        return audio, word_times(piece.words, durations, first, len(audio))
 
     def synthesize_piece(self, piece: Piece, voice: VoiceSpec, speed: float) -> NDArray[np.float32]:
-        return self.synthesize_tokens(piece.tokens, self.style_pack(voice), speed, voice.text)
+        return self.synthesize_timed(piece, voice, speed)[0]
 
     def stream(
-        self, text: str, voice: str = DEFAULT_VOICE, speed: float = 1.0, lang: str | None = None
+        self,
+        text: str,
+        voice: str = DEFAULT_VOICE,
+        speed: float = 1.0,
+        lang: str | None = None,
+        pauses: Pauses = DEFAULT_PAUSES,
     ) -> Iterator[NDArray[np.float32]]:
-        """Audio per model call, in order (the simple synchronous path used by the CLI)."""
+        """Audio per model call, in order, each followed by the pause its punctuation calls for (the simple
+        synchronous path used by the CLI)."""
         spec = self.parse_voice(voice)
         for piece in self.planner.plan(text, self.resolve_lang(spec, lang)):
             yield self.synthesize_piece(piece, spec, speed)
+            yield pause_samples(piece.pause, pauses, SAMPLE_RATE)
 
     def synthesize(
-        self, text: str, voice: str = DEFAULT_VOICE, speed: float = 1.0, lang: str | None = None
+        self,
+        text: str,
+        voice: str = DEFAULT_VOICE,
+        speed: float = 1.0,
+        lang: str | None = None,
+        pauses: Pauses = DEFAULT_PAUSES,
     ) -> NDArray[np.float32]:
-        parts = list(self.stream(text, voice, speed, lang))
+        parts = list(self.stream(text, voice, speed, lang, pauses))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
     def warm_up(self, voices: tuple[str, ...] = (DEFAULT_VOICE,)) -> float:
         """Synthesise a short greeting per voice; returns seconds of audio produced.
 
-        Health means audio, not a socket: an engine that produces silence fails here. Each voice also
-        leaves its decoder statistics behind, so its first real piece already streams with short
-        context (see ``norm_stats``).
+        Health means audio, not a socket: an engine that produces silence fails here. A stock voice whose
+        decoder statistics are not known yet is calibrated first (see ``calibrate``).
         """
         seconds = 0.0
         for voice in voices:
             spec = self.parse_voice(voice)
+            for name, _ in spec.parts:
+                if self.memory.get(self.parse_voice(name)) is None:
+                    self.calibrate(name)
             lang = default_lang(spec)
             audio = self.synthesize(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), voice, lang=lang)
             if audio.size == 0 or not np.isfinite(audio).all() or float(np.abs(audio).max()) < 1e-4:

@@ -7,9 +7,11 @@ own thread (``plan_chunk``), so a long message's first piece reaches the model b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
+from streamvoice.engine.alignment import WordSpan, split_spans, voiced_range, word_spans
 from streamvoice.engine.phonemes import Phonemizer
-from streamvoice.text.chunker import ChunkPolicy, chunk_text
+from streamvoice.text.chunker import ChunkPolicy, chunk_paragraphs
 
 SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
 # How a message is cut into model calls: a first piece that ends at the first sentence (fast first
@@ -17,13 +19,38 @@ SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it ge
 MESSAGE_POLICY = ChunkPolicy(min_tokens=(1, 100), max_tokens=250, clean_markdown=False)
 
 
+Pause = Literal["none", "clause", "sentence", "paragraph"]
+SENTENCE_ENDS = ".!?…。！？"
+CLAUSE_ENDS = ",;:—–-，、；："
+CLOSERS = "\"')]}»”’*_"
+
+
 @dataclass(frozen=True)
 class Piece:
-    """One model call's worth of input."""
+    """One model call's worth of input, and what is known of it before the model runs."""
 
     text: str
     phonemes: str
     tokens: tuple[int, ...]
+    words: tuple[WordSpan, ...] = ()  # the text's words over the phoneme characters
+    pause: Pause = "none"  # the silence its last punctuation calls for after it
+
+    @property
+    def voiced(self) -> tuple[int, int]:
+        return voiced_range(self.phonemes)
+
+
+def pause_after(text: str, paragraph_end: bool = False) -> Pause:
+    """What the end of a stretch of text calls for: nothing inside a run-on sentence, a short pause at a
+    clause break, a longer one at a sentence end, the longest at a paragraph break."""
+    if paragraph_end:
+        return "paragraph"
+    end = text.rstrip().rstrip(CLOSERS)
+    if not end:
+        return "none"
+    if end[-1] in SENTENCE_ENDS:
+        return "sentence"
+    return "clause" if end[-1] in CLAUSE_ENDS else "none"
 
 
 class Planner:
@@ -32,31 +59,61 @@ class Planner:
 
     def plan(self, text: str, lang: str, policy: ChunkPolicy = MESSAGE_POLICY) -> list[Piece]:
         """Cut a message into model calls that never exceed the model's input, in speaking order."""
-        return [piece for chunk in chunk_text(text, policy) for piece in self.plan_chunk(chunk, lang)]
+        return [
+            piece
+            for chunk, paragraph in chunk_paragraphs(text, policy)
+            for piece in self.plan_chunk(chunk, lang, paragraph)
+        ]
 
-    def plan_chunk(self, chunk: str, lang: str) -> list[Piece]:
+    def plan_chunk(self, chunk: str, lang: str, paragraph_end: bool = False) -> list[Piece]:
         """One chunk of text to model calls: the unit a server plans at a time, so it can stop between."""
+        phonemes = self.phonemizer.phonemize(chunk, lang)
+        spans = word_spans(chunk, phonemes, lambda word: self.phonemizer.phonemize(word, lang))
+        parts = split_phonemes(phonemes, SAFE_MAX_TOKENS)
         pieces: list[Piece] = []
-        for part in split_phonemes(self.phonemizer.phonemize(chunk, lang), SAFE_MAX_TOKENS):
+        for i, (start, end) in enumerate(parts):
+            part = phonemes[start:end]
             tokens = self.phonemizer.tokenize(part)
-            if tokens:
-                pieces.append(Piece(text=chunk, phonemes=part, tokens=tuple(tokens)))
+            if not tokens:
+                continue
+            last = i == len(parts) - 1
+            pieces.append(
+                Piece(
+                    text=chunk,
+                    phonemes=part,
+                    tokens=tuple(tokens),
+                    # one token per phoneme character, or the character indices would not be token indices
+                    words=split_spans(spans, start, end) if len(tokens) == len(part) else (),
+                    pause=pause_after(chunk, paragraph_end) if last else pause_after(part),
+                )
+            )
         return pieces
 
 
-def split_phonemes(phonemes: str, max_tokens: int) -> list[str]:
-    """Keep a phoneme string within ``max_tokens`` characters, cutting at punctuation, then spaces."""
-    parts: list[str] = []
-    rest = phonemes.strip()
-    while len(rest) > max_tokens:
-        window = rest[: max_tokens + 1]
+def split_phonemes(phonemes: str, max_tokens: int) -> list[tuple[int, int]]:
+    """Keep a phoneme string within ``max_tokens`` characters, cutting at punctuation, then spaces; the
+    parts as character ranges of ``phonemes``, without surrounding spaces."""
+    parts: list[tuple[int, int]] = []
+    start, end = _strip(phonemes, 0, len(phonemes))
+    while end - start > max_tokens:
+        window = phonemes[start : start + max_tokens + 1]
         cut = max((window.rfind(p) for p in ".!?;:,"), default=-1)
         if cut < max_tokens // 3:
             cut = window.rfind(" ")
         if cut <= 0:
             cut = max_tokens
-        parts.append(rest[: cut + 1].strip())
-        rest = rest[cut + 1 :].strip()
-    if rest:
-        parts.append(rest)
+        head = _strip(phonemes, start, start + cut + 1)
+        if head[1] > head[0]:
+            parts.append(head)
+        start, end = _strip(phonemes, start + cut + 1, end)
+    if end > start:
+        parts.append((start, end))
     return parts
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end

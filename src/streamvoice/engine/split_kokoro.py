@@ -45,9 +45,17 @@ class SplitKokoro:
         self._none = np.zeros((1, 1, 1), dtype=np.float32)
         self._prior_names = [name for i in range(norms) for name in stat_names(i)[:2]]
 
-    def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[np.float32]]:
+    def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         outputs = self.front.run(self._front_outputs, feeds)
         return dict(zip(self._front_outputs, outputs, strict=True))
+
+    def durations(self, feats: dict[str, NDArray[Any]]) -> NDArray[np.int64] | None:
+        """Frames per token, pads included (None if this export does not show them)."""
+        name = self.boundary.durations
+        return None if name is None else np.asarray(feats[name], dtype=np.int64).reshape(-1)
+
+    def frames(self, feats: dict[str, NDArray[Any]]) -> int:
+        return int(feats[self.boundary.asr].shape[2])
 
     def decode(
         self,
@@ -82,23 +90,24 @@ class SplitKokoro:
         return audio, NormStats.from_outputs(outputs[1:], float(b - a))
 
     def whole(
-        self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32]
+        self, feats: dict[str, NDArray[Any]], style: NDArray[np.float32]
     ) -> tuple[NDArray[np.float32], NormStats]:
         """The whole piece in one decoder call (exactly the unsplit model's audio) and its statistics."""
-        feats = self.features(feeds)
-        return self.decode(feats, style, 0, int(feats[self.boundary.asr].shape[2]))
+        return self.decode(feats, style, 0, self.frames(feats))
 
     def stream(
         self,
-        feeds: dict[str, NDArray[Any]],
+        feats: dict[str, NDArray[Any]],
         style: NDArray[np.float32],
         plan: WindowPlan,
         voice_prior: NormStats | None = None,
         cold_plan: WindowPlan | None = None,
         remember: Callable[[NormStats], None] | None = None,
         cap: WindowCap | None = None,
-    ) -> Iterator[NDArray[np.float32]]:
-        """Audio window by window.
+        span: tuple[int, int] | None = None,
+        silence: NormStats | None = None,
+    ) -> Iterator[tuple[NDArray[np.float32], bool]]:
+        """Audio window by window, each with whether it is the last; frames ``span`` only (default all).
 
         Each window's norms use an estimate of the whole piece's statistics: its own frames, the frames
         decoded so far, and for the frames still to come the voice's statistics from earlier pieces (or,
@@ -106,17 +115,20 @@ class SplitKokoro:
         statistics once it is done, to become the voice's prior. Without a prior, ``cold_plan`` (more
         context) replaces ``plan``. ``cap`` limits window sizes as they are decided (``iter_windows``).
         """
-        feats = self.features(feeds)
-        frames = int(feats[self.boundary.asr].shape[2])
+        frames = self.frames(feats)
+        first, last = span or (0, frames)
         if voice_prior is None or not self.norms:
             plan = cold_plan or COLD_PLAN
         ctx, xf = plan.context, plan.crossfade
         seen: NormStats | None = None  # statistics of the frames kept so far
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
-        for start, end in plan.iter_windows(frames, cap):
-            right = plan.lookahead if start == 0 else ctx
-            lo, hi = max(0, start - ctx), min(frames, end + right)
-            rest, weight = window_prior(seen, voice_prior, frames, end - start, hi - lo, first=start == 0)
+        for offset_start, offset_end in plan.iter_windows(last - first, cap):
+            start, end = first + offset_start, first + offset_end
+            left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
+            lo, hi = max(0, start - left), min(frames, end + right)
+            rest, weight = window_prior(
+                seen, voice_prior, frames, end - start, hi - lo, start == 0, silence, frames - (last - first)
+            )
             audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
@@ -125,11 +137,11 @@ class SplitKokoro:
             if tail is not None:
                 # Blend the held-back tail of the last window with this window's view of the same samples.
                 body = np.concatenate([crossfade(tail, audio[keep_from - len(tail) : keep_from]), body])
-            if end >= frames:
+            if end >= last:
                 if remember is not None and seen is not None and self.norms:
                     remember(seen)
-                yield body
+                yield body, True
                 return
             hold = min(xf, len(body), ctx * SAMPLES_PER_FRAME)  # the next window's left context covers it
             tail = body[len(body) - hold :].copy() if hold else None
-            yield body[: len(body) - hold]  # one chunk per decoder call
+            yield body[: len(body) - hold], False  # one chunk per decoder call

@@ -21,18 +21,45 @@ MEMORY_FRAMES = 600.0
 
 
 class VoiceMemory:
+    """Two sets of statistics per stock voice: over its speech (what windows of a piece's speech look
+    like), and over the model's silence around it (what the frames a trimmed piece never decodes look like:
+    a whole piece normalises over them too)."""
+
     def __init__(self, stock: frozenset[str]) -> None:
         self._stock = stock
         self._stats: dict[str, NormStats] = {}
+        self._silence: dict[str, NormStats] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._stats)
 
-    def get(self, voice: VoiceSpec) -> NormStats | None:
-        """The voice's statistics; for a blend, its parts' mixed by weight (None if any part is unknown)."""
+    def known(self) -> dict[str, tuple[NormStats, NormStats | None]]:
         with self._lock:
-            parts = [(self._stats.get(name), weight) for name, weight in voice.parts]
+            return {name: (stats, self._silence.get(name)) for name, stats in self._stats.items()}
+
+    def get(self, voice: VoiceSpec) -> NormStats | None:
+        """The voice's speech statistics; for a blend, its parts' mixed by weight (None if a part is unknown)."""
+        return self._mix(self._stats, voice)
+
+    def silence(self, voice: VoiceSpec) -> NormStats | None:
+        return self._mix(self._silence, voice)
+
+    def set_silence(self, name: str, stats: NormStats | None) -> None:
+        self._check(name)
+        with self._lock:
+            if stats is None:
+                self._silence.pop(name, None)
+            else:
+                self._silence[name] = stats
+
+    def _check(self, name: str) -> None:
+        if name not in self._stock:
+            raise KeyError(f"{name!r} is not a stock voice")
+
+    def _mix(self, table: dict[str, NormStats], voice: VoiceSpec) -> NormStats | None:
+        with self._lock:
+            parts = [(table.get(name), weight) for name, weight in voice.parts]
         if any(stats is None for stats, _ in parts):
             return None
         if len(parts) == 1:
@@ -44,9 +71,8 @@ class VoiceMemory:
         return mixed
 
     def set(self, name: str, stats: NormStats | None) -> None:
-        """Replace (or with None, forget) a stock voice's statistics."""
-        if name not in self._stock:
-            raise KeyError(f"{name!r} is not a stock voice")
+        """Replace (or with None, forget) a stock voice's speech statistics."""
+        self._check(name)
         with self._lock:
             if stats is None:
                 self._stats.pop(name, None)

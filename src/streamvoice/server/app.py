@@ -28,7 +28,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from streamvoice.asgi import BodyLimit, error_response
-from streamvoice.audio.encoders import MEDIA_TYPES
+from streamvoice.audio.encoders import media_type
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import (
     WS_PATH,
@@ -162,7 +162,7 @@ async def invocations(request: Request) -> Response:
         if not isinstance(msg, Synthesize):
             raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
         resolved = service.resolve(
-            msg.text, SessionDefaults(), msg.voice, msg.speed, msg.format, msg.lang, msg.id
+            msg.text, SessionDefaults(), msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate
         )
     except ProtocolError as exc:
         service.metrics.count_error(str(exc.code))
@@ -179,7 +179,7 @@ async def invocations(request: Request) -> Response:
         raise
     sse = obj.get("stream") == "sse" or "text/event-stream" in request.headers.get("accept", "")
     body = sse_body(resolved, first, pieces) if sse else audio_body(resolved, first, pieces)
-    media = "text/event-stream" if sse else MEDIA_TYPES[resolved.format]
+    media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
     service.metrics.active_streams += 1
     return TimedStream(body, media, service.metrics, service.config.send_timeout_s)
 

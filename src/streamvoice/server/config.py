@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from streamvoice.engine.kokoro import EngineOptions
-from streamvoice.protocol import DEFAULT_VOICE, Limits
+from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 
 
 class ConfigError(ValueError):
@@ -46,9 +46,15 @@ class ServerConfig:
     session_lifetime_s: float = 3600.0
     auth_token: str | None = None
     warm_up: bool = True
-    # Voices synthesised at start-up (comma-separated): health check, and each voice's decoder statistics
-    # ready before its first caller (in-piece streaming then uses short context from the first piece).
+    # Voices synthesised at start-up (comma-separated), as a health check.
     warm_voices: str = DEFAULT_VOICE
+    # Where every stock voice's decoder statistics are cached (default: beside the model, else the user
+    # cache); without them a voice's first piece would stream on the cold path.
+    voice_stats_dir: str | None = None
+    # Silence after a piece, by the punctuation that ended it (sessions may change theirs with configure).
+    pause_clause_ms: int = Pauses.clause_ms
+    pause_sentence_ms: int = Pauses.sentence_ms
+    pause_paragraph_ms: int = Pauses.paragraph_ms
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
 
@@ -61,6 +67,15 @@ class ServerConfig:
         return EngineOptions(
             intra_op_threads=self.ort_threads, spin=self.ort_spin, stream_windows=self.stream_windows
         )
+
+    @property
+    def pauses(self) -> Pauses:
+        return Pauses(self.pause_clause_ms, self.pause_sentence_ms, self.pause_paragraph_ms)
+
+    def __post_init__(self) -> None:
+        for name in ("pause_clause_ms", "pause_sentence_ms", "pause_paragraph_ms"):
+            if not 0 <= getattr(self, name) <= MAX_PAUSE_MS:
+                raise ConfigError(f"STREAMVOICE_{name.upper()} must be 0-{MAX_PAUSE_MS} (milliseconds)")
 
     @property
     def limits(self) -> Limits:

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.planning import Piece
+from streamvoice.engine.timing import pause_samples
 from streamvoice.engine.windows import THROUGHPUT_PLAN
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import Requeue
@@ -143,6 +144,7 @@ class Lane:
                     service.config.stream_windows,
                     plan,
                     cap=self._window_cap,
+                    on_words=work.sink.words,
                 )
             window = next(work.windows, None)
         except Exception as exc:
@@ -152,6 +154,13 @@ class Lane:
         work.busy_s += time.perf_counter() - started
         if window is None:
             service.metrics.observe_model_call(work.busy_s, work.samples / service.engine.sample_rate)
+            # The pause the piece's punctuation calls for: generated silence, no model work.
+            pause = pause_samples(work.piece.pause, work.request.pauses, service.engine.sample_rate)
+            if pause.size:
+                with self._lock:
+                    self._unsent += pause.size
+                work.sink.push(pause)
+                self.play_end = max(self.play_end, time.monotonic()) + pause.size / service.engine.sample_rate
             work.sink.finish()
             self._drop_current()
             return Requeue(max(self.play_end, time.monotonic()))

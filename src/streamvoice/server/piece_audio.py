@@ -5,16 +5,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
+
+from streamvoice.engine.alignment import WordTime
 
 if TYPE_CHECKING:
     from streamvoice.server.lane import Lane
 
 _END: Final = object()  # the piece's last window was delivered
 _CANCELLED: Final = object()
+
+
+@dataclass(frozen=True)
+class Words:
+    """The piece's word times, in ms from its first sample; delivered before its first window."""
+
+    times: list[WordTime]
 
 
 class PieceAudio:
@@ -36,6 +46,9 @@ class PieceAudio:
     def push(self, window: NDArray[np.float32]) -> None:
         self._post(window)
 
+    def words(self, times: list[WordTime]) -> None:
+        self._post(Words(times))
+
     def finish(self) -> None:
         """The last window was pushed (pushes are delivered first: one queue, in order)."""
         self._post(_END)
@@ -53,7 +66,7 @@ class PieceAudio:
             if isinstance(item, np.ndarray):
                 self._taken(item.size)  # decoded after the listener left: nobody will take it
             return
-        if not isinstance(item, np.ndarray):
+        if not isinstance(item, np.ndarray | Words):
             self._ended = True
         self._queue.put_nowait(item)
 
@@ -75,11 +88,14 @@ class PieceAudio:
         self._taken(released)
         self._queue.put_nowait(_CANCELLED)
 
-    async def windows(self) -> AsyncIterator[NDArray[np.float32]]:
-        """Windows in order until the piece ends or is cancelled; raises the model's exception."""
+    async def windows(self) -> AsyncIterator[NDArray[np.float32] | Words]:
+        """The word times, then windows in order until the piece ends or is cancelled; raises the model's
+        exception."""
         while True:
             item = await self._queue.get()
-            if isinstance(item, np.ndarray):
+            if isinstance(item, Words):
+                yield item
+            elif isinstance(item, np.ndarray):
                 yield item
                 self._taken(item.size)  # the consumer came back for more: it has dealt with this one
             elif item is _END or item is _CANCELLED:

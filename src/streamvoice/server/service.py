@@ -7,24 +7,39 @@ calls, when each call is due).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from streamvoice.engine.alignment import shift
 from streamvoice.engine.kokoro import EngineError, KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
+from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
 from streamvoice.engine.voices import VoiceError, VoiceSpec
-from streamvoice.protocol import DEFAULT_FORMAT, DEFAULT_VOICE, ErrorCode, ProtocolError
+from streamvoice.protocol import (
+    DEFAULT_FORMAT,
+    DEFAULT_VOICE,
+    SAMPLE_RATE,
+    ErrorCode,
+    Pauses,
+    ProtocolError,
+    check_rate_for_format,
+    output_rate,
+)
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.lane import Lane
 from streamvoice.server.metrics import Metrics
-from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.piece_audio import PieceAudio, Words
 from streamvoice.server.scheduler import Policy, SynthesisScheduler
-from streamvoice.text.chunker import chunk_text
+from streamvoice.text.chunker import chunk_paragraphs
+
+log = logging.getLogger("streamvoice.server")
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,8 @@ class SessionDefaults:
     speed: float = 1.0
     format: str = DEFAULT_FORMAT
     lang: str | None = None
+    sample_rate: int | None = None  # None: the format's own default (8 kHz for G.711, else 24 kHz)
+    pauses: Pauses | None = None  # None: the server's
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,8 @@ class ResolvedRequest:
     speed: float
     format: str
     lang: str
+    sample_rate: int = SAMPLE_RATE
+    pauses: Pauses = field(default_factory=Pauses)
 
 
 class SpeechService:
@@ -80,6 +99,9 @@ class SpeechService:
 
     async def warm_up(self) -> None:
         voices = self.config.warm_voice_list
+        stats_dir = Path(self.config.voice_stats_dir) if self.config.voice_stats_dir else None
+        found = await self.scheduler.submit(lambda: prepare_voice_stats(self.engine, stats_dir), deadline=0.0)
+        log.info("voice statistics: %s", found)
         await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
         self.ready = True
 
@@ -92,6 +114,7 @@ class SpeechService:
         fmt: str | None = None,
         lang: str | None = None,
         msg_id: str | None = None,
+        sample_rate: int | None = None,
     ) -> ResolvedRequest:
         try:
             spec = self.engine.parse_voice(voice or defaults.voice)
@@ -101,12 +124,17 @@ class SpeechService:
             resolved_lang = self.engine.resolve_lang(spec, lang or defaults.lang)
         except EngineError as exc:
             raise ProtocolError(ErrorCode.INVALID_FIELD, str(exc), msg_id) from None
+        fmt = fmt or defaults.format
+        rate = output_rate(fmt, sample_rate or defaults.sample_rate)
+        check_rate_for_format(fmt, rate, msg_id)
         return ResolvedRequest(
             text=text,
             voice=spec,
             speed=speed if speed is not None else defaults.speed,
-            format=fmt or defaults.format,
+            format=fmt,
             lang=resolved_lang,
+            sample_rate=rate,
+            pauses=defaults.pauses or self.config.pauses,
         )
 
     async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
@@ -115,11 +143,11 @@ class SpeechService:
         Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
         """
         loop = asyncio.get_running_loop()
-        chunks = await loop.run_in_executor(self._planner, chunk_text, request.text, MESSAGE_POLICY)
+        chunks = await loop.run_in_executor(self._planner, chunk_paragraphs, request.text, MESSAGE_POLICY)
         planned = 0
-        for chunk in chunks:
+        for chunk, paragraph_end in chunks:
             pieces = await loop.run_in_executor(
-                self._planner, self.engine.planner.plan_chunk, chunk, request.lang
+                self._planner, self.engine.planner.plan_chunk, chunk, request.lang, paragraph_end
             )
             planned += len(pieces)
             for piece in pieces:
@@ -152,16 +180,23 @@ class SpeechService:
             submitted.append(self.submit(piece, request, lane))
             ready.put_nowait(submitted[-1])
 
-    async def audio_pieces(self, request: ResolvedRequest) -> AsyncGenerator[NDArray[np.float32]]:
-        """Audio chunks (decoder windows) in order as each is ready; abandons queued work if the caller leaves."""
+    async def audio_pieces(self, request: ResolvedRequest) -> AsyncGenerator[NDArray[np.float32] | Words]:
+        """Audio chunks (decoder windows) in order as each is ready, each piece's word times (from the
+        message's first sample) before its audio; abandons queued work if the caller leaves."""
         streams: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
         submitted: list[PieceAudio] = []
         planner = asyncio.create_task(self.plan_into(request, self.lane(), submitted, streams))
         planner.add_done_callback(lambda _: streams.put_nowait(None))
         try:
+            samples = 0
             while (stream := await streams.get()) is not None:
+                offset_ms = samples * 1000 / self.engine.sample_rate
                 async for window in stream.windows():
-                    yield window
+                    if isinstance(window, Words):
+                        yield Words(shift(window.times, offset_ms))
+                    else:
+                        samples += window.size
+                        yield window
             await planner  # raises what planning raised (e.g. nothing speakable)
         finally:
             planner.cancel()

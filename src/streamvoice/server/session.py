@@ -18,14 +18,16 @@ import contextlib
 import enum
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from streamvoice.audio.encoders import make_encoder
+from streamvoice.audio.output import AudioOutput
+from streamvoice.engine.alignment import as_json, shift
 from streamvoice.protocol import (
     Ack,
+    Alignment,
     Cancel,
     Close,
     Configure,
@@ -40,7 +42,7 @@ from streamvoice.protocol import (
     encode_event,
 )
 from streamvoice.server.lane import Lane
-from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.piece_audio import PieceAudio, Words
 from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
 
 log = logging.getLogger("streamvoice.session")
@@ -300,7 +302,7 @@ class BidiSession:
             return
         try:
             request = self.service.resolve(
-                msg.text, self.defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id
+                msg.text, self.defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate
             )
         except ProtocolError as exc:
             await self._reply_error(exc, sequence)
@@ -332,9 +334,12 @@ class BidiSession:
                 ("speed", msg.speed),
                 ("format", msg.format),
                 ("lang", msg.lang),
+                ("sample_rate", msg.sample_rate),
             )
             if v is not None
         }
+        if msg.pauses is not None:
+            changes["pauses"] = replace(self.defaults.pauses or self.service.config.pauses, **msg.pauses)
         candidate = replace(self.defaults, **changes)
         try:
             self.service.resolve("x", candidate)
@@ -342,6 +347,7 @@ class BidiSession:
             await self._reply_error(exc, None)
             return
         self.defaults = candidate
+        pauses = candidate.pauses or self.service.config.pauses
         await self._outbox.put(
             _Reply(
                 Ack(
@@ -351,6 +357,8 @@ class BidiSession:
                         "speed": candidate.speed,
                         "format": candidate.format,
                         "lang": candidate.lang,
+                        "sample_rate": candidate.sample_rate,
+                        "pauses": asdict(pauses),
                     },
                 )
             )
@@ -423,22 +431,31 @@ class BidiSession:
 
     async def _stream_audio(self, job: _Job) -> tuple[int, int, int]:
         """Each piece's windows as planning submits them, encoded and sent; (bytes, samples, pieces)."""
-        encoder = make_encoder(job.request.format)
+        request = job.request
+        output = AudioOutput(request.format, request.sample_rate)
         sent = samples = pieces = 0
         while (stream := await job.ready.get()) is not None and not job.cancelled:
             if job.advance(JobState.STARTED):
-                await self._send_event(SynthesisStarted(job.id, job.sequence, job.request.format))
+                await self._send_event(
+                    SynthesisStarted(job.id, job.sequence, request.format, request.sample_rate)
+                )
             pieces += 1
+            piece_start_ms = samples * 1000 / self.service.engine.sample_rate
             async for audio in stream.windows():
                 if job.cancelled:
                     break
-                data = encoder.encode(audio)
+                if isinstance(audio, Words):
+                    if audio.times:
+                        words = as_json(shift(audio.times, piece_start_ms))
+                        await self._send_event(Alignment(job.id, job.sequence, words))
+                    continue
+                data = output.encode(audio)
                 if data and job.advance(JobState.STREAMING):
                     self.service.metrics.observe_first_audio(time.monotonic() - job.received_at)
                 sent += await self._send_audio(data, audio.size)
                 samples += audio.size
         if not job.cancelled and job.state is not JobState.QUEUED:
-            sent += await self._send_audio(encoder.flush(), 0)
+            sent += await self._send_audio(output.flush(), 0)
         return sent, samples, pieces
 
     def _planning_failure(self, job: _Job) -> ProtocolError | None:

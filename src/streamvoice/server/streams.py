@@ -17,9 +17,10 @@ from numpy.typing import NDArray
 from starlette.responses import StreamingResponse
 from starlette.types import Send
 
-from streamvoice.audio.encoders import make_encoder
-from streamvoice.protocol import SAMPLE_RATE
+from streamvoice.audio.output import AudioOutput
+from streamvoice.engine.alignment import as_json
 from streamvoice.server.metrics import Metrics
+from streamvoice.server.piece_audio import Words
 from streamvoice.server.service import ResolvedRequest
 
 log = logging.getLogger("streamvoice.server")
@@ -49,40 +50,59 @@ class TimedStream(StreamingResponse):
             await self._body.aclose()
 
 
-async def _chain(
-    first: NDArray[np.float32], rest: AsyncIterator[NDArray[np.float32]]
-) -> AsyncIterator[NDArray[np.float32]]:
+Item = NDArray[np.float32] | Words
+
+
+async def _chain(first: Item, rest: AsyncIterator[Item]) -> AsyncIterator[Item]:
     yield first
-    async for audio in rest:
-        yield audio
+    async for item in rest:
+        yield item
 
 
-async def audio_body(
-    request: ResolvedRequest, first: NDArray[np.float32], rest: AsyncGenerator[NDArray[np.float32]]
-) -> AsyncGenerator[bytes]:
-    encoder = make_encoder(request.format)
+async def encoded(
+    request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
+) -> AsyncGenerator[bytes | Words]:
+    """Encoded audio as it is ready, word times passed through in their place."""
+    output = AudioOutput(request.format, request.sample_rate)
     async with aclosing(rest):  # a client that leaves (or times out) releases the queued model work
-        async for audio in _chain(first, rest):
-            data = encoder.encode(audio)
+        async for item in _chain(first, rest):
+            if isinstance(item, Words):
+                yield item
+                continue
+            data = output.encode(item)
             if data:
                 yield data
-    tail = encoder.flush()
+    tail = output.flush()
     if tail:
         yield tail
 
 
-async def sse_body(
-    request: ResolvedRequest, first: NDArray[np.float32], rest: AsyncGenerator[NDArray[np.float32]]
+async def audio_body(
+    request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
 ) -> AsyncGenerator[bytes]:
-    """Audio as SSE events with base64 data, for InvokeEndpointWithResponseStream callers."""
+    """The audio alone (word times need the SSE form)."""
+    async with aclosing(encoded(request, first, rest)) as chunks:
+        async for data in chunks:
+            if isinstance(data, bytes):
+                yield data
+
+
+async def sse_body(
+    request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
+) -> AsyncGenerator[bytes]:
+    """Audio as SSE events with base64 data, for InvokeEndpointWithResponseStream callers; each piece's
+    word times as an ``alignment`` event before its audio."""
 
     def event(payload: dict[str, object]) -> bytes:
         return f"data: {json.dumps(payload)}\n\n".encode()
 
-    yield event({"type": "audio_start", "format": request.format, "sample_rate": SAMPLE_RATE})
+    yield event({"type": "audio_start", "format": request.format, "sample_rate": request.sample_rate})
     seq = 0
-    async with aclosing(audio_body(request, first, rest)) as chunks:
+    async with aclosing(encoded(request, first, rest)) as chunks:
         async for data in chunks:
+            if isinstance(data, Words):
+                yield event({"type": "alignment", "words": as_json(data.times)})
+                continue
             yield event({"type": "audio_chunk", "seq": seq, "data": base64.b64encode(data).decode("ascii")})
             seq += 1
     yield event({"type": "audio_end", "chunks": seq})

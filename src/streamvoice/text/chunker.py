@@ -14,6 +14,7 @@ token yields exactly the pieces that feeding it whole would.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -241,3 +242,17 @@ def normalize_text(text: str, clean: bool = True) -> str:
     chunker._raw = text
     chunker._clean(final=True)
     return normalize_space(chunker._pending)
+
+
+def chunk_paragraphs(text: str, policy: ChunkPolicy | None = None) -> list[tuple[str, bool]]:
+    """``chunk_text`` per paragraph (a blank line ends one), each chunk with whether it ends a paragraph:
+    a paragraph break is the longest pause, so no chunk spans one. The text's last chunk ends a paragraph
+    only if a blank line follows it."""
+    paragraphs = [p for p in re.split(r"\n[^\S\n]*\n\s*", text)]
+    out: list[tuple[str, bool]] = []
+    for i, paragraph in enumerate(paragraphs):
+        chunks = chunk_text(paragraph, policy)
+        out.extend((chunk, False) for chunk in chunks)
+        if out and chunks and (i < len(paragraphs) - 1):
+            out[-1] = (out[-1][0], True)
+    return out

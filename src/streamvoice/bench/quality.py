@@ -1,0 +1,138 @@
+"""Does streaming change what the voice sounds like? Streamed audio against whole-piece audio, per voice.
+
+For each voice, on a fresh engine: the voice's very first piece (first use), then the same sentences again
+once it has spoken (warm), and, for reference, a first piece with no statistics at all (the cold path the
+statistics cache removes). Each streamed piece is compared with the bare engine's whole-piece audio of the
+same piece (trimmed alike): PESQ (wide band, 16 kHz, the ``pesq`` package) with the whole piece as the
+reference, and DNSMOS overall quality (``speechmos``, ONNX) of each on its own.
+
+Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+import numpy as np
+import soxr
+from numpy.typing import NDArray
+
+from streamvoice.bench.common import table, write_result
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.voice_stats_cache import prepare
+
+VOICES = ("af_heart", "af_bella", "am_michael", "bf_emma", "bm_george", "am_puck")
+# Not the texts anything was tuned on: an agent's short acknowledgements and a few full sentences.
+SENTENCES = (
+    "Your appointment is confirmed for nine thirty on Tuesday morning.",
+    "Got it, thanks!",
+    "The quarterly report shows revenue up eleven percent over last year.",
+    "Sure thing.",
+    "Please hold while I transfer you to a specialist who can look into the billing question.",
+    "No problem at all, happy to help.",
+)
+
+
+def to16k(audio: NDArray[np.float32]) -> NDArray[np.float32]:
+    return np.asarray(soxr.resample(audio, 24_000, 16_000), dtype=np.float32)
+
+
+def pesq_score(reference: NDArray[np.float32], degraded: NDArray[np.float32]) -> float:
+    from pesq import pesq
+
+    ref, deg = to16k(reference), to16k(degraded)
+    n = min(len(ref), len(deg))
+    return float(pesq(16_000, ref[:n], deg[:n], "wb"))
+
+
+def dnsmos(audio: NDArray[np.float32]) -> float:
+    from speechmos import dnsmos as model
+
+    clip = np.clip(to16k(audio), -1.0, 1.0)
+    return float(model.run(clip, 16_000)["ovrl_mos"])
+
+
+def compare(engine: KokoroEngine, voice: str, text: str) -> dict[str, float]:
+    spec = engine.parse_voice(voice)
+    piece = engine.planner.plan(text, "en-us")[0]
+    streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+    whole = engine.synthesize_piece(piece, spec, 1.0)
+    return {
+        "pesq": pesq_score(whole, streamed),
+        "dnsmos_streamed": dnsmos(streamed),
+        "dnsmos_whole": dnsmos(whole),
+    }
+
+
+def run_voice(voice: str) -> dict[str, Any]:
+    engine = KokoroEngine.load()
+    prepare(engine)  # what a server does at start: every stock voice's statistics, from the cache
+    first = compare(engine, voice, SENTENCES[0])
+    warm = [compare(engine, voice, text) for text in SENTENCES]
+    engine.set_voice_stats(voice, None)  # the cold path, for reference: no statistics for this voice
+    cold = compare(engine, voice, SENTENCES[0])
+    return {"voice": voice, "first_use": first, "warm": warm, "cold": cold}
+
+
+def mean(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.fmean(r[key] for r in rows)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--voices", default=",".join(VOICES))
+    args = parser.parse_args(argv)
+    results = [run_voice(v.strip()) for v in args.voices.split(",") if v.strip()]
+    rows = []
+    for r in results:
+        rows.append(
+            {
+                "voice": r["voice"],
+                "pesq_first": r["first_use"]["pesq"],
+                "pesq_warm": mean(r["warm"], "pesq"),
+                "pesq_cold": r["cold"]["pesq"],
+                "dnsmos_streamed": mean(r["warm"], "dnsmos_streamed"),
+                "dnsmos_whole": mean(r["warm"], "dnsmos_whole"),
+            }
+        )
+    summary = {
+        "pesq_first_use": statistics.fmean(r["pesq_first"] for r in rows),
+        "pesq_first_use_min": min(r["pesq_first"] for r in rows),
+        "pesq_warm": statistics.fmean(r["pesq_warm"] for r in rows),
+        "pesq_cold": statistics.fmean(r["pesq_cold"] for r in rows),
+        "dnsmos_streamed": statistics.fmean(r["dnsmos_streamed"] for r in rows),
+        "dnsmos_whole": statistics.fmean(r["dnsmos_whole"] for r in rows),
+    }
+    summary["dnsmos_drop"] = summary["dnsmos_whole"] - summary["dnsmos_streamed"]
+    print(
+        f"Streamed vs whole-piece audio ({len(SENTENCES)} sentences per voice; PESQ wide band, DNSMOS overall)\n"
+    )
+    print(
+        table(
+            [*rows, {"voice": "mean", **{k: summary[k2] for k, k2 in (
+                ("pesq_first", "pesq_first_use"), ("pesq_warm", "pesq_warm"), ("pesq_cold", "pesq_cold"),
+                ("dnsmos_streamed", "dnsmos_streamed"), ("dnsmos_whole", "dnsmos_whole"))}}],
+            [
+                ("voice", "voice"),
+                ("pesq_first", "PESQ first use"),
+                ("pesq_warm", "PESQ warm"),
+                ("pesq_cold", "PESQ cold path (no cache)"),
+                ("dnsmos_streamed", "DNSMOS streamed"),
+                ("dnsmos_whole", "DNSMOS whole piece"),
+            ],
+        )
+    )  # fmt: skip
+    print(
+        f"\ntargets: PESQ >= 2.5 on average (got {summary['pesq_warm']:.2f}) and >= 2.3 on a first piece "
+        f"(lowest {summary['pesq_first_use_min']:.2f}); DNSMOS drop <= 0.05 (got {summary['dnsmos_drop']:.3f})"
+    )
+    result = {"voices": results, "rows": rows, "summary": summary, "sentences": SENTENCES}
+    path = write_result("quality", result)
+    print(f"\nwrote {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
