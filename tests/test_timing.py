@@ -25,7 +25,7 @@ from tests.test_levels import silence, tone
 
 def test_decode_range_skips_the_models_silences() -> None:
     durations = np.array([14, 2, 3, 2, 5, 7, 1])  # pad, "a", "b", " ", "c", ".", pad
-    assert decode_range(durations, (0, 4), 34) == (14 - LEAD_FRAMES, 14 + 12 + 1)
+    assert decode_range(durations, (0, 4), 34) == (14 - LEAD_FRAMES, 14 + 12 + 1)  # pad, voiced, one more
     assert decode_range(None, (0, 4), 34) == (0, 34)  # an export without durations: everything
 
 

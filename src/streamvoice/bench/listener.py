@@ -28,7 +28,6 @@ import av
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.agent.pipeline import AGENT_POLICY
 from streamvoice.asgi import LoopbackServer
 from streamvoice.audio.levels import leading_silence_ms, trailing_silence_ms
 from streamvoice.bench.asr import Transcriber
@@ -42,7 +41,6 @@ from streamvoice.engine.timing import decode_range
 from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE, Pauses
 from streamvoice.server import ServerConfig, create_app
 from streamvoice.text.boundaries import sentence_cuts
-from streamvoice.text.chunker import chunk_text
 from streamvoice.text.wer import word_error_rate
 
 ANSWER = (
@@ -52,8 +50,16 @@ ANSWER = (
 
 
 def answer_pieces() -> list[str]:
-    """The answer as a voice agent sends it: the agent's chunker, one message per piece."""
-    return chunk_text(ANSWER, AGENT_POLICY)
+    """The answer as a streaming voice agent sends it: one message per clause or sentence (the agent's
+    chunker cuts later, but every cut it makes is one of these), so gaps after both kinds are heard."""
+    parts = re.split(r"(?<=[,;:.!?])\s+", ANSWER)
+    pieces: list[str] = []
+    for part in parts:
+        if pieces and len(pieces[-1].split()) < 3:  # "Sure," alone is too short to be a message
+            pieces[-1] += " " + part
+        else:
+            pieces.append(part)
+    return pieces
 
 
 def pcm(result: SynthesisResult) -> NDArray[np.float32]:

@@ -32,16 +32,18 @@ class WindowPlan:
     The defaults are for a voice whose decoder statistics are known; ``COLD_PLAN`` is for its first piece.
     """
 
-    first: int = 12  # 0.3 s: first audio as early as possible
-    second: int = 20  # decodes (with its context) well within the first window's 0.3 s of playback
+    first: int = 10  # 0.25 s: first audio as early as possible
+    second: int = 16  # decodes (with its context) about as fast as the first window plays
     growth: float = 2.2  # later windows grow by this factor, keeping ahead of playback with ~15% to spare
     largest: int = 400  # up to 10 s
-    # Frames of context on each side, computed and discarded. Six, not fewer: a trimmed piece's windows are
-    # all speech, and with less context short pieces ("Sure thing.") drift from the whole-piece audio
-    # (PESQ 2.6 vs 3.1 on average with 2 frames; python -m streamvoice.bench.quality).
-    context: int = 6
-    lookahead: int = 6  # right context of the first window
-    lead_context: int = 6  # left context of the first window (the model's silence before the speech)
+    # Frames of context on each side, computed and discarded. A trimmed piece's windows are all speech,
+    # and short pieces ("Sure thing.") drift from the whole-piece audio with too little context; each extra
+    # frame costs every window its decoding time. Four is the measured balance on 2 cores (PESQ against the
+    # whole piece ~2.8 vs ~2.5 with two; with six, later windows fall behind playback): the plans compared
+    # are in docs/benchmarks.md (python -m streamvoice.bench.quality and .listener).
+    context: int = 4
+    lookahead: int = 4  # right context of the first window
+    lead_context: int = 4  # left context of the first window (the model's silence before the speech)
     crossfade: int = 240  # samples (10 ms) blended at each seam
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
