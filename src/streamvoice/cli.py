@@ -105,6 +105,19 @@ def cmd_voices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models_calibrate(args: argparse.Namespace) -> int:
+    from streamvoice.engine.kokoro import KokoroEngine
+    from streamvoice.engine.voice_stats_cache import calibrate_all
+
+    engine = KokoroEngine.load(args.model_dir, args.variant)
+    path = calibrate_all(engine, Path(args.out) if args.out else None)
+    if path is None:
+        print("this model export has no streaming decoder or durations: nothing to calibrate")
+        return 1
+    print(f"wrote {path} ({len(engine.voice_names)} voices)")
+    return 0
+
+
 def cmd_models_download(args: argparse.Namespace) -> int:
     from streamvoice.model_files import (
         RELEASE_BASE_URL,
@@ -189,6 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--if-missing", action="store_true", help="do nothing when the files are already found")
     d.add_argument("--base-url", help=argparse.SUPPRESS)
     d.set_defaults(func=cmd_models_download)
+    c = msub.add_parser(
+        "calibrate",
+        help="measure every stock voice's decoder statistics once and cache them (no voice then streams cold)",
+    )
+    c.add_argument(
+        "--out", help="folder for the file (default: the user cache; images put it beside the model)"
+    )
+    _add_model_args(c)
+    c.set_defaults(func=cmd_models_calibrate)
 
     from streamvoice.bench.registry import NAMES
 

@@ -9,6 +9,7 @@ line up either, the piece's words share one span: a caption may then be coarser,
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,7 +67,8 @@ def word_spans(text: str, phonemes: str, phonemize: Callable[[str], str]) -> tup
         return ()
     if len(words) == len(groups):
         return tuple(WordSpan(w, g[0], g[1]) for w, g in zip(words, groups, strict=True))
-    counts = [len(phoneme_groups(phonemize(w))) for w in words]
+    alone = [phonemize(w) for w in words]
+    counts = [len(phoneme_groups(p)) for p in alone]
     if sum(counts) == len(groups) and all(counts):
         spans: list[WordSpan] = []
         k = 0
@@ -74,7 +76,37 @@ def word_spans(text: str, phonemes: str, phonemize: Callable[[str], str]) -> tup
             spans.append(WordSpan(word, groups[k][0], groups[k + n - 1][1]))
             k += n
         return tuple(spans)
-    return _by_clause(words, groups)
+    return _by_characters(words, alone, phonemes) or _by_clause(words, groups)
+
+
+def _by_characters(words: list[str], alone: list[str], phonemes: str) -> tuple[WordSpan, ...] | None:
+    """Each word's phonemes (said alone) found in the piece's, sound by sound, in order: espeak joins some
+    words into one group ("from the" is "fɹʌmðə"), which the counts cannot see but the sounds can. None if
+    a word's sounds are not found or the result would not be in order."""
+    target = [i for i, ch in enumerate(phonemes) if ch not in NON_SPEECH and ch not in "ˈˌ"]
+    said = "".join(phonemes[i] for i in target)
+    joined, ranges = "", []
+    for p in alone:
+        sounds = "".join(ch for ch in p if ch not in NON_SPEECH and ch not in "ˈˌ")
+        ranges.append((len(joined), len(joined) + len(sounds)))
+        joined += sounds
+    matcher = difflib.SequenceMatcher(a=joined, b=said, autojunk=False)
+    where: dict[int, int] = {}
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            where[block.a + k] = block.b + k
+    if len(where) < 0.8 * len(joined):  # too different to trust
+        return None
+    spans: list[WordSpan] = []
+    for word, (a, b) in zip(words, ranges, strict=True):
+        hits = [where[k] for k in range(a, b) if k in where]
+        if not hits:
+            return None
+        first, last = target[min(hits)], target[max(hits)] + 1
+        if spans and first < spans[-1].last:
+            return None
+        spans.append(WordSpan(word, first, last))
+    return tuple(spans)
 
 
 def _by_clause(words: list[str], groups: list[tuple[int, int, bool]]) -> tuple[WordSpan, ...]:

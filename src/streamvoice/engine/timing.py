@@ -117,6 +117,9 @@ class TrimmedPiece:
     def __iter__(self) -> Generator[NDArray[np.float32]]:
         position = self.first_sample  # model sample of the next chunk's first sample
         started = False
+        # Silence at the end of a chunk is held back until the next chunk shows whether speech follows:
+        # the piece's last audible sound may come before its last chunk.
+        held = np.zeros(0, dtype=np.float32)
         for audio, last in self.chunks:
             chunk = audio
             if not started:
@@ -130,11 +133,18 @@ class TrimmedPiece:
                 started = True
                 if self.on_start is not None:
                     self.on_start(position)
+            chunk = np.concatenate([held, chunk]) if held.size else chunk
             if last:
-                chunk = cut_tail(chunk)
+                chunk, held = cut_tail(chunk), held[:0]
+            else:
+                loud = _loud_blocks(chunk)
+                keep = (
+                    len(chunk) if loud.size == 0 else min(len(chunk), (int(loud[-1]) + 1) * BLOCK + RELEASE)
+                )
+                keep = keep if loud.size else 0
+                chunk, held = chunk[:keep], chunk[keep:]
             if chunk.size:
                 yield chunk
-            position += len(chunk)
 
 
 def trim_whole(audio: NDArray[np.float32], first_sample: int = 0) -> tuple[NDArray[np.float32], int]:
