@@ -27,7 +27,7 @@ from streamvoice.engine.alignment import WordSpan, WordTime
 from streamvoice.engine.windows import SAMPLES_PER_FRAME
 from streamvoice.protocol import SAMPLE_RATE, Pauses
 
-LEAD_FRAMES = 6  # decode from 150 ms before the first phoneme: 90% of onsets start less than 80 ms early
+LEAD_FRAMES = 4  # decode from 100 ms before the first phoneme: 90% of onsets start less than 80 ms early
 TAIL_FRAMES = 1  # and one frame past the last phoneme's predicted end
 LEAD_MARGIN_MS = 20.0  # silence kept before the first audible block
 RELEASE_MS = 30.0  # silence kept after the last audible block (the decay below the threshold)
