@@ -273,15 +273,19 @@ def encodings(d: dict[str, Any]) -> str:
 
 
 def listener(d: dict[str, Any]) -> str:
-    rows = [
-        [r["measure"], r["value"] if isinstance(r["value"], str) else _n(r["value"], 1), r["target"]]
-        for r in d["rows"]
-    ]
+    def value(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        return _n(v, 3) if isinstance(v, float) and abs(v) < 1 else _n(v, 1)
+
+    rows = [[r["measure"].replace("|", "\\|"), value(r["value"]), r["target"]] for r in d["rows"]]
     p = d["pauses"]
     return (
-        f"An answer sent as a voice agent sends it (one message per chunker piece), over one session; pauses "
-        f"{p['clause_ms']} / {p['sentence_ms']} / {p['paragraph_ms']} ms after a clause / sentence / paragraph. "
-        f'Heard onset: "{d["sentence"]}" ({d["sentence_tokens"]} tokens), {d["trials"]} fresh sessions.\n\n'
+        f"An answer sent as a streaming voice agent sends it (one message per clause or sentence), over one "
+        f"session; pauses {p['clause_ms']} / {p['sentence_ms']} / {p['paragraph_ms']} ms after a clause / "
+        f'sentence / paragraph. Heard onset: "{d["sentence"]}" ({d["sentence_tokens"]} tokens), {d["trials"]} '
+        "fresh sessions. Word timing target as the issue states it: starts within 100 ms of Whisper's on "
+        "average, for at least 90% of the words (words timed / words).\n\n"
         + _table(["measure", "value", "target"], rows)
     )
 
