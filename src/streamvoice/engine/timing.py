@@ -127,7 +127,7 @@ class TrimmedPiece:
                 if loud.size == 0:
                     position += len(chunk)
                     continue
-                cut = max(0, int(loud[0]) * BLOCK - LEAD_MARGIN)
+                cut = _lead_cut(loud)
                 chunk = fade_in(chunk[cut:])
                 position += cut
                 started = True
@@ -152,8 +152,13 @@ def trim_whole(audio: NDArray[np.float32], first_sample: int = 0) -> tuple[NDArr
     loud = _loud_blocks(audio)
     if loud.size == 0:
         return audio[:0], first_sample
-    cut = max(0, int(loud[0]) * BLOCK - LEAD_MARGIN)
+    cut = _lead_cut(loud)
     return cut_tail(fade_in(audio[cut:])), first_sample + cut
+
+
+def _lead_cut(loud: NDArray[np.intp]) -> int:
+    """Where a piece's audio starts: ``LEAD_MARGIN_MS`` before its first audible block."""
+    return max(0, int(loud[0]) * BLOCK - LEAD_MARGIN)
 
 
 def fade_in(audio: NDArray[np.float32]) -> NDArray[np.float32]:
