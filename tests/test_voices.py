@@ -45,3 +45,18 @@ def test_describe() -> None:
     info = describe("zf_xiaoxiao")
     assert (info.lang, info.gender) == ("cmn", "female")
     assert describe("bm_george").language == "British English"
+
+
+def test_parenthesised_weights_as_kokoro_fastapi_writes_them() -> None:
+    spec = parse_voice_spec("af_heart(2)+am_michael", KNOWN)
+    assert dict(spec.parts) == {"af_heart": 2 / 3, "am_michael": 1 / 3}
+    assert parse_voice_spec("af_heart(3) + am_michael(1)", KNOWN).parts == (
+        ("af_heart", 0.75),
+        ("am_michael", 0.25),
+    )
+
+
+@pytest.mark.parametrize("bad", ["af_heart(", "af_heart()", "af_heart(x)", "af_heart(1", "(2)"])
+def test_malformed_parenthesised_weights(bad: str) -> None:
+    with pytest.raises(VoiceError, match="NAME"):
+        parse_voice_spec(bad, KNOWN)

@@ -30,16 +30,15 @@ def _retry_after(exc: ProtocolError) -> dict[str, str]:
     return {"retry-after": "1"} if exc.code == ErrorCode.SERVER_BUSY else {}
 
 
-def error_response(exc: ProtocolError) -> JSONResponse:
-    """The services' HTTP error: ``{"error": {"code", "message"}}`` with the status the code implies."""
-    return JSONResponse(
-        error_body(exc.code, exc.message), status_code=exc.http_status, headers=_retry_after(exc)
-    )
+def error_response(exc: ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The services' HTTP error (``protocol.error_body``) with the status the code implies."""
+    body = error_body(exc.code, exc.message, exc.param, exc.http_status)
+    return JSONResponse(body, status_code=exc.http_status, headers={**_retry_after(exc), **(headers or {})})
 
 
 async def send_json_error(send: Send, exc: ProtocolError) -> None:
     """The same response, sent without a framework (from the guards, before any route)."""
-    body = json.dumps(error_body(exc.code, exc.message)).encode()
+    body = json.dumps(error_body(exc.code, exc.message, exc.param, exc.http_status)).encode()
     headers = [(k.encode(), v.encode()) for k, v in _retry_after(exc).items()]
     await send(
         {

@@ -18,7 +18,7 @@ from typing import Any
 SAMPLE_RATE = 24_000  # what the model makes
 SAMPLE_RATES = (8_000, 16_000, 22_050, 24_000, 44_100, 48_000)  # what a client may ask for
 TELEPHONY_RATE = 8_000  # G.711's rate, the default for ulaw and alaw
-AUDIO_FORMATS = ("pcm", "wav", "mp3", "opus", "ulaw", "alaw")
+AUDIO_FORMATS = ("pcm", "wav", "mp3", "opus", "aac", "flac", "ulaw", "alaw")
 G711_FORMATS = ("ulaw", "alaw")
 OPUS_RATES = (8_000, 16_000, 24_000, 48_000)  # what libopus encodes
 MAX_PAUSE_MS = 3_000
@@ -85,11 +85,14 @@ class ProtocolError(Exception):
     (then ``code`` is whatever the server sent).
     """
 
-    def __init__(self, code: ErrorCode | str, message: str, id: str | None = None) -> None:
+    def __init__(
+        self, code: ErrorCode | str, message: str, id: str | None = None, param: str | None = None
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.id = id
+        self.param = param  # the request field at fault, where one is (OpenAI's error shape names it)
 
     @property
     def http_status(self) -> int:
@@ -463,6 +466,11 @@ def bearer_authorized(header: str | None, token: str | None) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(supplied.encode(), token.encode())
 
 
-def error_body(code: ErrorCode | str, message: str) -> dict[str, Any]:
-    """The HTTP error shape: {"error": {"code", "message"}}."""
-    return {"error": {"code": str(code), "message": message}}
+def error_body(
+    code: ErrorCode | str, message: str, param: str | None = None, status: int = 400
+) -> dict[str, Any]:
+    """The HTTP error shape, OpenAI's: {"error": {"message", "type", "param", "code"}}, so the OpenAI SDK
+    (and anything written for it) raises a typed error with our message and stable code."""
+    kind = "server_error" if status >= 500 else "authentication_error" if status == 401 else ""
+    kind = kind or ("rate_limit_error" if status == 429 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": param, "code": str(code)}}

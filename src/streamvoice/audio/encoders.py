@@ -21,7 +21,8 @@ MEDIA_TYPES = {
     "wav": "audio/wav",
     "mp3": "audio/mpeg",
     "opus": "audio/ogg;codecs=opus",
-    "aac": "audio/mp4",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
     "ulaw": "audio/PCMU;rate=8000",
     "alaw": "audio/PCMA;rate=8000",
 }
@@ -108,11 +109,13 @@ class Mp3Encoder:
 
 
 class _PyAvEncoder:
-    """Shared plumbing for encoders that go through FFmpeg (Opus in Ogg, AAC in fragmented MP4)."""
+    """Shared plumbing for encoders that go through FFmpeg (Opus in Ogg, AAC in ADTS, FLAC)."""
 
     media_type = ""
 
-    def __init__(self, fmt: str, codec: str, bitrate: int, sample_rate: int, options: dict[str, str]) -> None:
+    def __init__(
+        self, fmt: str, codec: str, bitrate: int | None, sample_rate: int, options: dict[str, str]
+    ) -> None:
         import av
 
         self._av = av
@@ -120,7 +123,8 @@ class _PyAvEncoder:
         self._sent = 0
         self._container = av.open(self._buf, "w", format=fmt, options=options)
         stream: Any = self._container.add_stream(codec, rate=sample_rate, layout="mono")
-        stream.bit_rate = bitrate
+        if bitrate:
+            stream.bit_rate = bitrate
         self._stream = stream
         self._sample_rate = sample_rate
         self._pts = 0
@@ -160,12 +164,22 @@ class OpusEncoder(_PyAvEncoder):
 
 
 class AacEncoder(_PyAvEncoder):
+    """AAC-LC in ADTS frames: self-delimiting, so a player starts on the first frame (what OpenAI's
+    ``aac`` is); an MP4 container would need its index first."""
+
     media_type = MEDIA_TYPES["aac"]
 
     def __init__(self, sample_rate: int = SAMPLE_RATE, bitrate: int = 32_000) -> None:
-        super().__init__(
-            "mp4", "aac", bitrate, sample_rate, {"movflags": "frag_keyframe+empty_moov+default_base_moof"}
-        )
+        super().__init__("adts", "aac", bitrate, sample_rate, {})
+
+
+class FlacEncoder(_PyAvEncoder):
+    """Lossless, in 4608-sample frames (~0.2 s at 24 kHz): the stream info header leaves with the first."""
+
+    media_type = MEDIA_TYPES["flac"]
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE) -> None:
+        super().__init__("flac", "flac", None, sample_rate, {})
 
 
 class G711Encoder:
@@ -210,4 +224,6 @@ def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE) -> Encoder:
             return OpusEncoder(sample_rate)
         case "aac":
             return AacEncoder(sample_rate)
+        case "flac":
+            return FlacEncoder(sample_rate)
     raise ValueError(f"unsupported audio format {fmt!r}")

@@ -23,7 +23,7 @@ from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
 SR = SAMPLE_RATE
 FORMATS = ["pcm", "wav", "mp3", "aac", "opus"]
-LABELS = {"pcm": "PCM s16le", "wav": "WAV", "mp3": "MP3 48k", "aac": "AAC 32k fMP4", "opus": "Opus 32k Ogg"}
+LABELS = {"pcm": "PCM s16le", "wav": "WAV", "mp3": "MP3 48k", "aac": "AAC 32k ADTS", "opus": "Opus 32k Ogg"}
 REFERENCE_PUBLISHED = {
     "mp3": {"bytes": 308_304, "base64": 411_072, "kbps": 49.5},
     "aac": {"bytes": 258_039, "base64": 344_084, "kbps": 41.6},
@@ -77,7 +77,7 @@ def decode(fmt: str, data: bytes) -> NDArray[np.float32]:
         return pcm
     import av
 
-    container_format = {"opus": "ogg", "aac": "mp4"}.get(fmt, fmt)
+    container_format = {"opus": "ogg", "aac": "aac"}.get(fmt, fmt)
     chunks: list[NDArray[np.float32]] = []
     rate = SR
     with av.open(io.BytesIO(data), mode="r", format=container_format) as container:

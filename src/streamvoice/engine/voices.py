@@ -1,6 +1,7 @@
 """Voice catalogue and voice specs (single voices and weighted blends).
 
-A voice spec is what callers write: ``af_heart`` or ``af_heart*0.7+am_michael*0.3``. Parsing is pure so
+A voice spec is what callers write: ``af_heart``, ``af_heart*0.7+am_michael*0.3``, or Kokoro-FastAPI's
+``af_heart(2)+am_michael(1)`` (so its users' blends work unchanged). Parsing is pure so
 the protocol layer can reject a bad spec before any model work is queued.
 """
 
@@ -89,11 +90,11 @@ def parse_voice_spec(spec: str, known: frozenset[str] | set[str]) -> VoiceSpec:
         raise VoiceError(f"a blend may mix at most {MAX_BLEND_PARTS} voices")
     parsed: list[tuple[str, float]] = []
     for raw in raw_parts:
-        name, star, weight_text = (x.strip() for x in raw.lower().partition("*"))
+        name, star, weight_text = _split_part(raw.lower().strip())
         if not _NAME_RE.fullmatch(name) or (star and not _WEIGHT_RE.fullmatch(weight_text)):
             raise VoiceError(
-                f"cannot read voice part {raw.strip()[:40]!r}; write NAME or NAME*WEIGHT, "
-                "joined with '+', e.g. 'af_heart*0.7+am_michael*0.3'"
+                f"cannot read voice part {raw.strip()[:40]!r}; write NAME, NAME*WEIGHT or NAME(WEIGHT), "
+                "joined with '+', e.g. 'af_heart*0.7+am_michael*0.3' or 'af_heart(2)+am_michael(1)'"
             )
         if name not in known:
             raise VoiceError(unknown_voice_message(name, known))
@@ -103,6 +104,15 @@ def parse_voice_spec(spec: str, known: frozenset[str] | set[str]) -> VoiceSpec:
         parsed.append((name, weight))
     total = sum(w for _, w in parsed)
     return VoiceSpec(parts=tuple((n, w / total) for n, w in parsed))
+
+
+def _split_part(part: str) -> tuple[str, bool, str]:
+    """(name, has weight, weight text) from ``name``, ``name*w`` or ``name(w)``."""
+    if part.endswith(")") and "(" in part:
+        name, _, rest = part.partition("(")
+        return name.strip(), True, rest[:-1].strip()
+    name, star, weight = part.partition("*")
+    return name.strip(), bool(star), weight.strip()
 
 
 def unknown_voice_message(name: str, known: frozenset[str] | set[str]) -> str:

@@ -6,6 +6,7 @@
 - ``POST /invocations``: one complete input, streamed back piece by piece.
 - ``WS /invocations-bidirectional-stream``: one long-lived session, many messages.
 - ``GET /metrics``: Prometheus text.
+- OpenAI's speech API and Kokoro-FastAPI's captioned speech (``server/openai_api.py``).
 
 Routes are plain functions over the state the lifespan yields (Starlette hands it to each request as
 ``request.state``): the service, once the model is loaded. One guard says why new work cannot start.
@@ -22,7 +23,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
@@ -36,20 +37,20 @@ from streamvoice.protocol import (
     ErrorEvent,
     ProtocolError,
     Synthesize,
-    bearer_authorized,
     encode_event,
     message_from_object,
     parse_json_object,
 )
+from streamvoice.server import openai_api
 from streamvoice.server.config import ServerConfig
+from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of, unavailable
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.service import SessionDefaults, SpeechService
 from streamvoice.server.session import BidiSession
-from streamvoice.server.streams import TimedStream, audio_body, sse_body
+from streamvoice.server.streams import TimedStream, audio_body, first_audio, sse_body
 
 log = logging.getLogger("streamvoice.server")
 
-UNAUTHORIZED = ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
 # WebSocket close code for each reason a session is refused after the upgrade.
 CLOSE_CODES = {ErrorCode.GOING_AWAY: 1001, ErrorCode.NOT_READY: 1013, ErrorCode.SERVER_BUSY: 1013}
 
@@ -89,36 +90,11 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             Route("/invocations", invocations, methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
             WebSocketRoute(WS_PATH, bidi),
+            *openai_api.ROUTES,
         ],
         lifespan=lifespan,
         middleware=[Middleware(BodyLimit, max_bytes=config.max_body_bytes)],
     )
-
-
-# --- one guard, one error shape -------------------------------------------------------------------------
-
-
-def service_of(conn: HTTPConnection) -> SpeechService | None:
-    return getattr(conn.state, "service", None)
-
-
-def unavailable(service: SpeechService | None, new_work: bool = True) -> ProtocolError | None:
-    """Why the server cannot take this now: shutting down, still loading, or (for new work) full."""
-    if service is not None and service.draining:
-        return ProtocolError(ErrorCode.GOING_AWAY, "the server is shutting down; retry on another instance")
-    if service is None or not service.ready:
-        return ProtocolError(ErrorCode.NOT_READY, "model is loading or warming up; retry after /ping is 200")
-    metrics, cap = service.metrics, service.config.max_sessions
-    if new_work and metrics.active_sessions + metrics.active_streams >= cap:
-        return ProtocolError(
-            ErrorCode.SERVER_BUSY, f"the server holds {cap} sessions and streams; retry later"
-        )
-    return None
-
-
-def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
-    token = service.config.auth_token if service is not None else None
-    return bearer_authorized(conn.headers.get("authorization"), token)
 
 
 # --- routes ---------------------------------------------------------------------------------------------
@@ -167,16 +143,11 @@ async def invocations(request: Request) -> Response:
     except ProtocolError as exc:
         service.metrics.count_error(str(exc.code))
         return error_response(exc)
-    pieces = service.audio_pieces(resolved)
     try:
-        first = await anext(pieces)  # plan + first piece before headers: errors become 4xx
+        first, pieces = await first_audio(service, resolved)
     except ProtocolError as exc:
-        await pieces.aclose()
         service.metrics.count_error(str(exc.code))
         return error_response(exc)
-    except BaseException:
-        await pieces.aclose()
-        raise
     sse = obj.get("stream") == "sse" or "text/event-stream" in request.headers.get("accept", "")
     body = sse_body(resolved, first, pieces) if sse else audio_body(resolved, first, pieces)
     media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)

@@ -21,7 +21,7 @@ from streamvoice.audio.output import AudioOutput
 from streamvoice.engine.alignment import as_json
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import Words
-from streamvoice.server.service import ResolvedRequest
+from streamvoice.server.service import ResolvedRequest, SpeechService
 
 log = logging.getLogger("streamvoice.server")
 
@@ -30,8 +30,15 @@ class TimedStream(StreamingResponse):
     """A streamed answer that gives up on a client that reads nothing for ``send_timeout_s`` and is counted
     against the server's session cap while it lasts (an unread stream holds decoded audio like a session)."""
 
-    def __init__(self, body: AsyncGenerator[bytes], media_type: str, metrics: Metrics, timeout_s: float):
-        super().__init__(body, media_type=media_type)
+    def __init__(
+        self,
+        body: AsyncGenerator[bytes],
+        media_type: str,
+        metrics: Metrics,
+        timeout_s: float,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(body, media_type=media_type, headers=headers)
         self._metrics = metrics
         self._timeout_s = timeout_s
         self._body = body
@@ -43,7 +50,7 @@ class TimedStream(StreamingResponse):
         try:
             await super().stream_response(timed_send)
         except TimeoutError:
-            log.warning("POST /invocations: client stopped reading for %.0f s; closing", self._timeout_s)
+            log.warning("streamed answer: client stopped reading for %.0f s; closing", self._timeout_s)
             self._metrics.count_error("slow_consumer")
         finally:
             self._metrics.active_streams -= 1
@@ -51,6 +58,17 @@ class TimedStream(StreamingResponse):
 
 
 Item = NDArray[np.float32] | Words
+
+
+async def first_audio(service: SpeechService, request: ResolvedRequest) -> tuple[Item, AsyncGenerator[Item]]:
+    """Plan the text and wait for its first item before any header is sent, so that what can go wrong
+    early (nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut stream."""
+    pieces = service.audio_pieces(request)
+    try:
+        return await anext(pieces), pieces
+    except BaseException:
+        await pieces.aclose()
+        raise
 
 
 async def _chain(first: Item, rest: AsyncIterator[Item]) -> AsyncIterator[Item]:

@@ -1,0 +1,353 @@
+"""OpenAI's speech API on the speech server, so adopting it is a base-URL change.
+
+- ``POST /v1/audio/speech``: OpenAI's request body; the answer streams one chunk per decoded window
+  (``stream_format: "audio"``) or as SSE ``speech.audio.delta`` / ``speech.audio.done`` events
+  (``stream_format: "sse"``; chosen by the body field only, since the OpenAI SDK sends
+  ``Accept: application/octet-stream`` for both).
+- ``GET /v1/audio/voices`` and ``GET /v1/models``: what OpenAI-compatible apps list in their pickers.
+- ``POST /dev/captioned_speech``: Kokoro-FastAPI's route (NDJSON lines of base64 audio and word times), so
+  its users switch without code changes.
+
+The same service, scheduler, limits and bearer token as every other route; errors in OpenAI's shape with
+our stable codes (``protocol.error_body``), and ``x-request-id`` on every answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from streamvoice.asgi import error_response
+from streamvoice.engine.voices import LANGUAGES
+from streamvoice.protocol import (
+    DEFAULT_VOICE,
+    MAX_SPEED,
+    MIN_SPEED,
+    SAMPLE_RATE,
+    ErrorCode,
+    Limits,
+    ProtocolError,
+    parse_json_object,
+)
+from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of, unavailable
+from streamvoice.server.piece_audio import Words
+from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
+from streamvoice.server.streams import Item, TimedStream, encoded, first_audio
+
+FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
+CONTENT_TYPES = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/opus",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
+STREAM_FORMATS = ("audio", "sse")
+# OpenAI's voice names, for clients that accept nothing else (Pipecat's OpenAITTSService, some apps).
+# Kokoro v1.0 has namesakes for five of them; the rest follow Kokoro-FastAPI's table where it has them.
+OPENAI_VOICES = {
+    "alloy": "af_alloy",
+    "echo": "am_echo",
+    "fable": "bm_fable",
+    "nova": "af_nova",
+    "onyx": "am_onyx",
+    "ash": "af_nicole",
+    "coral": "bf_emma",
+    "sage": "am_michael",
+    "shimmer": "af_sky",
+    "ballad": "bm_lewis",
+    "verse": "am_puck",
+    "marin": "af_heart",
+    "cedar": "am_fenrir",
+}
+MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+FRAMES_PER_SECOND = 40  # Kokoro's duration unit (600 samples at 24 kHz): what ``usage`` counts as output
+CREATED = 1_735_689_600  # 2025-01-01, Kokoro v1.0's weights; /v1/models must say something
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    """An OpenAI speech request, checked; field names are OpenAI's, values ours."""
+
+    input: str
+    voice: str = DEFAULT_VOICE
+    response_format: str = "mp3"
+    speed: float = 1.0
+    stream_format: str = "audio"
+    lang: str | None = None
+    stream: bool = True  # Kokoro-FastAPI's captioned speech: NDJSON lines (true) or one JSON object
+
+
+def _bad(code: ErrorCode, message: str, param: str) -> ProtocolError:
+    return ProtocolError(code, message, param=param)
+
+
+def kokoro_voice(raw: Any, known: frozenset[str]) -> str:
+    """A Kokoro voice spec from OpenAI's ``voice``: a name, a blend, an OpenAI name, or ``{"id": ...}``."""
+    if isinstance(raw, dict):
+        raw = raw.get("id")
+    if not isinstance(raw, str) or not raw.strip():
+        raise _bad(
+            ErrorCode.INVALID_FIELD,
+            'voice must be a voice name such as "af_heart", a blend such as "af_heart(2)+am_michael(1)", '
+            f'one of OpenAI\'s names ({", ".join(OPENAI_VOICES)}), or {{"id": "af_heart"}}',
+            "voice",
+        )
+    name = raw.strip()
+    if name.lower() in OPENAI_VOICES and name.lower() not in known:
+        return OPENAI_VOICES[name.lower()]
+    return name
+
+
+def speech_request(obj: dict[str, Any], known: frozenset[str], limits: Limits) -> SpeechRequest:
+    """Check an OpenAI speech body: each mistake names its field (``param``) and what to send instead."""
+    text = obj.get("input")
+    if not isinstance(text, str):
+        raise _bad(ErrorCode.MISSING_TEXT, '"input" must be the text to speak, as a string', "input")
+    if not any(ch.isalnum() for ch in text):
+        raise _bad(ErrorCode.EMPTY_TEXT, '"input" has nothing speakable; send words to say', "input")
+    if len(text) > limits.max_text_chars:
+        raise _bad(
+            ErrorCode.TEXT_TOO_LONG,
+            f'"input" has {len(text)} characters; the limit is {limits.max_text_chars}. '
+            "Split it into several requests, or stream it over the session protocol.",
+            "input",
+        )
+    fmt = obj.get("response_format") or "mp3"
+    if not isinstance(fmt, str) or fmt.lower() not in FORMATS:
+        shown = fmt[:20] if isinstance(fmt, str) else type(fmt).__name__
+        raise _bad(
+            ErrorCode.UNSUPPORTED_FORMAT,
+            f'"response_format" {shown!r} is not supported; use one of {", ".join(FORMATS)}',
+            "response_format",
+        )
+    speed = obj.get("speed", 1.0)
+    if speed is None:
+        speed = 1.0
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
+        raise _bad(
+            ErrorCode.INVALID_SPEED, f'"speed" must be a number from {MIN_SPEED} to {MAX_SPEED}', "speed"
+        )
+    if not MIN_SPEED <= speed <= MAX_SPEED:
+        raise _bad(
+            ErrorCode.INVALID_SPEED,
+            f'"speed" {speed:g} is outside what Kokoro speaks well ({MIN_SPEED}-{MAX_SPEED}; OpenAI allows '
+            "0.25-4.0 but this server does not stretch audio). 1.0 is normal pace.",
+            "speed",
+        )
+    stream_format = obj.get("stream_format") or "audio"
+    if stream_format not in STREAM_FORMATS:
+        raise _bad(ErrorCode.INVALID_FIELD, '"stream_format" must be "audio" or "sse"', "stream_format")
+    lang = obj.get("lang_code", obj.get("lang"))
+    if lang is not None:
+        if not isinstance(lang, str) or not lang.strip() or len(lang) > 16:
+            raise _bad(
+                ErrorCode.INVALID_FIELD, '"lang_code" must be a language such as "a" or "en-us"', "lang_code"
+            )
+        lang = LANGUAGES.get(lang.strip().lower(), (lang.strip().lower(), ""))[0]
+    return SpeechRequest(
+        input=text,
+        voice=kokoro_voice(obj.get("voice", DEFAULT_VOICE), known),
+        response_format=fmt.lower(),
+        speed=float(speed),
+        stream_format=stream_format,
+        lang=lang,
+        stream=obj.get("stream", True) is not False,
+    )
+
+
+def usage(text: str, samples: int, sample_rate: int) -> dict[str, int]:
+    """OpenAI's usage block: input counted in words, output in Kokoro's 25 ms frames (no tokenizer of
+    OpenAI's applies to a Kokoro model; these are the units its cost follows)."""
+    words = len(text.split())
+    frames = math.ceil(samples * FRAMES_PER_SECOND / sample_rate)
+    return {"input_tokens": words, "output_tokens": frames, "total_tokens": words + frames}
+
+
+# --- routes ---------------------------------------------------------------------------------------------
+
+
+def _request_id(request: Request) -> dict[str, str]:
+    return {"x-request-id": request.headers.get("x-request-id") or f"req_{uuid.uuid4().hex[:20]}"}
+
+
+async def _start(
+    request: Request, headers: dict[str, str]
+) -> tuple[SpeechService, SpeechRequest, ResolvedRequest, Item, AsyncGenerator[Item]] | Response:
+    """Auth, admission, the body, and the first audio: everything that can still be an HTTP error."""
+    service = service_of(request)
+    if not authorized(request, service):
+        return error_response(UNAUTHORIZED, headers)
+    if (problem := unavailable(service)) is not None:
+        return error_response(problem, headers)
+    assert service is not None
+    try:
+        obj = parse_json_object(await request.body(), service.config.limits)
+        speech = speech_request(obj, service.engine.voice_names, service.config.limits)
+        resolved = service.resolve(
+            speech.input, SessionDefaults(), speech.voice, speech.speed, speech.response_format, speech.lang
+        )
+        first, pieces = await first_audio(service, resolved)
+    except ProtocolError as exc:
+        if exc.param is None and exc.code == ErrorCode.UNKNOWN_VOICE:
+            exc.param = "voice"
+        service.metrics.count_error(str(exc.code))
+        return error_response(exc, headers)
+    return service, speech, resolved, first, pieces
+
+
+async def speech(request: Request) -> Response:
+    headers = _request_id(request)
+    started = await _start(request, headers)
+    if isinstance(started, Response):
+        return started
+    service, speech, resolved, first, pieces = started
+    samples = SampleCount()
+    chunks = encoded(resolved, first, samples.count(pieces))
+    if speech.stream_format == "sse":
+        body, media = (
+            _speech_sse(chunks, lambda: usage(speech.input, samples.value, SAMPLE_RATE)),
+            "text/event-stream",
+        )
+    else:
+        body, media = _audio_only(chunks), CONTENT_TYPES[speech.response_format]
+    service.metrics.active_streams += 1
+    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, headers)
+
+
+async def captioned_speech(request: Request) -> Response:
+    """Kokoro-FastAPI's captioned speech: with ``stream`` (default) NDJSON lines ``{"audio", "audio_format",
+    "timestamps"}`` as audio is ready, each piece's words (seconds) on its first chunk; else one JSON."""
+    headers = _request_id(request)
+    started = await _start(request, headers)
+    if isinstance(started, Response):
+        return started
+    service, speech, resolved, first, pieces = started
+    lines = _captioned_lines(encoded(resolved, first, pieces), speech.response_format)
+    if speech.stream:
+        service.metrics.active_streams += 1
+        return TimedStream(
+            lines, "application/x-ndjson", service.metrics, service.config.send_timeout_s, headers
+        )
+    audio, stamps = bytearray(), []
+    async with aclosing(lines) as each:
+        async for line in each:
+            item = json.loads(line)
+            audio += base64.b64decode(item["audio"])
+            stamps += item["timestamps"]
+    body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": speech.response_format}
+    return JSONResponse({**body, "timestamps": stamps}, headers=headers)
+
+
+async def voices(request: Request) -> Response:
+    headers = _request_id(request)
+    service = service_of(request)
+    if not authorized(request, service):
+        return error_response(UNAUTHORIZED, headers)
+    if service is None:
+        return error_response(ProtocolError(ErrorCode.NOT_READY, "the server is starting"), headers)
+    listed = [
+        {"id": v.name, "name": v.name, "language": v.lang, "gender": v.gender}
+        for v in service.engine.voices()
+    ]
+    return JSONResponse({"voices": listed, "openai_aliases": OPENAI_VOICES}, headers=headers)
+
+
+async def models(request: Request) -> Response:
+    headers = _request_id(request)
+    if not authorized(request, service_of(request)):
+        return error_response(UNAUTHORIZED, headers)
+    data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "streamvoice"} for m in MODELS]
+    return JSONResponse({"object": "list", "data": data}, headers=headers)
+
+
+ROUTES = [
+    Route("/v1/audio/speech", speech, methods=["POST"]),
+    Route("/v1/audio/voices", voices, methods=["GET"]),
+    Route("/v1/models", models, methods=["GET"]),
+    Route("/dev/captioned_speech", captioned_speech, methods=["POST"]),
+]
+
+
+# --- bodies ---------------------------------------------------------------------------------------------
+
+
+class SampleCount:
+    """Counts the samples passing through, for ``usage`` once the stream is done."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    async def count(self, items: AsyncGenerator[Item]) -> AsyncGenerator[Item]:
+        async with aclosing(items):
+            async for item in items:
+                if not isinstance(item, Words):
+                    self.value += item.size
+                yield item
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()  # "data: " with the space: LiveKit's parser needs it
+
+
+def _failure(exc: ProtocolError) -> dict[str, Any]:
+    return {"message": exc.message, "type": "server_error", "param": None, "code": str(exc.code)}
+
+
+async def _audio_only(chunks: AsyncGenerator[bytes | Words]) -> AsyncGenerator[bytes]:
+    async with aclosing(chunks):
+        async for data in chunks:
+            if isinstance(data, bytes):
+                yield data
+
+
+async def _speech_sse(
+    chunks: AsyncGenerator[bytes | Words], done_usage: Callable[[], dict[str, int]]
+) -> AsyncGenerator[bytes]:
+    """OpenAI's SSE: a delta per encoded chunk, then done with usage; a failure after the headers is an
+    ``error`` event (the status is long sent) rather than a silently short stream."""
+    try:
+        async with aclosing(chunks):
+            async for data in chunks:
+                if isinstance(data, bytes):
+                    yield _sse(
+                        {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")}
+                    )
+    except ProtocolError as exc:
+        yield _sse({"type": "error", "error": _failure(exc)})
+        return
+    yield _sse({"type": "speech.audio.done", "usage": done_usage()})
+
+
+async def _captioned_lines(chunks: AsyncGenerator[bytes | Words], fmt: str) -> AsyncGenerator[bytes]:
+    pending: list[dict[str, Any]] = []
+    async with aclosing(chunks):
+        async for data in chunks:
+            if isinstance(data, Words):
+                pending += [
+                    {
+                        "word": w.word,
+                        "start_time": round(w.start_ms / 1000, 3),
+                        "end_time": round(w.end_ms / 1000, 3),
+                    }
+                    for w in data.times
+                ]
+                continue
+            line = {
+                "audio": base64.b64encode(data).decode("ascii"),
+                "audio_format": fmt,
+                "timestamps": pending,
+            }
+            pending = []
+            yield (json.dumps(line) + "\n").encode()
