@@ -69,7 +69,7 @@ def test_control_messages() -> None:
         ('{"text": "hi", "speed": 0.1}', ErrorCode.INVALID_SPEED),
         ('{"text": "hi", "speed": "fast"}', ErrorCode.INVALID_SPEED),
         ('{"text": "hi", "speed": true}', ErrorCode.INVALID_SPEED),
-        ('{"text": "hi", "format": "flac"}', ErrorCode.UNSUPPORTED_FORMAT),
+        ('{"text": "hi", "format": "vorbis"}', ErrorCode.UNSUPPORTED_FORMAT),
         ('{"text": "hi", "voice": 3}', ErrorCode.UNKNOWN_VOICE),
         ("[" * 100_000, ErrorCode.MESSAGE_TOO_LARGE),
     ],
