@@ -35,6 +35,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model_variant=args.variant,
         scheduler=args.scheduler,
         drain_timeout_s=args.drain_timeout,
+        wyoming_uri=args.wyoming_uri,
     )
     # Graceful: the first SIGTERM turns /ping unhealthy and lets sessions finish, then exits.
     build_server(config, log_level=args.log_level).run()
@@ -174,6 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="seconds open sessions get to finish after SIGTERM (default 15; env STREAMVOICE_DRAIN_TIMEOUT_S)",
+    )
+    p.add_argument(
+        "--wyoming-uri",
+        default=None,
+        help="also serve Home Assistant's Wyoming protocol, e.g. tcp://127.0.0.1:10200 (same model and "
+        "scheduler; no authentication, so keep it on loopback or a trusted network; env STREAMVOICE_WYOMING_URI)",
     )
     p.add_argument("--log-level", default="info")
     _add_model_args(p)

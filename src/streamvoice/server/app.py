@@ -7,6 +7,7 @@
 - ``WS /invocations-bidirectional-stream``: one long-lived session, many messages.
 - ``GET /metrics``: Prometheus text.
 - OpenAI's speech API and Kokoro-FastAPI's captioned speech (``server/openai_api.py``).
+- With ``wyoming_uri``: Home Assistant's Wyoming protocol on its own socket (``server/wyoming.py``).
 
 Routes are plain functions over the state the lifespan yields (Starlette hands it to each request as
 ``request.state``): the service, once the model is loaded. One guard says why new work cannot start.
@@ -48,6 +49,7 @@ from streamvoice.server.metrics import Metrics
 from streamvoice.server.service import SessionDefaults, SpeechService
 from streamvoice.server.session import BidiSession
 from streamvoice.server.streams import TimedStream, audio_body, first_audio, sse_body
+from streamvoice.server.wyoming import WyomingServer
 
 log = logging.getLogger("streamvoice.server")
 
@@ -72,6 +74,10 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         service.metrics.capacity_sessions = config.max_sessions
         service.start()
         app.state.service = service  # the drain (runner) reaches it here
+        # Wyoming listens from the start and answers not_ready until warm-up is done, like /ping.
+        wyoming = WyomingServer(config.wyoming_uri, service) if config.wyoming_uri else None
+        if wyoming is not None:
+            await wyoming.start()
         if config.warm_up:
             await service.warm_up()
         else:
@@ -81,6 +87,8 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             yield {"service": service}
         finally:
             service.ready = False
+            if wyoming is not None:
+                await wyoming.stop()
             service.stop()
 
     return Starlette(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from typing import Any
+from urllib.parse import ParseResult, urlparse
 
 from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
@@ -55,6 +56,9 @@ class ServerConfig:
     pause_clause_ms: int = Pauses.clause_ms
     pause_sentence_ms: int = Pauses.sentence_ms
     pause_paragraph_ms: int = Pauses.paragraph_ms
+    # Home Assistant's Wyoming protocol from the same process (e.g. tcp://127.0.0.1:10200); None: off.
+    # Wyoming has no authentication: bind it to loopback unless the network is trusted.
+    wyoming_uri: str | None = None
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
 
@@ -76,6 +80,14 @@ class ServerConfig:
         for name in ("pause_clause_ms", "pause_sentence_ms", "pause_paragraph_ms"):
             if not 0 <= getattr(self, name) <= MAX_PAUSE_MS:
                 raise ConfigError(f"STREAMVOICE_{name.upper()} must be 0-{MAX_PAUSE_MS} (milliseconds)")
+        if self.wyoming_uri is not None:
+            uri = urlparse(self.wyoming_uri)
+            tcp_ok = uri.scheme == "tcp" and uri.hostname is not None and _port(uri) is not None
+            if not (tcp_ok or (uri.scheme == "unix" and uri.path)):
+                raise ConfigError(
+                    f"STREAMVOICE_WYOMING_URI {self.wyoming_uri!r} must be tcp://HOST:PORT "
+                    "(e.g. tcp://127.0.0.1:10200) or unix:///path/to/socket"
+                )
 
     @property
     def limits(self) -> Limits:
@@ -99,6 +111,13 @@ class ServerConfig:
             values["model_dir"] = os.environ["KOKORO_MODEL_DIR"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _port(uri: ParseResult) -> int | None:
+    try:
+        return uri.port
+    except ValueError:  # a port that is not a number, or out of range
+        return None
 
 
 def _convert(raw: str, kind: type) -> Any:

@@ -78,7 +78,10 @@ class DrainingServer:
         if service is not None:
             service.begin_drain()
             deadline = asyncio.get_running_loop().time() + self.drain_timeout_s
-            while service.sessions and asyncio.get_running_loop().time() < deadline:
+            # Sessions finish what they hold; streamed answers (HTTP and Wyoming) finish speaking.
+            while (service.sessions or service.metrics.active_streams) and (
+                asyncio.get_running_loop().time() < deadline
+            ):
                 await asyncio.sleep(0.05)
         self.server.should_exit = True
 
