@@ -1,0 +1,108 @@
+"""The LiveKit Agents plugin, driven by the real ``livekit-agents`` package offline (no LiveKit server)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+from livekit.agents import APIConnectOptions, APIError
+from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
+
+from streamvoice.integrations.livekit import TTS
+from streamvoice.text.wer import word_error_rate
+from tests.helpers import RunningServer
+
+NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)
+REPLY = "Sure. I booked a table for two at the harbour restaurant, at eight o'clock tonight."
+
+
+def tokens(text: str) -> list[str]:
+    """What an LLM streams: word-sized deltas with their leading space."""
+    words = text.split(" ")
+    return [words[0]] + [" " + w for w in words[1:]]
+
+
+async def collect(stream, started: float | None = None):  # type: ignore[no-untyped-def]
+    """(pcm, timed words, monotonic time of the first frame)."""
+    pcm, words, first = bytearray(), [], None
+    async for event in stream:
+        if first is None:
+            first = time.monotonic()
+        pcm += bytes(event.frame.data)
+        words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
+    audio = np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768
+    return audio, words, first
+
+
+@pytest.mark.slow
+async def test_stream_speaks_before_end_input_with_timed_words(
+    speech_server: RunningServer, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    plugin = TTS(base_url=speech_server.url, voice="af_heart")
+    assert plugin.capabilities.streaming and plugin.capabilities.aligned_transcript
+    stream = plugin.stream(conn_options=NO_RETRY)
+    reader = asyncio.create_task(collect(stream))
+    for token in tokens(REPLY):  # ~8 tokens a second, like a small local LLM
+        stream.push_text(token)
+        await asyncio.sleep(0.12)
+    end_input_at = time.monotonic()
+    stream.end_input()
+    audio, words, first = await reader
+    await stream.aclose()
+    await plugin.aclose()
+    assert first is not None and first < end_input_at, "the first audio frame must come before end_input"
+    assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
+    assert [w.strip() for w in words][:3] == ["Sure.", "I", "booked"]
+    starts = [w.start_time for w in words]
+    assert starts == sorted(starts) and words[-1].end_time <= audio.size / 24_000 + 0.05
+    # the last word's time is where the listener hears it: within the audio's last second
+    assert words[-1].end_time > audio.size / 24_000 - 1.0
+
+
+@pytest.mark.slow
+async def test_synthesize_uses_the_http_route(speech_server: RunningServer, transcriber) -> None:  # type: ignore[no-untyped-def]
+    plugin = TTS(base_url=speech_server.url, voice="am_michael", speed=1.1)
+    async with plugin.synthesize(REPLY, conn_options=NO_RETRY) as stream:
+        audio, _, _ = await collect(stream)
+    await plugin.aclose()
+    assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
+
+
+async def test_errors_surface_as_livekit_api_errors(speech_server: RunningServer) -> None:
+    plugin = TTS(base_url=speech_server.url, voice="af_hart")
+    with pytest.raises(APIError, match="unknown_voice"):
+        async with plugin.synthesize("Hello.", conn_options=NO_RETRY) as chunked:
+            await collect(chunked)
+    stream = plugin.stream(conn_options=NO_RETRY)
+    stream.push_text("Hello there, how are you?")
+    stream.end_input()
+    with pytest.raises(APIError, match="unknown_voice"):
+        await collect(stream)
+    await stream.aclose()
+    unreachable = TTS(base_url="http://127.0.0.1:9")
+    with pytest.raises(APIError, match="cannot"):
+        async with unreachable.synthesize("Hello.", conn_options=NO_RETRY) as chunked:
+            await collect(chunked)
+
+
+@pytest.mark.slow
+async def test_interrupting_one_stream_leaves_the_other_whole(
+    speech_server: RunningServer, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    plugin = TTS(base_url=speech_server.url, voice="af_heart")
+    interrupted, kept = plugin.stream(conn_options=NO_RETRY), plugin.stream(conn_options=NO_RETRY)
+    long_text = " ".join([REPLY] * 4)
+    interrupted.push_text(long_text)
+    interrupted.end_input()
+    kept.push_text(REPLY)
+    kept.end_input()
+    keeper = asyncio.create_task(collect(kept))
+    async for _ in interrupted:  # the user barges in after the first frame
+        break
+    await interrupted.aclose()
+    audio, _, _ = await keeper
+    await kept.aclose()
+    await plugin.aclose()
+    assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
