@@ -47,5 +47,8 @@ BENCHMARKS = (
     Benchmark("encodings", "5. Encodings", ("--clips", "24"), ("--clips", "4")),
     Benchmark("listener", "6. What the listener hears", ("--trials", "10"), ("--trials", "2")),
     Benchmark("quality", "7. Streamed vs whole-piece quality", (), ("--voices", "af_heart")),
+    Benchmark(
+        "integrations", "8. Every surface: what the listener hears", ("--trials", "5"), ("--trials", "1")
+    ),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)

@@ -332,7 +332,33 @@ def quality(d: dict[str, Any]) -> str:
     )
 
 
+def integrations(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["group"],
+            r["surface"],
+            _n(r["first_byte_ms"], 0),
+            _n(r["heard_ms"], 0),
+            _n(r["heard_p95_ms"], 0),
+            "-" if r["text_done_ms"] is None else _n(r["text_done_ms"], 0),
+            _n(r["audio_s"], 1),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"The four-sentence reply through every surface of one server (Wyoming in the same process), PCM "
+        f"24 kHz, {d['trials']} trials each (p50 unless marked). Whole text: timed from the request. Streamed "
+        f"text: the reply written word by word at {d['tokens_per_s']:g} words/s, timed from the first word; "
+        "speech heard before the last word is sent is the point.\n\n"
+        + _table(
+            ["input", "surface", "first byte ms", "heard ms", "heard p95 ms", "last word sent ms", "audio s"],
+            rows,
+        )
+    )
+
+
 RENDERERS = {
+    "integrations": integrations,
     "listener": listener,
     "quality": quality,
     "profile": profile,

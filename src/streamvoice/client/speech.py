@@ -3,6 +3,12 @@
 Uses only the shared protocol: send text, iterate audio and control events, cancel, close. Audio frames
 carry no id; they belong to the message whose ``synthesis_started`` came last, which the server
 guarantees by never interleaving messages.
+
+A client made by ``connect`` outlives its server (``client/resilience.py``): when the replica drains,
+drops or refuses the session, ``events()`` opens a new session on the same URL, replays the session's
+``configure`` messages, re-sends every message not yet answered (same ids), and yields one
+``{"type": "reconnected", "resent": [...], "restarted": [...]}`` event; ``restarted`` lists messages whose
+audio had begun and now starts again from the top.
 """
 
 from __future__ import annotations
@@ -11,12 +17,17 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamvoice.client.resilience import REFUSALS, Reconnect, should_reconnect
 from streamvoice.client.transports import Transport, TransportClosed
 from streamvoice.protocol import ErrorCode, ProtocolError, decode_control_frame
+
+Dial = Callable[[], Awaitable[Transport]]
+MAX_REPLAYED_CONFIGURES = 16
+DEFAULT_RECONNECT = Reconnect()
 
 
 @dataclass(frozen=True)
@@ -61,20 +72,38 @@ class SynthesisResult:
 
 
 class SpeechClient:
-    """One session. Use ``async with await SpeechClient.connect(url) as client``."""
+    """One session (renewed across replicas when made by ``connect``). Use
+    ``async with await SpeechClient.connect(url) as client``."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(
+        self, transport: Transport, dial: Dial | None = None, reconnect: Reconnect | None = None
+    ) -> None:
         self._transport = transport
+        self._dial = dial  # how to open another session; None: this transport is the only one
+        self._policy = reconnect if dial is not None else None
         self._ids = itertools.count(1)
         self._current_id: str | None = None
         self._closed = False
+        self._unanswered: dict[str, str] = {}  # id -> the frame sent, in send order
+        self._started: set[str] = set()  # unanswered messages whose audio has begun
+        self._configures: list[str] = []  # replayed, in order, on a new session
+        self._refused: str | None = None  # why the session was refused or is ending (an error without id)
+        self.reconnects = 0
+        self._attempts = 0  # reconnects since a session last worked (sent anything but a refusal)
+        self._announce: dict[str, Any] | None = None  # the "reconnected" event, once the session works
 
     @classmethod
-    async def connect(cls, target: str, token: str | None = None) -> SpeechClient:
-        """``target``: a local URL (``http://host:8080``, ``ws://...``) or ``sagemaker://ENDPOINT?region=R``."""
+    async def connect(
+        cls, target: str, token: str | None = None, reconnect: Reconnect | None = DEFAULT_RECONNECT
+    ) -> SpeechClient:
+        """``target``: a local URL (``http://host:8080``, ``ws://...``) or ``sagemaker://ENDPOINT?region=R``.
+        ``reconnect=None`` turns resilience off (the session ends with its server)."""
         from streamvoice.client.sagemaker import connect_transport
 
-        return cls(await connect_transport(target, token))
+        async def dial() -> Transport:
+            return await connect_transport(target, token)
+
+        return cls(await dial(), dial, reconnect)
 
     async def __aenter__(self) -> SpeechClient:
         return self
@@ -84,7 +113,17 @@ class SpeechClient:
 
     async def send(self, payload: dict[str, Any], binary: bool = False) -> None:
         text = json.dumps(payload)
-        await self._transport.send(text.encode() if binary else text)
+        kind = payload.get("type", "synthesize" if "text" in payload else None)
+        if kind == "synthesize" and isinstance(payload.get("id"), str):
+            self._unanswered[payload["id"]] = text
+        elif kind == "configure":
+            self._configures = [*self._configures, text][-MAX_REPLAYED_CONFIGURES:]
+        try:
+            await self._transport.send(text.encode() if binary else text)
+        except TransportClosed:
+            if self._policy is None or kind not in ("synthesize", "configure"):
+                raise
+            # kept: events() re-sends it on the next session
 
     async def synthesize(
         self,
@@ -130,20 +169,92 @@ class SpeechClient:
         await self._transport.close()
 
     async def events(self) -> AsyncIterator[Event]:
-        """Every frame in arrival order until the session ends."""
+        """Every frame in arrival order until the session ends (for good: see the module docstring)."""
         while True:
             try:
                 frame = await self._transport.recv()
-            except TransportClosed:
-                return
+            except TransportClosed as exc:
+                if self._closed or self._policy is None:
+                    return
+                if not should_reconnect(exc.code, self._refused is not None, len(self._unanswered)):
+                    return
+                if not await self._reconnect(exc):
+                    for failure in self._give_up(exc):
+                        yield failure
+                    return
+                continue
             now = time.perf_counter()
             control = decode_control_frame(frame)
+            if control is not None and self._absorbed(control):
+                continue
+            self._attempts = 0  # this session works: announce it once, if it is a new one
+            if self._announce is not None:
+                yield ControlEvent(self._announce, now)
+                self._announce = None
             if control is None:
+                if self._current_id is not None:
+                    self._started.add(self._current_id)
                 yield AudioChunk(frame if isinstance(frame, bytes) else frame.encode(), self._current_id, now)
                 continue
             if control.get("type") == "synthesis_started":
                 self._current_id = control.get("id")
             yield ControlEvent(control, now)
+
+    def _absorbed(self, control: dict[str, Any]) -> bool:
+        """Track answers; swallow what only says "try another replica" when this client will."""
+        kind, msg_id, code = control.get("type"), control.get("id"), control.get("code")
+        if kind == "error" and self._policy is not None and code in REFUSALS:
+            if msg_id is None:
+                self._refused = str(code)  # the session is refused or ending; its close follows
+                return True
+            if msg_id in self._unanswered and code == ErrorCode.GOING_AWAY:
+                return True  # arrived while the replica drains: re-sent on the next session
+        if kind in ("synthesis_complete", "error") and isinstance(msg_id, str):
+            self._unanswered.pop(msg_id, None)
+            self._started.discard(msg_id)
+        return False
+
+    async def _reconnect(self, closed: TransportClosed) -> bool:
+        """A new session with the old one's configuration and unanswered messages; False: gave up."""
+        assert self._policy is not None and self._dial is not None
+        while self._attempts < self._policy.attempts:
+            attempt, self._attempts = self._attempts, self._attempts + 1
+            # A drain hands over at once; a refusal or a drop backs off first.
+            first_try_now = (
+                attempt == 0 and closed.code == 1001 and self._refused in (None, ErrorCode.GOING_AWAY)
+            )
+            await asyncio.sleep(self._policy.delay(attempt + (0 if first_try_now else 1)))
+            try:
+                transport = await self._dial()
+            except (OSError, TimeoutError, TransportClosed):
+                continue
+            try:
+                for frame in [*self._configures, *self._unanswered.values()]:
+                    await transport.send(frame)
+            except TransportClosed:
+                continue
+            self._transport, self._refused, self._current_id = transport, None, None
+            self.reconnects += 1
+            restarted = sorted({*self._started, *(self._announce or {}).get("restarted", ())})
+            self._started.clear()
+            self._announce = {"type": "reconnected", "resent": list(self._unanswered), "restarted": restarted}
+            return True
+        return False
+
+    def _give_up(self, closed: TransportClosed) -> list[ControlEvent]:
+        """One answer for every message still owed one: the server could not be reached again."""
+        code = ErrorCode.SERVER_BUSY if self._refused == ErrorCode.SERVER_BUSY else ErrorCode.CLOSED
+        attempts = self._policy.attempts if self._policy else 0
+        message = (
+            f"the speech server went away ({closed.reason or 'closed'}) and {attempts} reconnects failed"
+        )
+        now = time.perf_counter()
+        failures = [
+            ControlEvent({"type": "error", "code": str(code), "message": message, "id": msg_id}, now)
+            for msg_id in self._unanswered
+        ]
+        self._unanswered.clear()
+        return failures
 
     async def speak(self, text: str, **options: Any) -> SynthesisResult:
         """Send one message and collect its audio; raises SpeechError if the server answers with an error."""
@@ -157,6 +268,12 @@ class SpeechClient:
                         result.first_audio_at = event.received_at
                     chunks.append(event.data)
                     result.arrivals.append((event.received_at, len(event.data)))
+                continue
+            if event.type == "reconnected" and result.id in event.payload.get("restarted", ()):
+                chunks.clear()  # the message starts again from its first sample on the new session
+                result.arrivals.clear()
+                result.words.clear()
+                result.first_audio_at = None
                 continue
             if event.payload.get("id") != result.id:
                 continue

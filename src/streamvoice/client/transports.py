@@ -13,11 +13,13 @@ from streamvoice.protocol import WS_PATH
 
 
 class TransportClosed(Exception):
-    """The other side closed; ``reason`` says why when it said."""
+    """The other side closed; ``reason`` says why when it said, ``code`` is the WebSocket close code
+    (1006 when the connection dropped without one; None where the transport has no codes)."""
 
-    def __init__(self, reason: str = "") -> None:
+    def __init__(self, reason: str = "", code: int | None = None) -> None:
         super().__init__(reason or "connection closed")
         self.reason = reason
+        self.code = code
 
 
 class Transport(Protocol):
@@ -61,7 +63,7 @@ class WebSocketTransport:
         try:
             await self._conn.send(frame)  # type: ignore[attr-defined]
         except ConnectionClosed as exc:
-            raise TransportClosed(_reason(exc)) from None
+            raise TransportClosed(_reason(exc), _code(exc)) from None
 
     async def recv(self) -> str | bytes:
         from websockets.exceptions import ConnectionClosed
@@ -70,7 +72,7 @@ class WebSocketTransport:
             frame: str | bytes = await self._conn.recv()  # type: ignore[attr-defined]
             return frame
         except ConnectionClosed as exc:
-            raise TransportClosed(_reason(exc)) from None
+            raise TransportClosed(_reason(exc), _code(exc)) from None
 
     async def close(self) -> None:
         await self._conn.close()  # type: ignore[attr-defined]
@@ -79,6 +81,11 @@ class WebSocketTransport:
 def _reason(exc: Exception) -> str:
     rcvd = getattr(exc, "rcvd", None)
     return f"{rcvd.code} {rcvd.reason}".strip() if rcvd is not None else ""
+
+
+def _code(exc: Exception) -> int:
+    rcvd = getattr(exc, "rcvd", None)
+    return int(rcvd.code) if rcvd is not None else 1006
 
 
 def normalize_ws_url(url: str) -> str:

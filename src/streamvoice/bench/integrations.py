@@ -1,0 +1,267 @@
+"""8. Every surface, what the listener hears: first byte and heard onset through each integration.
+
+One server (the model, scheduler and Wyoming listener in one process, as ``streamvoice serve
+--wyoming-uri`` runs it), the same four-sentence reply through each surface, PCM at 24 kHz. Two groups:
+
+- *whole text*: the reply arrives in one request (session message, ``POST /invocations``, OpenAI raw and
+  SSE, Kokoro-FastAPI captioned speech, Wyoming ``synthesize``); timed from the request.
+- *streamed text*: the reply arrives as an LLM writes it, word by word at ``--tokens-per-s`` (Wyoming's
+  streaming events as Home Assistant sends them, the LiveKit plugin's ``stream()``); timed from the first
+  word, with when the last word was sent beside it: speech that starts before the text ends is the point.
+
+    python -m streamvoice.bench.integrations [--trials N] [--tokens-per-s R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from streamvoice.asgi import free_port
+from streamvoice.bench.common import FOUR_SENTENCES, heard_onset_s, stats, table, write_result
+from streamvoice.client import SpeechClient
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.server.config import ServerConfig
+from streamvoice.server.runner import build_server
+
+Arrivals = list[tuple[float, int]]
+Trial = tuple[float, Arrivals, bytes, float | None]  # started, arrivals, pcm, text finished at (streamed)
+
+
+async def session(url: str, _: int, __: float) -> Trial:
+    async with await SpeechClient.connect(url) as client:
+        started = time.perf_counter()
+        result = await client.speak(FOUR_SENTENCES, format="pcm")
+    return started, result.arrivals, result.audio, None
+
+
+async def _http_raw(url: str, path: str, body: dict[str, Any]) -> Trial:
+    arrivals, pcm = [], bytearray()
+    async with httpx.AsyncClient(timeout=120) as http:
+        started = time.perf_counter()
+        async with http.stream("POST", url + path, json=body) as r:
+            r.raise_for_status()
+            async for chunk in r.aiter_raw():
+                arrivals.append((time.perf_counter(), len(chunk)))
+                pcm += chunk
+    return started, arrivals, bytes(pcm), None
+
+
+async def invocations(url: str, _: int, __: float) -> Trial:
+    return await _http_raw(url, "/invocations", {"text": FOUR_SENTENCES, "format": "pcm"})
+
+
+async def openai_raw(url: str, _: int, __: float) -> Trial:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+    arrivals, pcm = [], bytearray()
+    started = time.perf_counter()
+    async with client.audio.speech.with_streaming_response.create(
+        model="kokoro", voice="af_heart", input=FOUR_SENTENCES, response_format="pcm"
+    ) as response:
+        async for chunk in response.iter_bytes():
+            arrivals.append((time.perf_counter(), len(chunk)))
+            pcm += chunk
+    await client.close()
+    return started, arrivals, bytes(pcm), None
+
+
+async def _lines(url: str, path: str, body: dict[str, Any], audio_of: Callable[[str], bytes | None]) -> Trial:
+    arrivals, pcm = [], bytearray()
+    async with httpx.AsyncClient(timeout=120) as http:
+        started = time.perf_counter()
+        async with http.stream("POST", url + path, json=body) as r:
+            r.raise_for_status()
+            async for line in r.aiter_lines():
+                data = audio_of(line)
+                if data:
+                    arrivals.append((time.perf_counter(), len(data)))
+                    pcm += data
+    return started, arrivals, bytes(pcm), None
+
+
+def _sse_audio(line: str) -> bytes | None:
+    if not line.startswith("data: "):
+        return None
+    event = json.loads(line[6:])
+    return base64.b64decode(event["audio"]) if event.get("type") == "speech.audio.delta" else None
+
+
+async def openai_sse(url: str, _: int, __: float) -> Trial:
+    body = {"input": FOUR_SENTENCES, "model": "kokoro", "voice": "af_heart", "response_format": "pcm"}
+    return await _lines(url, "/v1/audio/speech", {**body, "stream_format": "sse"}, _sse_audio)
+
+
+async def captioned(url: str, _: int, __: float) -> Trial:
+    body = {"input": FOUR_SENTENCES, "voice": "af_heart", "response_format": "pcm"}
+    return await _lines(
+        url, "/dev/captioned_speech", body, lambda line: base64.b64decode(json.loads(line)["audio"])
+    )
+
+
+async def _wyoming(port: int, events: list[Any], delay: float) -> Trial:
+    from wyoming.audio import AudioChunk
+    from wyoming.client import AsyncTcpClient
+
+    arrivals, pcm = [], bytearray()
+    done_sending: list[float] = []
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+
+        async def send() -> None:
+            for event in events:
+                await client.write_event(event)
+                if delay and event.type == "synthesize-chunk":
+                    await asyncio.sleep(delay)
+            done_sending.append(time.perf_counter())
+
+        started = time.perf_counter()
+        sender = asyncio.create_task(send())
+        end = "synthesize-stopped" if delay else "audio-stop"
+        while (event := await client.read_event()) is not None and event.type != end:
+            if AudioChunk.is_type(event.type):
+                chunk = AudioChunk.from_event(event).audio
+                arrivals.append((time.perf_counter(), len(chunk)))
+                pcm += chunk
+        await sender
+    return started, arrivals, bytes(pcm), done_sending[0] if delay else None
+
+
+async def wyoming_one_shot(_: str, port: int, __: float) -> Trial:
+    from wyoming.tts import Synthesize
+
+    return await _wyoming(port, [Synthesize(text=FOUR_SENTENCES).event()], 0.0)
+
+
+def words() -> list[str]:
+    parts = FOUR_SENTENCES.split(" ")
+    return [parts[0]] + [" " + w for w in parts[1:]]
+
+
+async def wyoming_streaming(_: str, port: int, rate: float) -> Trial:
+    from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+
+    events = [SynthesizeStart().event(), *(SynthesizeChunk(text=w).event() for w in words())]
+    events += [Synthesize(text=FOUR_SENTENCES).event(), SynthesizeStop().event()]  # as Home Assistant does
+    return await _wyoming(port, events, 1.0 / rate)
+
+
+async def livekit_stream(url: str, _: int, rate: float) -> Trial:
+    from livekit.agents import APIConnectOptions
+
+    from streamvoice.integrations.livekit import TTS
+
+    plugin = TTS(base_url=url)
+    stream = plugin.stream(conn_options=APIConnectOptions(max_retry=0))
+    arrivals, pcm = [], bytearray()
+
+    async def read() -> None:
+        async for event in stream:
+            data = bytes(event.frame.data)
+            arrivals.append((time.perf_counter(), len(data)))
+            pcm.extend(data)
+
+    reader = asyncio.create_task(read())
+    started = time.perf_counter()
+    for word in words():
+        stream.push_text(word)
+        await asyncio.sleep(1.0 / rate)
+    text_done = time.perf_counter()
+    stream.end_input()
+    await reader
+    await stream.aclose()
+    await plugin.aclose()
+    return started, arrivals, bytes(pcm), text_done
+
+
+SURFACES: list[tuple[str, str, Callable[[str, int, float], Awaitable[Trial]]]] = [
+    ("whole text", "session (WebSocket)", session),
+    ("whole text", "POST /invocations", invocations),
+    ("whole text", "OpenAI /v1/audio/speech, raw", openai_raw),
+    ("whole text", "OpenAI /v1/audio/speech, SSE", openai_sse),
+    ("whole text", "/dev/captioned_speech (NDJSON)", captioned),
+    ("whole text", "Wyoming synthesize", wyoming_one_shot),
+    ("streamed text", "Wyoming streaming (Home Assistant order)", wyoming_streaming),
+    ("streamed text", "LiveKit plugin stream()", livekit_stream),
+]
+
+
+async def run(trials: int, rate: float) -> list[dict[str, Any]]:
+    engine = KokoroEngine.load()
+    prepare(engine)
+    port, wyoming_port = free_port(), free_port()
+    config = ServerConfig(port=port, wyoming_uri=f"tcp://127.0.0.1:{wyoming_port}")
+    server = build_server(config, engine, log_level="warning")
+    task = asyncio.create_task(server.server.serve())
+    url = f"http://127.0.0.1:{port}"
+    while not server.server.started:
+        await asyncio.sleep(0.05)
+    rows = []
+    try:
+        for group, name, fn in SURFACES:
+            await fn(url, wyoming_port, rate)  # warm the path (connections, imports)
+            first, heard, audio, text_done = [], [], [], []
+            for _ in range(trials):
+                started, arrivals, pcm, finished = await fn(url, wyoming_port, rate)
+                first.append((arrivals[0][0] - started) * 1000)
+                onset = heard_onset_s(started, arrivals, pcm)
+                heard.append((onset or float("nan")) * 1000)
+                audio.append(len(pcm) / 2 / 24_000)
+                if finished is not None:
+                    text_done.append((finished - started) * 1000)
+            rows.append(
+                {
+                    "group": group,
+                    "surface": name,
+                    "first_byte_ms": stats(first)["p50"],
+                    "heard_ms": stats(heard)["p50"],
+                    "heard_p95_ms": stats(heard)["p95"],
+                    "text_done_ms": stats(text_done)["p50"] if text_done else None,
+                    "audio_s": stats(audio)["p50"],
+                    "trials": trials,
+                }
+            )
+            print(f"  {name}: heard {rows[-1]['heard_ms']:.0f} ms", flush=True)
+    finally:
+        server.server.should_exit = True
+        await task
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--tokens-per-s", type=float, default=20.0, help="pace of the streamed-text surfaces")
+    args = parser.parse_args(argv)
+    rows = asyncio.run(run(args.trials, args.tokens_per_s))
+    print(
+        table(
+            rows,
+            [
+                ("group", "input"),
+                ("surface", "surface"),
+                ("first_byte_ms", "first byte ms"),
+                ("heard_ms", "heard ms (p50)"),
+                ("heard_p95_ms", "p95"),
+                ("text_done_ms", "last word sent ms"),
+                ("audio_s", "audio s"),
+            ],
+        )
+    )
+    payload = {"trials": args.trials, "tokens_per_s": args.tokens_per_s, "text": FOUR_SENTENCES, "rows": rows}
+    print("wrote", write_result("integrations", payload))
+    return payload
+
+
+if __name__ == "__main__":
+    main()
