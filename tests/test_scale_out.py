@@ -79,7 +79,9 @@ backend replicas
 
 
 @pytest.fixture(scope="module")
-def cluster(kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Replica]]]:
+def cluster(
+    kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, list[Replica]]]:
     haproxy = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
     if haproxy is None:
         pytest.fail("haproxy not found: `make test` installs Debian's haproxy (apt-get install haproxy)")
@@ -88,7 +90,9 @@ def cluster(kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     port = free_port()
     cfg = folder / "haproxy.cfg"
     cfg.write_text(HAPROXY_CFG.format(port=port, a=replicas[0].port, b=replicas[1].port))
-    balancer = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    balancer = subprocess.Popen(
+        [haproxy, "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
