@@ -1,21 +1,34 @@
-"""Capacity: K concurrent sessions, each fed at LLM pace, FIFO vs deadline scheduling.
+"""Capacity: how many real-time listeners one machine keeps fed, and what one too many does to the rest.
 
-Sessions arrive one second apart (so new sessions meet others mid-answer, where scheduling matters);
-each gets a four-sentence answer at 50 tokens/s. Reported per K and policy: p50/p95 time to first audio
-and total playback starvation across sessions; the largest K with p95 first audio <= 1 s and no starvation.
+K listeners join one second apart, each with an eight-sentence answer written at LLM pace into one
+session. A simulated real-time player per listener starts at its first audio and never skips; a listener
+is *kept fed* when its speech is heard within 1 s and its player waits at most 100 ms in total. Compared
+side by side in one run, each on a fresh server:
 
-Run: ``python -m streamvoice.bench.capacity [--max-k 4]``
+- ``fifo``: one model worker with all cores, arrival order (the baseline);
+- ``deadline``: the same worker, earliest playback deadline first (the default);
+- ``deadline-2w``: two model workers with one ONNX Runtime thread each;
+- ``admission``: ``deadline`` plus admission control (``STREAMVOICE_ADMISSION=queue``): listeners beyond the
+  measured capacity wait (told at once) or are refused, instead of slowing everyone.
+
+Also per option: throughput at saturation (audio seconds produced per wall second with ``--max-k``
+listeners sending whole answers at once) against the single-call limit (one call after another: 1 / RTF).
+
+Run: ``python -m streamvoice.bench.capacity [--ks 1,2,3,4,5,6] [--options fifo,deadline,...] [--plot P]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import time
+from pathlib import Path
 from typing import Any
 
 from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import stats, table, write_result
 from streamvoice.bench.continuity import playback, run_answer
+from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
 
@@ -23,83 +36,201 @@ ANSWER = (
     "Your order shipped this morning from our warehouse in Denver. "
     "The courier expects to deliver it on Thursday, before six in the evening. "
     "You will get a text message with a tracking link within the hour. "
+    "If you are not home, the driver will leave the parcel with a neighbour or at the depot. "
+    "You can also pick a safe place for it in the tracking page. "
+    "The box is about the size of a shoebox and weighs just under two kilos. "
+    "Keep the receipt in case you want to return anything within thirty days. "
     "If anything changes, we will let you know right away."
 )
 STAGGER_S = 1.0
-STARVATION_TOLERANCE_S = 0.05  # below this a player would not notice (one audio frame of jitter)
+HEARD_TARGET_S = 1.0
+STALL_TARGET_S = 0.1  # total waiting of a listener's player
+OPTIONS: dict[str, dict[str, Any]] = {
+    "fifo": {"scheduler": "fifo"},
+    "deadline": {"scheduler": "deadline"},
+    "deadline-2w": {"scheduler": "deadline", "synth_workers": 2, "ort_threads": 1},
+    "admission": {"scheduler": "deadline", "admission": "queue", "admission_wait_s": 30.0},
+}
+
+
+async def listener(url: str, i: int, rate: float) -> dict[str, Any]:
+    await asyncio.sleep(i * STAGGER_S)
+    run = await run_answer(url, ANSWER, rate)
+    refused = [p for p in run["pieces"] if p.get("error") == "server_busy"]
+    play = playback(run["chunks"])
+    return {
+        "heard_s": run["heard_s"],
+        "starvation_s": play["starvation_s"],
+        "audio_s": sum(s for _, s in run["chunks"]),
+        "refused": bool(refused),
+        "told_s": run.get("told_s"),
+    }
 
 
 async def run_k(url: str, k: int, rate: float) -> list[dict[str, Any]]:
-    async def session(i: int) -> dict[str, Any]:
-        await asyncio.sleep(i * STAGGER_S)
-        run = await run_answer(url, ANSWER, rate)
-        play = playback(run["chunks"])
-        return {
-            "first_audio_s": run["first_audio_s"],
-            "heard_s": run["heard_s"],
-            "starvation_s": play["starvation_s"],
-        }
+    return list(await asyncio.gather(*(listener(url, i, rate) for i in range(k))))
 
-    return list(await asyncio.gather(*(session(i) for i in range(k))))
+
+async def saturate(url: str, k: int) -> float:
+    """Audio seconds per wall second with ``k`` whole answers requested at once."""
+
+    async def one() -> float:
+        async with await SpeechClient.connect(url) as client:
+            result = await client.speak(ANSWER, format="pcm")
+        return len(result.audio) / 2 / 24_000
+
+    started = time.perf_counter()
+    audio = await asyncio.gather(*(one() for _ in range(k)))
+    return sum(audio) / (time.perf_counter() - started)
+
+
+def single_call_limit(engine: KokoroEngine) -> float:
+    """One whole-piece call after another, nothing else running: audio seconds per wall second."""
+    engine.synthesize("Warm up.")
+    started = time.perf_counter()
+    audio_s = sum(chunk.size for chunk in engine.stream(ANSWER)) / engine.sample_rate
+    return audio_s / (time.perf_counter() - started)
+
+
+def summarise(option: str, k: int, listeners: list[dict[str, Any]]) -> dict[str, Any]:
+    admitted = [s for s in listeners if not s["refused"]]
+    heard = [s["heard_s"] * 1000 for s in admitted if s["heard_s"] is not None]
+    h = stats(heard)
+    fed = [
+        s for s in admitted if s["heard_s"] is not None and s["heard_s"] <= HEARD_TARGET_S
+        and s["starvation_s"] <= STALL_TARGET_S
+    ]  # fmt: skip
+    told = [s["told_s"] for s in listeners if s["told_s"] is not None]
+    return {
+        "option": option,
+        "k": k,
+        "admitted": len(admitted),
+        "refused": len(listeners) - len(admitted),
+        "heard_p50": h.get("p50"),
+        "heard_p95": h.get("p95"),
+        "heard_max": h.get("max"),
+        "stall_max_ms": max((s["starvation_s"] for s in admitted), default=0.0) * 1000,
+        "stall_sum_ms": sum(s["starvation_s"] for s in admitted) * 1000,
+        "told_max_ms": max(told) * 1000 if told else None,
+        "all_fed": len(fed) == len(admitted) and bool(admitted),
+        "fed": len(fed),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--max-k", type=int, default=4)
-    parser.add_argument("--rate", type=float, default=50.0)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ks", default="1,2,3,4,5,6", help="listener counts")
+    parser.add_argument("--options", default=",".join(OPTIONS), help=f"any of {', '.join(OPTIONS)}")
+    parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
+    parser.add_argument("--providers", default=None, help="ONNX Runtime execution providers, comma-separated")
+    parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args(argv)
+    ks = [int(k) for k in args.ks.split(",")]
+    providers = tuple(args.providers.split(",")) if args.providers else None
 
-    engine = KokoroEngine.load()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    throughput: list[dict[str, Any]] = []
     raw: dict[str, Any] = {}
-    for policy in ("fifo", "deadline"):
-        with LoopbackServer(
-            create_app(ServerConfig(scheduler=policy, max_sessions=256), engine=engine)
-        ) as server:
-            asyncio.run(run_k(server.url, 1, args.rate))  # warm-up
-            for k in range(1, args.max_k + 1):
-                sessions = asyncio.run(run_k(server.url, k, args.rate))
-                raw[f"{policy}/{k}"] = sessions
-                first = stats([s["first_audio_s"] * 1000 for s in sessions])
-                heard = stats([s["heard_s"] * 1000 for s in sessions if s["heard_s"] is not None])
-                starve = sum(s["starvation_s"] for s in sessions)
-                rows.append(
-                    {
-                        "policy": policy,
-                        "k": k,
-                        "first_p50": first["p50"],
-                        "first_p95": first["p95"],
-                        "heard_p95": heard.get("p95"),
-                        "starvation_ms": starve * 1000,
-                        "ok": first["p95"] <= 1000
-                        and all(s["starvation_s"] <= STARVATION_TOLERANCE_S for s in sessions),
-                    }
+    for option in args.options.split(","):
+        config = ServerConfig(max_sessions=256, **OPTIONS[option])
+        options = config.engine_options
+        if providers:
+            from dataclasses import replace
+
+            options = replace(options, providers=providers)
+        engine = KokoroEngine.load(None, None, options)
+        limit = single_call_limit(engine)
+        with LoopbackServer(create_app(config, engine=engine)) as server:
+            asyncio.run(run_k(server.url, 1, args.rate))  # warm-up: the decoding speed is measured
+            for k in ks:
+                listeners = asyncio.run(run_k(server.url, k, args.rate))
+                raw[f"{option}/{k}"] = listeners
+                rows.append(summarise(option, k, listeners))
+                print(
+                    f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}", flush=True
                 )
-    print(f"K sessions arriving {STAGGER_S:g} s apart, each answer at {args.rate:g} tokens/s, 2 cores\n")
+            saturated = asyncio.run(saturate(server.url, max(ks)))
+        throughput.append(
+            {
+                "option": option,
+                "single_call_audio_per_s": limit,
+                "saturated_audio_per_s": saturated,
+                "ratio": saturated / limit,
+                # the most listeners served at once with every one of them kept fed
+                "real_time_listeners": max(
+                    [r["admitted"] for r in rows if r["option"] == option and r["all_fed"]], default=0
+                ),
+            }
+        )
+    print(f"\nK listeners joining {STAGGER_S:g} s apart, eight-sentence answers at {args.rate:g} tokens/s\n")
     print(
         table(
             rows,
             [
-                ("policy", "policy"),
+                ("option", "option"),
                 ("k", "K"),
-                ("first_p50", "first audio p50 ms"),
-                ("first_p95", "p95 ms"),
-                ("heard_p95", "heard onset p95 ms"),
-                ("starvation_ms", "starvation ms (sum)"),
-                ("ok", "p95<=1s & no starvation"),
+                ("admitted", "admitted"),
+                ("refused", "refused"),
+                ("heard_p50", "heard p50 ms"),
+                ("heard_p95", "p95"),
+                ("heard_max", "max"),
+                ("stall_max_ms", "worst listener stalls ms"),
+                ("stall_sum_ms", "all stalls ms"),
+                ("told_max_ms", "told queued/refused ms"),
+                ("all_fed", "every admitted fed"),
             ],
         )
     )
-    best = {
-        p: max([r["k"] for r in rows if r["policy"] == p and r["ok"]], default=0)
-        for p in ("fifo", "deadline")
-    }
-    print(f"\nlargest K meeting the target: fifo {best['fifo']}, deadline {best['deadline']}")
-    path = write_result(
-        "capacity", {"rate": args.rate, "stagger_s": STAGGER_S, "rows": rows, "best_k": best, "raw": raw}
+    print()
+    print(
+        table(
+            throughput,
+            [
+                ("option", "option"),
+                ("real_time_listeners", "listeners kept fed"),
+                ("single_call_audio_per_s", "single-call limit audio s/s"),
+                ("saturated_audio_per_s", f"{max(ks)} at once audio s/s"),
+                ("ratio", "ratio"),
+            ],
+        )
     )
-    print(f"wrote {path}")
-    return {"rows": rows, "best_k": best}
+    if args.plot:
+        draw(rows, args.plot)
+    payload = {
+        "rate": args.rate,
+        "stagger_s": STAGGER_S,
+        "ks": ks,
+        "rows": rows,
+        "throughput": throughput,
+        "raw": raw,
+    }
+    print("wrote", write_result("capacity", payload))
+    return payload
+
+
+def draw(rows: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for option in dict.fromkeys(r["option"] for r in rows):
+        mine = [r for r in rows if r["option"] == option]
+        ks = [r["k"] for r in mine]
+        left.plot(ks, [r["stall_max_ms"] for r in mine], marker="o", label=option)
+        right.plot(ks, [r["heard_p95"] or 0 for r in mine], marker="o", label=option)
+    left.axhline(STALL_TARGET_S * 1000, color="grey", ls="--", lw=0.8)
+    right.axhline(HEARD_TARGET_S * 1000, color="grey", ls="--", lw=0.8)
+    left.set(xlabel="listeners", ylabel="worst admitted listener's stalls (ms)", yscale="symlog")
+    right.set(xlabel="listeners", ylabel="heard onset p95 (ms)")
+    left.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

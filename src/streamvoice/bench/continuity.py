@@ -50,6 +50,7 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
     chunks: list[tuple[float, float]] = []  # (arrival s, audio seconds)
     pcm = bytearray()
     arrivals: list[tuple[float, int]] = []
+    told_s: float | None = None
     async with await SpeechClient.connect(url) as client:
         gen_start = 0.0
 
@@ -82,6 +83,14 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
                 info.setdefault("first_audio", now)
                 continue
             assert isinstance(event, ControlEvent)
+            if event.type == "queued" or (
+                event.type == "error" and event.payload.get("code") == "server_busy"
+            ):
+                # admission: when the listener was told it waits, or is refused
+                told = now - pieces[str(event.payload.get("id"))]["sent"]
+                told_s = told if told_s is None else told_s
+            if event.type == "error":
+                pieces[str(event.payload.get("id"))]["error"] = event.payload.get("code")
             if event.type in ("synthesis_complete", "error"):
                 pieces[str(event.payload.get("id"))]["complete"] = now
                 answered += 1
@@ -93,6 +102,7 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
         "chunks": chunks,
         "first_audio_s": chunks[0][0] if chunks else None,
         "heard_s": heard_onset_s(0.0, arrivals, bytes(pcm), SR),
+        "told_s": told_s,
     }
 
 

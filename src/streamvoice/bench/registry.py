@@ -42,7 +42,10 @@ BENCHMARKS = (
         ("--plot", "{plots}/continuity.png"),
     ),
     Benchmark(
-        "capacity", "4. Capacity: concurrent sessions, FIFO vs deadline", ("--max-k", "4"), ("--max-k", "2")
+        "capacity",
+        "4. Capacity: real-time listeners per machine, and overload",
+        ("--plot", "{plots}/capacity.png"),
+        ("--ks", "1,2", "--options", "deadline,admission", "--plot", "{plots}/capacity.png"),
     ),
     Benchmark("encodings", "5. Encodings", ("--clips", "24"), ("--clips", "4")),
     Benchmark("listener", "6. What the listener hears", ("--trials", "10"), ("--trials", "2")),

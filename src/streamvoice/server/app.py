@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
@@ -72,6 +73,13 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         service.metrics.busy_sessions = lambda: sum(1 for s in service.sessions if s.busy)
         service.metrics.draining = lambda: service.draining
         service.metrics.capacity_sessions = config.max_sessions
+        admission = service.admission
+        service.metrics.listeners = lambda: {
+            "capacity": admission.capacity,
+            "admitted": admission.admitted,
+            "queued": admission.queued,
+            "headroom": admission.headroom,
+        }
         service.start()
         app.state.service = service  # the drain (runner) reaches it here
         # Wyoming listens from the start and answers not_ready until warm-up is done, like /ping.
@@ -151,8 +159,9 @@ async def invocations(request: Request) -> Response:
     except ProtocolError as exc:
         service.metrics.count_error(str(exc.code))
         return error_response(exc)
+    listener = object()
     try:
-        first, pieces = await first_audio(service, resolved)
+        first, pieces = await first_audio(service, resolved, listener)
     except ProtocolError as exc:
         service.metrics.count_error(str(exc.code))
         return error_response(exc)
@@ -160,7 +169,8 @@ async def invocations(request: Request) -> Response:
     body = sse_body(resolved, first, pieces) if sse else audio_body(resolved, first, pieces)
     media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
     service.metrics.active_streams += 1
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s)
+    release = partial(service.admission.leave, listener)
+    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=release)
 
 
 async def bidi(ws: WebSocket) -> None:

@@ -29,6 +29,13 @@ class ServerConfig:
     ort_spin: bool = False  # let idle ONNX Runtime threads spin (its default); sleeping is faster here
     synth_workers: int = 1  # concurrent model calls; one is fastest on a small CPU
     scheduler: str = "deadline"  # or "fifo"
+    # Admission of real-time listeners: "off", "refuse" (server_busy when full) or "queue" (wait, bounded,
+    # told at once); capacity from ADMISSION_LISTENERS, or measured (0) from the decoding speed.
+    admission: str = "off"
+    admission_listeners: int = 0
+    admission_queue: int = 8
+    admission_wait_s: float = 10.0
+    admission_idle_s: float = 2.0
     stream_windows: bool = True  # in-piece streaming (decoder windows); False = whole-piece synthesis
     pipeline: bool = True  # synthesise later messages while earlier ones are sent; False = reference design
     max_message_bytes: int = 64 * 1024
@@ -80,6 +87,8 @@ class ServerConfig:
         for name in ("pause_clause_ms", "pause_sentence_ms", "pause_paragraph_ms"):
             if not 0 <= getattr(self, name) <= MAX_PAUSE_MS:
                 raise ConfigError(f"STREAMVOICE_{name.upper()} must be 0-{MAX_PAUSE_MS} (milliseconds)")
+        if self.admission not in ("off", "refuse", "queue"):
+            raise ConfigError(f"STREAMVOICE_ADMISSION must be off, refuse or queue, not {self.admission!r}")
         if self.wyoming_uri is not None:
             uri = urlparse(self.wyoming_uri)
             tcp_ok = uri.scheme == "tcp" and uri.hostname is not None and _port(uri) is not None

@@ -78,6 +78,8 @@ class Metrics:
         self.busy_sessions: Callable[[], int] = lambda: 0
         self.capacity_sessions = 0
         self.draining: Callable[[], bool] = lambda: False
+        # Admission (real-time listeners): what the server can keep fed, holds, has waiting, and has left.
+        self.listeners: Callable[[], dict[str, int]] = lambda: {}
 
     def observe_first_audio(self, seconds: float) -> None:
         with self._lock:
@@ -137,4 +139,9 @@ class Metrics:
                 "# TYPE streamvoice_draining gauge",
                 f"streamvoice_draining {int(self.draining())}",
             ]
+            for name, value in self.listeners().items():
+                lines += [
+                    f"# TYPE streamvoice_{name}_listeners gauge",
+                    f"streamvoice_{name}_listeners {value}",
+                ]
         return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -183,7 +184,7 @@ def _request_id(request: Request) -> dict[str, str]:
 
 
 async def _start(
-    request: Request, headers: dict[str, str]
+    request: Request, headers: dict[str, str], listener: object
 ) -> tuple[SpeechService, SpeechRequest, ResolvedRequest, Item, AsyncGenerator[Item]] | Response:
     """Auth, admission, the body, and the first audio: everything that can still be an HTTP error."""
     service = service_of(request)
@@ -198,7 +199,7 @@ async def _start(
         resolved = service.resolve(
             speech.input, SessionDefaults(), speech.voice, speech.speed, speech.response_format, speech.lang
         )
-        first, pieces = await first_audio(service, resolved)
+        first, pieces = await first_audio(service, resolved, listener)
     except ProtocolError as exc:
         if exc.param is None and exc.code == ErrorCode.UNKNOWN_VOICE:
             exc.param = "voice"
@@ -209,7 +210,8 @@ async def _start(
 
 async def speech(request: Request) -> Response:
     headers = _request_id(request)
-    started = await _start(request, headers)
+    listener = object()
+    started = await _start(request, headers, listener)
     if isinstance(started, Response):
         return started
     service, speech, resolved, first, pieces = started
@@ -223,29 +225,35 @@ async def speech(request: Request) -> Response:
     else:
         body, media = _audio_only(chunks), CONTENT_TYPES[speech.response_format]
     service.metrics.active_streams += 1
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, headers)
+    release = partial(service.admission.leave, listener)
+    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, headers, release)
 
 
 async def captioned_speech(request: Request) -> Response:
     """Kokoro-FastAPI's captioned speech: with ``stream`` (default) NDJSON lines ``{"audio", "audio_format",
     "timestamps"}`` as audio is ready, each piece's words (seconds) on its first chunk; else one JSON."""
     headers = _request_id(request)
-    started = await _start(request, headers)
+    listener = object()
+    started = await _start(request, headers, listener)
     if isinstance(started, Response):
         return started
     service, speech, resolved, first, pieces = started
+    release = partial(service.admission.leave, listener)
     lines = _captioned_lines(encoded(resolved, first, pieces), speech.response_format)
     if speech.stream:
         service.metrics.active_streams += 1
         return TimedStream(
-            lines, "application/x-ndjson", service.metrics, service.config.send_timeout_s, headers
+            lines, "application/x-ndjson", service.metrics, service.config.send_timeout_s, headers, release
         )
     audio, stamps = bytearray(), []
-    async with aclosing(lines) as each:
-        async for line in each:
-            item = json.loads(line)
-            audio += base64.b64decode(item["audio"])
-            stamps += item["timestamps"]
+    try:
+        async with aclosing(lines) as each:
+            async for line in each:
+                item = json.loads(line)
+                audio += base64.b64decode(item["audio"])
+                stamps += item["timestamps"]
+    finally:
+        release()
     body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": speech.response_format}
     return JSONResponse({**body, "timestamps": stamps}, headers=headers)
 

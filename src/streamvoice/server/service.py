@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from streamvoice.protocol import (
     check_rate_for_format,
     output_rate,
 )
+from streamvoice.server.admission import Admission, Mode, measured_capacity
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.lane import Lane
 from streamvoice.server.metrics import Metrics
@@ -75,6 +77,13 @@ class SpeechService:
         # waiting listener is served in time. Starts pessimistic; follows the machine within a few windows.
         self.decode_rtf = 0.5
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
+        self.admission = Admission(
+            _mode(config.admission),
+            lambda: config.admission_listeners or measured_capacity(config.synth_workers, self.decode_rtf),
+            queue_bound=config.admission_queue,
+            max_wait_s=config.admission_wait_s,
+            idle_release_s=config.admission_idle_s,
+        )
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.
@@ -102,7 +111,11 @@ class SpeechService:
         stats_dir = Path(self.config.voice_stats_dir) if self.config.voice_stats_dir else None
         found = await self.scheduler.submit(lambda: prepare_voice_stats(self.engine, stats_dir), deadline=0.0)
         log.info("voice statistics: %s", found)
-        await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
+        started = time.perf_counter()
+        audio_s = await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
+        if audio_s > 0:  # a first measure of this machine's speed, until real windows refine it
+            self.decode_rtf = (time.perf_counter() - started) / audio_s
+        log.info("warm-up: %.2f s of compute per second of audio", self.decode_rtf)
         self.ready = True
 
     def resolve(
@@ -202,6 +215,14 @@ class SpeechService:
             planner.cancel()
             for stream in submitted:
                 stream.cancel()
+
+
+def _mode(name: str) -> Mode:
+    if name == "refuse":
+        return "refuse"
+    if name == "queue":
+        return "queue"
+    return "off"
 
 
 def _policy(name: str) -> Policy:

@@ -157,6 +157,7 @@ class BidiSession:
             await self._run()
         finally:
             self.service.sessions.discard(self)
+            self.service.admission.leave(self)
 
     async def _run(self) -> None:
         reader = asyncio.create_task(self._read_guarded(), name=f"read-{self.session_id}")
@@ -307,6 +308,8 @@ class BidiSession:
         except ProtocolError as exc:
             await self._reply_error(exc, sequence)
             return
+        if not await self._admit(msg.id, sequence):
+            return
         job = _Job(sequence, msg.id, request, time.monotonic())
         job.plan = asyncio.create_task(self._plan_and_submit(job, self._last_job))
         ready = job.ready
@@ -316,6 +319,26 @@ class BidiSession:
         self.service.metrics.count_message()
         await self._outbox.put(job)
 
+    async def _admit(self, msg_id: str | None, sequence: int) -> bool:
+        """A listener slot for this session: held, taken, waited for (told now), or refused (told now)."""
+        admission = self.service.admission
+        decision = admission.enter(self)
+        if decision == "refused":
+            busy = admission.busy("no listener slot is free")
+            busy.id = msg_id
+            await self._reply_error(busy, sequence)
+            return False
+        if decision == "queued":
+            position = admission.position(self)
+            detail = {
+                "id": msg_id,
+                "sequence": sequence,
+                "position": position,
+                "max_wait_s": admission.max_wait_s,
+            }
+            await self._outbox.put(_Reply(Ack("queued", detail)))
+        return True
+
     async def _plan_and_submit(self, job: _Job, previous: _Job | None) -> None:
         if previous is not None and previous.plan is not None:
             # One planner per session, in message order, so deadlines follow speaking order and a client
@@ -324,6 +347,10 @@ class BidiSession:
         if previous is not None and not self.service.config.pipeline:
             # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
             await previous.answered.wait()
+        admission = self.service.admission
+        await admission.wait(self)  # server_busy (answered for this message) if no slot frees in time
+        if not admission.holds(self):
+            raise admission.busy("this session's wait for a listener slot ran out")
         await self.service.plan_into(job.request, self.lane, job.streams, job.ready)
 
     async def _configure(self, msg: Configure) -> None:
@@ -403,6 +430,8 @@ class BidiSession:
                     item.answered.set()
                     if item in self._open:
                         self._open.remove(item)
+                    if not self._open:
+                        self.service.admission.idle(self)  # the slot goes unless the next sentence comes
         except _Disconnected:
             self._cancel_all()
 

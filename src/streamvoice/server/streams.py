@@ -8,7 +8,7 @@ import asyncio
 import base64
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -37,11 +37,13 @@ class TimedStream(StreamingResponse):
         metrics: Metrics,
         timeout_s: float,
         headers: dict[str, str] | None = None,
+        on_close: Callable[[], None] | None = None,
     ):
         super().__init__(body, media_type=media_type, headers=headers)
         self._metrics = metrics
         self._timeout_s = timeout_s
         self._body = body
+        self._on_close = on_close
 
     async def stream_response(self, send: Send) -> None:
         async def timed_send(message: Any) -> None:
@@ -55,19 +57,28 @@ class TimedStream(StreamingResponse):
         finally:
             self._metrics.active_streams -= 1
             await self._body.aclose()
+            if self._on_close is not None:
+                self._on_close()
 
 
 Item = NDArray[np.float32] | Words
 
 
-async def first_audio(service: SpeechService, request: ResolvedRequest) -> tuple[Item, AsyncGenerator[Item]]:
-    """Plan the text and wait for its first item before any header is sent, so that what can go wrong
-    early (nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut stream."""
+async def first_audio(
+    service: SpeechService, request: ResolvedRequest, listener: object
+) -> tuple[Item, AsyncGenerator[Item]]:
+    """Take a listener slot (refused at once when none is free: an HTTP caller cannot be told it waits),
+    plan the text and wait for its first item before any header is sent, so that what can go wrong early
+    (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
+    stream. The caller releases the slot (``service.admission.leave(listener)``) when the answer ends."""
+    if service.admission.enter(listener, can_wait=False) == "refused":
+        raise service.admission.busy("no listener slot is free")
     pieces = service.audio_pieces(request)
     try:
         return await anext(pieces), pieces
     except BaseException:
         await pieces.aclose()
+        service.admission.leave(listener)
         raise
 
 

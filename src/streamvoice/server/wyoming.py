@@ -170,6 +170,8 @@ class SpeechHandler(AsyncEventHandler):
         try:
             if (problem := unavailable(self.service)) is not None:
                 raise problem
+            if self.service.admission.enter(self, can_wait=False) == "refused":
+                raise self.service.admission.busy("no listener slot is free")
             name = validate_voice(voice.name) if voice is not None and voice.name else None
             lang = voice.language if voice is not None and voice.language else None
             template = self.service.resolve(" ", SessionDefaults(), name, None, "pcm", lang)
@@ -220,6 +222,7 @@ class SpeechHandler(AsyncEventHandler):
         finally:
             metrics.active_streams -= 1
             self._utterances.discard(utterance)
+            self.service.admission.idle(self)  # the slot goes unless the next utterance comes
         if started:
             await self.write_event(AudioStop().event())
         if streaming:
@@ -231,6 +234,7 @@ class SpeechHandler(AsyncEventHandler):
 
     async def disconnect(self) -> None:
         """The client left (Home Assistant cancels this way): nothing more is decoded for it."""
+        self.service.admission.leave(self)
         for utterance in list(self._utterances):
             utterance.cancel()
         if self._speaking is not None:

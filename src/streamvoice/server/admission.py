@@ -1,0 +1,151 @@
+"""Admission: take on only the listeners the model worker can keep fed, so one caller too many is told
+so (refused, or queued with a bound) instead of making every call in progress stall.
+
+A *listener* is a session (or a streamed HTTP answer) with speech in progress. It holds a slot from its
+first message until it has had no work for ``idle_release_s`` (an LLM-paced answer sends its next sentence
+within that), or until it ends. The slots are the server's capacity in real-time listeners: fixed by
+configuration, or measured (the workers' decoding speed, seconds of decoding per second of audio, updated
+with every decoded window, with a safety margin for the work around decoding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Literal
+
+from streamvoice.protocol import ErrorCode, ProtocolError
+
+Mode = Literal["off", "refuse", "queue"]
+Decision = Literal["admitted", "queued", "refused"]
+# Decoding is not all a listener costs (text planning, the front model, encoding, the event loop): a
+# listener is counted as this many times its decoding time.
+SAFETY = 1.3
+
+
+def measured_capacity(workers: int, decode_rtf: float, safety: float = SAFETY) -> int:
+    """Real-time listeners ``workers`` can keep fed at ``decode_rtf`` (>= 1: the server serves someone)."""
+    if decode_rtf <= 0:
+        return workers
+    return max(1, math.floor(workers / (decode_rtf * safety)))
+
+
+class Admission:
+    """Slots for listeners, a bounded FIFO of waiting ones, and the figures /metrics shows."""
+
+    def __init__(
+        self,
+        mode: Mode,
+        capacity: Callable[[], int],
+        queue_bound: int = 8,
+        max_wait_s: float = 10.0,
+        idle_release_s: float = 2.0,
+    ) -> None:
+        self.mode = mode
+        self._capacity = capacity
+        self.queue_bound = queue_bound
+        self.max_wait_s = max_wait_s
+        self.idle_release_s = idle_release_s
+        self._holders: set[object] = set()
+        self._waiting: OrderedDict[object, asyncio.Future[None]] = OrderedDict()
+        self._release_timers: dict[object, asyncio.TimerHandle] = {}
+        self.refused = 0
+
+    # -- figures --------------------------------------------------------------------------------------
+    @property
+    def capacity(self) -> int:
+        return self._capacity()
+
+    @property
+    def admitted(self) -> int:
+        return len(self._holders)
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def headroom(self) -> int:
+        """Listeners that could start now without waiting (negative: callers are queued)."""
+        return self.capacity - self.admitted - self.queued
+
+    def retry_after_s(self) -> float:
+        """A hint for a refused caller: about when a slot frees (an answer's sentences plus the release)."""
+        return round(max(1.0, self.idle_release_s + 3.0 * (1 + self.queued)), 1)
+
+    # -- decisions ------------------------------------------------------------------------------------
+    def holds(self, who: object) -> bool:
+        return self.mode == "off" or who in self._holders
+
+    def enter(self, who: object, can_wait: bool = True) -> Decision:
+        """A listener wants to speak: take a slot, wait for one (told now), or be refused (told now).
+        ``can_wait=False`` for callers that cannot be told they wait (an HTTP answer has no headers yet)."""
+        self._keep(who)
+        self._admit_waiting()  # the measured capacity may have grown
+        if self.mode == "off" or who in self._holders or who in self._waiting:
+            return "queued" if who in self._waiting else "admitted"
+        if len(self._holders) < self.capacity and not self._waiting:
+            self._holders.add(who)
+            return "admitted"
+        if self.mode == "queue" and can_wait and len(self._waiting) < self.queue_bound:
+            self._waiting[who] = asyncio.get_running_loop().create_future()
+            return "queued"
+        self.refused += 1
+        return "refused"
+
+    def position(self, who: object) -> int:
+        """1-based place in the queue (0: not waiting)."""
+        for i, key in enumerate(self._waiting, 1):
+            if key is who:
+                return i
+        return 0
+
+    async def wait(self, who: object) -> None:
+        """Until ``who`` holds a slot; ``server_busy`` after ``max_wait_s`` (the caller was told it waits)."""
+        ticket = self._waiting.get(who)
+        if ticket is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(ticket), self.max_wait_s)
+        except TimeoutError:
+            self._waiting.pop(who, None)
+            self.refused += 1
+            raise self.busy(f"no listener slot freed within {self.max_wait_s:g} s") from None
+
+    def busy(self, why: str) -> ProtocolError:
+        return ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            f"{why}: the server is speaking to all the listeners it can keep fed ({self.capacity}); "
+            f"retry in about {self.retry_after_s():g} s or on another instance",
+        )
+
+    def idle(self, who: object) -> None:
+        """``who`` has no work now: release its slot after ``idle_release_s`` unless it speaks again."""
+        if who not in self._holders or who in self._release_timers:
+            return
+        loop = asyncio.get_running_loop()
+        self._release_timers[who] = loop.call_later(self.idle_release_s, self.leave, who)
+
+    def leave(self, who: object) -> None:
+        """``who`` is gone (or idle long enough): free its slot or its place in the queue."""
+        self._keep(who)
+        self._holders.discard(who)
+        ticket = self._waiting.pop(who, None)
+        if ticket is not None and not ticket.done():
+            ticket.cancel()
+        self._admit_waiting()
+
+    def _keep(self, who: object) -> None:
+        timer = self._release_timers.pop(who, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _admit_waiting(self) -> None:
+        while self._waiting and len(self._holders) < self.capacity:
+            who, ticket = self._waiting.popitem(last=False)
+            if ticket.done():
+                continue
+            self._holders.add(who)
+            ticket.set_result(None)

@@ -1,0 +1,129 @@
+"""Admission: one caller too many is told so at once (queued with a bound, or refused), and the listeners
+already admitted keep their slots."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from streamvoice.engine import KokoroEngine
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.admission import Admission, measured_capacity
+from tests.helpers import RunningServer, metric, start_speech_server
+
+LONG = "The courier left the depot at nine and will reach your street before noon. " * 3
+
+
+def test_capacity_follows_the_measured_decoding_speed() -> None:
+    assert measured_capacity(1, 0.3) == 2  # 1 / (0.3 * 1.3) = 2.6
+    assert measured_capacity(2, 0.45) == 3  # two workers, each slower on shared cores
+    assert measured_capacity(1, 2.0) == 1  # slower than real time: still serves one
+    assert measured_capacity(4, 0.0) == 4
+
+
+async def test_slots_queue_and_refusals() -> None:
+    admission = Admission("queue", lambda: 1, queue_bound=1, max_wait_s=0.5, idle_release_s=0.05)
+    a, b, c = object(), object(), object()
+    assert admission.enter(a) == "admitted"
+    assert admission.enter(b) == "queued" and admission.position(b) == 1
+    assert admission.enter(c) == "refused"
+    assert (admission.capacity, admission.admitted, admission.queued, admission.headroom) == (1, 1, 1, -1)
+    waiting = asyncio.create_task(admission.wait(b))
+    admission.idle(a)  # a's answer ended; its slot goes after the idle release
+    await asyncio.wait_for(waiting, 1.0)
+    assert admission.holds(b) and not admission.holds(a)
+    assert admission.enter(c, can_wait=False) == "refused"
+    assert admission.enter(a) == "queued"
+    with pytest.raises(ProtocolError) as info:
+        await admission.wait(a)  # b keeps its slot: a's wait runs out
+    assert info.value.code == ErrorCode.SERVER_BUSY and "retry in about" in info.value.message
+    admission.leave(b)
+    assert admission.admitted == 0 and admission.refused == 3
+
+
+def test_a_speaker_keeps_its_slot_between_sentences() -> None:
+    async def run() -> None:
+        admission = Admission("refuse", lambda: 1, idle_release_s=0.2)
+        a, b = object(), object()
+        assert admission.enter(a) == "admitted"
+        admission.idle(a)
+        await asyncio.sleep(0.05)
+        assert admission.enter(a) == "admitted"  # the next sentence came within the release time
+        admission.idle(a)
+        assert admission.enter(b) == "refused"
+        await asyncio.sleep(0.3)
+        assert admission.enter(b) == "admitted"
+
+    asyncio.run(run())
+
+
+@pytest.fixture
+def one_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
+    server = start_speech_server(
+        engine,
+        warm_up=False,
+        admission="queue",
+        admission_listeners=1,
+        admission_queue=1,
+        admission_wait_s=20,
+        admission_idle_s=0.3,
+    )
+    yield server
+    server.stop()
+
+
+async def first_event(ws: Any, timeout: float = 5.0) -> tuple[float, dict[str, Any]]:
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), timeout)
+        if isinstance(frame, str):
+            return time.monotonic(), json.loads(frame)
+
+
+async def until_complete(ws: Any, msg_id: str) -> list[str]:
+    kinds = []
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), 60)
+        if isinstance(frame, str):
+            event = json.loads(frame)
+            kinds.append(event["type"])
+            if event.get("id") == msg_id and event["type"] in ("synthesis_complete", "error"):
+                return kinds
+
+
+@pytest.mark.slow
+async def test_one_too_many_waits_told_and_one_more_is_refused(one_listener: RunningServer) -> None:
+    ws_url = one_listener.url.replace("http", "ws") + "/invocations-bidirectional-stream"
+    async with connect(ws_url) as a, connect(ws_url) as b, connect(ws_url) as c:
+        await a.send(json.dumps({"text": LONG, "id": "a1"}))
+        _, started = await first_event(a, 30)
+        assert started["type"] == "synthesis_started"
+        sent = time.monotonic()
+        await b.send(json.dumps({"text": "Hello, I will wait.", "id": "b1"}))
+        told_at, queued = await first_event(b)
+        assert queued == {"type": "queued", "id": "b1", "sequence": 0, "position": 1, "max_wait_s": 20}
+        assert told_at - sent < 1.0
+        await c.send(json.dumps({"text": "And me?", "id": "c1"}))
+        told_at, refused = await first_event(c)
+        assert refused["type"] == "error" and refused["code"] == "server_busy" and refused["id"] == "c1"
+        assert "retry in about" in refused["message"] and told_at - sent < 1.0
+        assert metric(one_listener, "streamvoice_capacity_listeners") == 1
+        assert metric(one_listener, "streamvoice_queued_listeners") == 1
+        assert metric(one_listener, "streamvoice_headroom_listeners") == -1
+        # The admitted listener is served to the end; then the waiting one gets the slot.
+        assert (await until_complete(a, "a1"))[-1] == "synthesis_complete"
+        kinds = await until_complete(b, "b1")
+        assert kinds[0] == "synthesis_started" and kinds[-1] == "synthesis_complete"
+        # HTTP callers cannot be told they wait: a full server answers 503 at once.
+        await a.send(json.dumps({"text": LONG, "id": "a2"}))
+        await asyncio.sleep(0.5)  # b's slot is released (0.3 s idle); a takes it again
+        async with httpx.AsyncClient() as http:
+            r = await http.post(one_listener.url + "/invocations", json={"text": "Hi."}, timeout=10)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "server_busy" and r.headers["retry-after"]
+        assert (await until_complete(a, "a2"))[-1] == "synthesis_complete"
