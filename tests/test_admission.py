@@ -15,17 +15,26 @@ from websockets.asyncio.client import connect
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.admission import Admission, measured_capacity
+from streamvoice.server.admission import Admission, DecodeSpeed, measured_capacity
 from tests.helpers import RunningServer, metric, start_speech_server
 
 LONG = "The courier left the depot at nine and will reach your street before noon. " * 3
 
 
 def test_capacity_follows_the_measured_decoding_speed() -> None:
-    assert measured_capacity(1, 0.3) == 2  # 1 / (0.3 * 1.3) = 2.6
-    assert measured_capacity(2, 0.45) == 3  # two workers, each slower on shared cores
+    assert measured_capacity(1, 0.41) == 2  # one worker, 2 cores: 0.41 s of work per second of audio
+    assert measured_capacity(2, 0.6) == 3  # two workers, each slower on shared cores
     assert measured_capacity(1, 2.0) == 1  # slower than real time: still serves one
     assert measured_capacity(4, 0.0) == 4
+
+
+def test_decoding_speed_is_a_slow_audio_weighted_average() -> None:
+    speed = DecodeSpeed(initial_rtf=1.0, horizon_s=30.0)
+    for _ in range(100):  # 100 windows of 0.8 s at 0.4 s of work per second of audio
+        speed.observe(0.32, 0.8)
+    assert speed.rtf == pytest.approx(0.4, abs=0.01)
+    speed.observe(0.5, 0.3)  # one slow, small window barely moves it
+    assert speed.rtf < 0.43
 
 
 async def test_slots_queue_and_refusals() -> None:
@@ -125,5 +134,7 @@ async def test_one_too_many_waits_told_and_one_more_is_refused(one_listener: Run
         await asyncio.sleep(0.5)  # b's slot is released (0.3 s idle); a takes it again
         async with httpx.AsyncClient() as http:
             r = await http.post(one_listener.url + "/invocations", json={"text": "Hi."}, timeout=10)
-        assert r.status_code == 503 and r.json()["error"]["code"] == "server_busy" and r.headers["retry-after"]
+        assert (
+            r.status_code == 503 and r.json()["error"]["code"] == "server_busy" and r.headers["retry-after"]
+        )
         assert (await until_complete(a, "a2"))[-1] == "synthesis_complete"

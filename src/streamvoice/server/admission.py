@@ -4,8 +4,9 @@ so (refused, or queued with a bound) instead of making every call in progress st
 A *listener* is a session (or a streamed HTTP answer) with speech in progress. It holds a slot from its
 first message until it has had no work for ``idle_release_s`` (an LLM-paced answer sends its next sentence
 within that), or until it ends. The slots are the server's capacity in real-time listeners: fixed by
-configuration, or measured (the workers' decoding speed, seconds of decoding per second of audio, updated
-with every decoded window, with a safety margin for the work around decoding).
+configuration, or measured: how many listeners' decoding fits in the workers' time, from the seconds of
+work per second of audio of recent windows (each window's time includes the front model for a piece's
+first window, and the cost of small windows under contention).
 """
 
 from __future__ import annotations
@@ -20,16 +21,39 @@ from streamvoice.protocol import ErrorCode, ProtocolError
 
 Mode = Literal["off", "refuse", "queue"]
 Decision = Literal["admitted", "queued", "refused"]
-# Decoding is not all a listener costs (text planning, the front model, encoding, the event loop): a
-# listener is counted as this many times its decoding time.
-SAFETY = 1.3
+# Seconds of audio over which the decoding speed is averaged: long enough that one slow window (a cold
+# voice, a tiny window under contention) does not swing the capacity, short enough to follow the machine.
+SPEED_HORIZON_S = 30.0
 
 
-def measured_capacity(workers: int, decode_rtf: float, safety: float = SAFETY) -> int:
-    """Real-time listeners ``workers`` can keep fed at ``decode_rtf`` (>= 1: the server serves someone)."""
+def measured_capacity(workers: int, decode_rtf: float) -> int:
+    """Real-time listeners whose decoding fits in ``workers``' time at ``decode_rtf`` (>= 1)."""
     if decode_rtf <= 0:
         return workers
-    return max(1, math.floor(workers / (decode_rtf * safety)))
+    return max(1, math.floor(workers / decode_rtf))
+
+
+class DecodeSpeed:
+    """Seconds of work per second of audio, averaged over the last ~``horizon_s`` of audio decoded."""
+
+    def __init__(self, initial_rtf: float = 0.5, horizon_s: float = SPEED_HORIZON_S) -> None:
+        self.horizon_s = horizon_s
+        self._work = initial_rtf * 1.0  # as if one second of audio had been seen
+        self._audio = 1.0
+
+    @property
+    def rtf(self) -> float:
+        return self._work / self._audio
+
+    def observe(self, seconds: float, audio_s: float) -> None:
+        if audio_s <= 0:
+            return
+        decay = math.exp(-audio_s / self.horizon_s)
+        self._work = self._work * decay + seconds
+        self._audio = self._audio * decay + audio_s
+
+    def reset(self, rtf: float) -> None:
+        self._work, self._audio = rtf, 1.0
 
 
 class Admission:

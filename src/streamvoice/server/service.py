@@ -33,7 +33,7 @@ from streamvoice.protocol import (
     check_rate_for_format,
     output_rate,
 )
-from streamvoice.server.admission import Admission, Mode, measured_capacity
+from streamvoice.server.admission import Admission, DecodeSpeed, Mode, measured_capacity
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.lane import Lane
 from streamvoice.server.metrics import Metrics
@@ -76,10 +76,13 @@ class SpeechService:
         # Seconds of decoding per second of audio, per window (fixed costs included): sizes windows so a
         # waiting listener is served in time. Starts pessimistic; follows the machine within a few windows.
         self.decode_rtf = 0.5
+        self.decode_speed = DecodeSpeed(self.decode_rtf)  # the slow average admission sizes capacity with
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
         self.admission = Admission(
             _mode(config.admission),
-            lambda: config.admission_listeners or measured_capacity(config.synth_workers, self.decode_rtf),
+            lambda: (
+                config.admission_listeners or measured_capacity(config.synth_workers, self.decode_speed.rtf)
+            ),
             queue_bound=config.admission_queue,
             max_wait_s=config.admission_wait_s,
             idle_release_s=config.admission_idle_s,
@@ -98,6 +101,7 @@ class SpeechService:
     def observe_decode(self, seconds: float, audio_s: float) -> None:
         if audio_s > 0:
             self.decode_rtf = 0.8 * self.decode_rtf + 0.2 * (seconds / audio_s)
+            self.decode_speed.observe(seconds, audio_s)
 
     def start(self) -> None:
         self.scheduler.start()
@@ -115,6 +119,7 @@ class SpeechService:
         audio_s = await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
         if audio_s > 0:  # a first measure of this machine's speed, until real windows refine it
             self.decode_rtf = (time.perf_counter() - started) / audio_s
+            self.decode_speed.reset(self.decode_rtf)
         log.info("warm-up: %.2f s of compute per second of audio", self.decode_rtf)
         self.ready = True
 
