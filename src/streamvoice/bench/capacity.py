@@ -30,6 +30,7 @@ from streamvoice.bench.common import stats, table, write_result
 from streamvoice.bench.continuity import playback, run_answer
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
+from streamvoice.protocol import ProtocolError
 from streamvoice.server import ServerConfig, create_app
 
 ANSWER = (
@@ -63,6 +64,7 @@ async def listener(url: str, i: int, rate: float) -> dict[str, Any]:
         "starvation_s": play["starvation_s"],
         "audio_s": sum(s for _, s in run["chunks"]),
         "refused": bool(refused),
+        "queued": run.get("told_s") is not None and not refused,  # told to wait, then served
         "told_s": run.get("told_s"),
     }
 
@@ -76,7 +78,10 @@ async def saturate(url: str, k: int) -> float:
 
     async def one() -> float:
         async with await SpeechClient.connect(url) as client:
-            result = await client.speak(ANSWER, format="pcm")
+            try:
+                result = await client.speak(ANSWER, format="pcm")
+            except ProtocolError:  # refused by admission: produced nothing
+                return 0.0
         return len(result.audio) / 2 / 24_000
 
     started = time.perf_counter()
@@ -93,7 +98,8 @@ def single_call_limit(engine: KokoroEngine) -> float:
 
 
 def summarise(option: str, k: int, listeners: list[dict[str, Any]]) -> dict[str, Any]:
-    admitted = [s for s in listeners if not s["refused"]]
+    """Admitted: served without waiting; queued listeners were told to wait and are counted apart."""
+    admitted = [s for s in listeners if not s["refused"] and not s.get("queued")]
     heard = [s["heard_s"] * 1000 for s in admitted if s["heard_s"] is not None]
     h = stats(heard)
     fed = [
@@ -105,7 +111,8 @@ def summarise(option: str, k: int, listeners: list[dict[str, Any]]) -> dict[str,
         "option": option,
         "k": k,
         "admitted": len(admitted),
-        "refused": len(listeners) - len(admitted),
+        "queued": sum(1 for s in listeners if s.get("queued")),
+        "refused": sum(1 for s in listeners if s["refused"]),
         "heard_p50": h.get("p50"),
         "heard_p95": h.get("p95"),
         "heard_max": h.get("max"),
@@ -164,6 +171,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ),
             }
         )
+        partial = {
+            "rate": args.rate,
+            "stagger_s": STAGGER_S,
+            "ks": ks,
+            "rows": rows,
+            "throughput": throughput,
+        }
+        write_result("capacity", {**partial, "raw": raw, "complete": False})  # a long run loses nothing
     print(f"\nK listeners joining {STAGGER_S:g} s apart, eight-sentence answers at {args.rate:g} tokens/s\n")
     print(
         table(
@@ -172,6 +187,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("option", "option"),
                 ("k", "K"),
                 ("admitted", "admitted"),
+                ("queued", "queued"),
                 ("refused", "refused"),
                 ("heard_p50", "heard p50 ms"),
                 ("heard_p95", "p95"),

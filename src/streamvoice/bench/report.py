@@ -218,6 +218,7 @@ def capacity(d: dict[str, Any]) -> str:
             r["option"],
             str(r["k"]),
             str(r["admitted"]),
+            str(r.get("queued", 0)),
             str(r["refused"]),
             _n(r["heard_p50"]),
             _n(r["heard_p95"]),
@@ -241,12 +242,15 @@ def capacity(d: dict[str, Any]) -> str:
     ]
     return (
         f"Listeners join {d['stagger_s']:g} s apart; each eight-sentence answer is written at {d['rate']:g} "
-        "tokens/s into one session. Kept fed: heard within 1 s and at most 100 ms of stalls in total.\n\n"
+        "tokens/s into one session. Kept fed: heard within 1 s and at most 100 ms of stalls in total. Admitted: "
+        "served without waiting; queued: told at once to wait, served when a slot freed (not counted as "
+        "admitted); refused: told server_busy.\n\n"
         + _table(
             [
                 "option",
                 "K",
                 "admitted",
+                "queued",
                 "refused",
                 "heard p50 ms",
                 "p95 ms",

@@ -133,6 +133,7 @@ class Lane:
             return 0
         service = self._service
         started = time.perf_counter()
+        alone = service.scheduler.alone
         try:
             if work.windows is None:
                 buffered = self.play_end - time.monotonic()
@@ -167,7 +168,8 @@ class Lane:
         with self._lock:
             self._unsent += window.size
         work.sink.push(window)
-        service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate)
+        alone = alone and service.scheduler.alone
+        service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate, alone)
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
         return Requeue(self.play_end)

@@ -53,6 +53,7 @@ class SynthesisScheduler:
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []
         self._stopping = False
+        self._running = 0  # jobs on a worker right now
 
     def start(self) -> None:
         if self._threads:
@@ -77,6 +78,11 @@ class SynthesisScheduler:
     @property
     def queue_depth(self) -> int:
         return len(self._heap)
+
+    @property
+    def alone(self) -> bool:
+        """The calling job is the only model work running or waiting (its timing is uncontended)."""
+        return self._running <= 1 and not self._heap
 
     def earliest_waiting(self) -> float | None:
         """The smallest key among jobs waiting for a worker: under ``deadline``, the most urgent deadline."""
@@ -107,6 +113,7 @@ class SynthesisScheduler:
                 job = heapq.heappop(self._heap)
                 if job.future.cancelled():
                     continue
+                self._running += 1
             try:
                 result = job.fn()
             except BaseException as exc:  # the awaiting session turns it into an error frame
@@ -117,6 +124,7 @@ class SynthesisScheduler:
                     _deliver(job, _resolve, result)
             finally:
                 with self._cv:
+                    self._running -= 1
                     if isinstance(result, Requeue) and not job.future.cancelled() and not self._stopping:
                         if self.policy == "deadline":
                             job.key = result.deadline

@@ -76,7 +76,7 @@ class SpeechService:
         # Seconds of decoding per second of audio, per window (fixed costs included): sizes windows so a
         # waiting listener is served in time. Starts pessimistic; follows the machine within a few windows.
         self.decode_rtf = 0.5
-        self.decode_speed = DecodeSpeed(self.decode_rtf)  # the slow average admission sizes capacity with
+        self.decode_speed = DecodeSpeed(self.decode_rtf)  # uncontended windows: what admission sizes with
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
         self.admission = Admission(
             _mode(config.admission),
@@ -98,10 +98,13 @@ class SpeechService:
         for session in list(self.sessions):
             session.drain()
 
-    def observe_decode(self, seconds: float, audio_s: float) -> None:
+    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
+        """``alone``: no other model work ran or waited meanwhile, so this is the machine's own speed
+        (what admission sizes capacity with; contended windows would make the estimate fall with load)."""
         if audio_s > 0:
             self.decode_rtf = 0.8 * self.decode_rtf + 0.2 * (seconds / audio_s)
-            self.decode_speed.observe(seconds, audio_s)
+            if alone:
+                self.decode_speed.observe(seconds, audio_s)
 
     def start(self) -> None:
         self.scheduler.start()
