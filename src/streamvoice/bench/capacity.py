@@ -241,7 +241,11 @@ def draw(rows: list[dict[str, Any]], out: Path) -> None:
         right.plot(ks, [r["heard_p95"] or 0 for r in mine], marker="o", label=option)
     left.axhline(STALL_TARGET_S * 1000, color="grey", ls="--", lw=0.8)
     right.axhline(HEARD_TARGET_S * 1000, color="grey", ls="--", lw=0.8)
-    left.set(xlabel="listeners", ylabel="worst admitted listener's stalls (ms)", yscale="symlog")
+    left.set_yscale("symlog", linthresh=10)
+    left.set_ylim(bottom=0)
+    left.set(xlabel="listeners", ylabel="worst admitted listener's stalls (ms)")
+    for ax in (left, right):
+        ax.set_xticks(sorted({r["k"] for r in rows}))
     right.set(xlabel="listeners", ylabel="heard onset p95 (ms)")
     left.legend(fontsize=8)
     fig.tight_layout()
