@@ -232,7 +232,9 @@ async def test_unread_http_stream_is_counted_and_timed_out(engine: KokoroEngine)
         busy = httpx.post(server.url + "/invocations", json={"text": "Me too."})
         assert busy.status_code == 503 and busy.json()["error"]["code"] == "server_busy"
         assert busy.headers["retry-after"]
-        await wait_for(lambda: 'code="slow_consumer"' in httpx.get(server.url + "/metrics").text, 60)
+        # The kernel's send buffer takes about a minute of audio before a send blocks: ~40 s of decoding
+        # on 2 idle cores, more on a loaded machine.
+        await wait_for(lambda: 'code="slow_consumer"' in httpx.get(server.url + "/metrics").text, 150)
         await wait_for(lambda: metric(server, "streamvoice_active_streams") == 0, timeout=10)
         sock.close()
         ok = httpx.post(server.url + "/invocations", json={"text": "My turn."}, timeout=60)

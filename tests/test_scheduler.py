@@ -104,7 +104,7 @@ class _Service:
     scheduler: SynthesisScheduler = field(default_factory=SynthesisScheduler)
     decode_rtf: float = 0.3
 
-    def observe_decode(self, seconds: float, audio_s: float) -> None:
+    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         pass
 
 
