@@ -168,7 +168,6 @@ async def invocations(request: Request) -> Response:
     sse = obj.get("stream") == "sse" or "text/event-stream" in request.headers.get("accept", "")
     body = sse_body(resolved, first, pieces) if sse else audio_body(resolved, first, pieces)
     media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
-    service.metrics.active_streams += 1
     release = partial(service.admission.leave, listener)
     return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=release)
 

@@ -43,7 +43,7 @@ from streamvoice.protocol import (
 from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of, unavailable
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
-from streamvoice.server.streams import Item, TimedStream, encoded, first_audio
+from streamvoice.server.streams import Item, TimedStream, audio_body, encoded, first_audio, sse_event
 
 FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 CONTENT_TYPES = {
@@ -183,9 +183,17 @@ def _request_id(request: Request) -> dict[str, str]:
     return {"x-request-id": request.headers.get("x-request-id") or f"req_{uuid.uuid4().hex[:20]}"}
 
 
-async def _start(
-    request: Request, headers: dict[str, str], listener: object
-) -> tuple[SpeechService, SpeechRequest, ResolvedRequest, Item, AsyncGenerator[Item]] | Response:
+@dataclass
+class _Started:
+    service: SpeechService
+    speech: SpeechRequest
+    resolved: ResolvedRequest
+    first: Item
+    pieces: AsyncGenerator[Item]
+    release: Callable[[], None]  # gives the listener slot back when the answer ends
+
+
+async def _start(request: Request, headers: dict[str, str]) -> _Started | Response:
     """Auth, admission, the body, and the first audio: everything that can still be an HTTP error."""
     service = service_of(request)
     if not authorized(request, service):
@@ -199,62 +207,65 @@ async def _start(
         resolved = service.resolve(
             speech.input, SessionDefaults(), speech.voice, speech.speed, speech.response_format, speech.lang
         )
+        listener = object()
         first, pieces = await first_audio(service, resolved, listener)
     except ProtocolError as exc:
         if exc.param is None and exc.code == ErrorCode.UNKNOWN_VOICE:
             exc.param = "voice"
         service.metrics.count_error(str(exc.code))
         return error_response(exc, headers)
-    return service, speech, resolved, first, pieces
+    return _Started(service, speech, resolved, first, pieces, partial(service.admission.leave, listener))
 
 
 async def speech(request: Request) -> Response:
     headers = _request_id(request)
-    listener = object()
-    started = await _start(request, headers, listener)
+    started = await _start(request, headers)
     if isinstance(started, Response):
         return started
-    service, speech, resolved, first, pieces = started
-    samples = SampleCount()
-    chunks = encoded(resolved, first, samples.count(pieces))
+    speech, resolved, config = started.speech, started.resolved, started.service.config
     if speech.stream_format == "sse":
-        body, media = (
-            _speech_sse(chunks, lambda: usage(speech.input, samples.value, SAMPLE_RATE)),
-            "text/event-stream",
-        )
+        samples = SampleCount()
+        chunks = encoded(resolved, started.first, samples.count(started.pieces))
+        body = _speech_sse(chunks, lambda: usage(speech.input, samples.value, SAMPLE_RATE))
+        media = "text/event-stream"
     else:
-        body, media = _audio_only(chunks), CONTENT_TYPES[speech.response_format]
-    service.metrics.active_streams += 1
-    release = partial(service.admission.leave, listener)
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, headers, release)
+        body, media = (
+            audio_body(resolved, started.first, started.pieces),
+            CONTENT_TYPES[speech.response_format],
+        )
+    metrics = started.service.metrics
+    return TimedStream(body, media, metrics, config.send_timeout_s, headers, started.release)
 
 
 async def captioned_speech(request: Request) -> Response:
     """Kokoro-FastAPI's captioned speech: with ``stream`` (default) NDJSON lines ``{"audio", "audio_format",
     "timestamps"}`` as audio is ready, each piece's words (seconds) on its first chunk; else one JSON."""
     headers = _request_id(request)
-    listener = object()
-    started = await _start(request, headers, listener)
+    started = await _start(request, headers)
     if isinstance(started, Response):
         return started
-    service, speech, resolved, first, pieces = started
-    release = partial(service.admission.leave, listener)
-    lines = _captioned_lines(encoded(resolved, first, pieces), speech.response_format)
-    if speech.stream:
-        service.metrics.active_streams += 1
+    fmt = started.speech.response_format
+    captions = _captions(encoded(started.resolved, started.first, started.pieces))
+    if started.speech.stream:
+        lines = _captioned_lines(captions, fmt)
+        config = started.service.config
         return TimedStream(
-            lines, "application/x-ndjson", service.metrics, service.config.send_timeout_s, headers, release
+            lines,
+            "application/x-ndjson",
+            started.service.metrics,
+            config.send_timeout_s,
+            headers,
+            started.release,
         )
     audio, stamps = bytearray(), []
     try:
-        async with aclosing(lines) as each:
-            async for line in each:
-                item = json.loads(line)
-                audio += base64.b64decode(item["audio"])
-                stamps += item["timestamps"]
+        async with aclosing(captions) as each:
+            async for data, words in each:
+                audio += data
+                stamps += words
     finally:
-        release()
-    body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": speech.response_format}
+        started.release()
+    body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": fmt}
     return JSONResponse({**body, "timestamps": stamps}, headers=headers)
 
 
@@ -305,19 +316,8 @@ class SampleCount:
                 yield item
 
 
-def _sse(payload: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(payload)}\n\n".encode()  # "data: " with the space: LiveKit's parser needs it
-
-
 def _failure(exc: ProtocolError) -> dict[str, Any]:
     return {"message": exc.message, "type": "server_error", "param": None, "code": str(exc.code)}
-
-
-async def _audio_only(chunks: AsyncGenerator[bytes | Words]) -> AsyncGenerator[bytes]:
-    async with aclosing(chunks):
-        async for data in chunks:
-            if isinstance(data, bytes):
-                yield data
 
 
 async def _speech_sse(
@@ -329,16 +329,19 @@ async def _speech_sse(
         async with aclosing(chunks):
             async for data in chunks:
                 if isinstance(data, bytes):
-                    yield _sse(
+                    yield sse_event(
                         {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")}
                     )
     except ProtocolError as exc:
-        yield _sse({"type": "error", "error": _failure(exc)})
+        yield sse_event({"type": "error", "error": _failure(exc)})
         return
-    yield _sse({"type": "speech.audio.done", "usage": done_usage()})
+    yield sse_event({"type": "speech.audio.done", "usage": done_usage()})
 
 
-async def _captioned_lines(chunks: AsyncGenerator[bytes | Words], fmt: str) -> AsyncGenerator[bytes]:
+async def _captions(
+    chunks: AsyncGenerator[bytes | Words],
+) -> AsyncGenerator[tuple[bytes, list[dict[str, Any]]]]:
+    """Each encoded chunk with the words (Kokoro-FastAPI's shape, seconds) of the piece it begins."""
     pending: list[dict[str, Any]] = []
     async with aclosing(chunks):
         async for data in chunks:
@@ -352,10 +355,14 @@ async def _captioned_lines(chunks: AsyncGenerator[bytes | Words], fmt: str) -> A
                     for w in data.times
                 ]
                 continue
-            line = {
-                "audio": base64.b64encode(data).decode("ascii"),
-                "audio_format": fmt,
-                "timestamps": pending,
-            }
+            yield data, pending
             pending = []
+
+
+async def _captioned_lines(
+    captions: AsyncGenerator[tuple[bytes, list[dict[str, Any]]]], fmt: str
+) -> AsyncGenerator[bytes]:
+    async with aclosing(captions):
+        async for data, words in captions:
+            line = {"audio": base64.b64encode(data).decode("ascii"), "audio_format": fmt, "timestamps": words}
             yield (json.dumps(line) + "\n").encode()

@@ -40,6 +40,7 @@ class TimedStream(StreamingResponse):
         on_close: Callable[[], None] | None = None,
     ):
         super().__init__(body, media_type=media_type, headers=headers)
+        metrics.active_streams += 1  # until stream_response ends, whatever way it ends
         self._metrics = metrics
         self._timeout_s = timeout_s
         self._body = body
@@ -116,22 +117,26 @@ async def audio_body(
                 yield data
 
 
+def sse_event(payload: dict[str, Any]) -> bytes:
+    """One SSE event; ``data: `` keeps its space (LiveKit's OpenAI parser tests for it)."""
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
 async def sse_body(
     request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
 ) -> AsyncGenerator[bytes]:
     """Audio as SSE events with base64 data, for InvokeEndpointWithResponseStream callers; each piece's
     word times as an ``alignment`` event before its audio."""
 
-    def event(payload: dict[str, object]) -> bytes:
-        return f"data: {json.dumps(payload)}\n\n".encode()
-
-    yield event({"type": "audio_start", "format": request.format, "sample_rate": request.sample_rate})
+    yield sse_event({"type": "audio_start", "format": request.format, "sample_rate": request.sample_rate})
     seq = 0
     async with aclosing(encoded(request, first, rest)) as chunks:
         async for data in chunks:
             if isinstance(data, Words):
-                yield event({"type": "alignment", "words": as_json(data.times)})
+                yield sse_event({"type": "alignment", "words": as_json(data.times)})
                 continue
-            yield event({"type": "audio_chunk", "seq": seq, "data": base64.b64encode(data).decode("ascii")})
+            yield sse_event(
+                {"type": "audio_chunk", "seq": seq, "data": base64.b64encode(data).decode("ascii")}
+            )
             seq += 1
-    yield event({"type": "audio_end", "chunks": seq})
+    yield sse_event({"type": "audio_end", "chunks": seq})
