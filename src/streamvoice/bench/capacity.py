@@ -8,6 +8,8 @@ side by side in one run, each on a fresh server:
 - ``fifo``: one model worker with all cores, arrival order (the baseline);
 - ``deadline``: the same worker, earliest playback deadline first (the default);
 - ``deadline-2w``: two model workers with one ONNX Runtime thread each;
+- ``deadline-batch``: two model workers sharing one batched decoder (``STREAMVOICE_DECODE_BATCH=2``):
+  windows of one size from two listeners go in one call;
 - ``admission``: ``deadline`` plus admission control (``STREAMVOICE_ADMISSION=queue``): listeners beyond the
   measured capacity wait (told at once) or are refused, instead of slowing everyone.
 
@@ -50,6 +52,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "fifo": {"scheduler": "fifo"},
     "deadline": {"scheduler": "deadline"},
     "deadline-2w": {"scheduler": "deadline", "synth_workers": 2, "ort_threads": 1},
+    "deadline-batch": {"scheduler": "deadline", "decode_batch": 2},
     "admission": {"scheduler": "deadline", "admission": "queue", "admission_wait_s": 30.0},
 }
 
@@ -159,12 +162,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}", flush=True
                 )
             saturated = asyncio.run(saturate(server.url, max(ks)))
+        calls, windows = engine.batch_counts
         throughput.append(
             {
                 "option": option,
                 "single_call_audio_per_s": limit,
                 "saturated_audio_per_s": saturated,
                 "ratio": saturated / limit,
+                "windows_per_call": windows / calls if calls else None,  # decoder batching only
                 # the most listeners served at once with every one of them kept fed
                 "real_time_listeners": max(
                     [r["admitted"] for r in rows if r["option"] == option and r["all_fed"]], default=0
@@ -209,6 +214,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("single_call_audio_per_s", "single-call limit audio s/s"),
                 ("saturated_audio_per_s", f"{max(ks)} at once audio s/s"),
                 ("ratio", "ratio"),
+                ("windows_per_call", "windows per batched call"),
             ],
         )
     )

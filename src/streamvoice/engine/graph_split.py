@@ -15,12 +15,16 @@ The decoder's instance norms are rewritten to take prior statistics (``norm_stat
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streamvoice.engine.batch_graph import BatchGraphError, make_batchable
 from streamvoice.engine.norm_stats import add_prior_inputs, find_norms
+
+log = logging.getLogger("streamvoice.engine")
 
 
 class GraphSplitError(RuntimeError):
@@ -87,11 +91,20 @@ def find_durations(graph: Any) -> str | None:
     return casts[0].output[0] if len(casts) == 1 else None
 
 
-def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary, int]:
+@dataclass(frozen=True)
+class SplitGraphs:
+    front: bytes
+    decoder: bytes
+    boundary: Boundary
+    norms: int  # instance norms rewritten to take prior statistics (see ``norm_stats``)
+    batchable: bool  # the decoder takes a batch of windows (see ``batch_graph``)
+
+
+def split_model(model_path: Path) -> SplitGraphs:
     """Extract the front and decoder subgraphs as serialized models.
 
-    The decoder's instance norms are rewritten to take prior statistics (see ``norm_stats``); the last
-    value is how many were found.
+    The decoder's instance norms are rewritten to take prior statistics (see ``norm_stats``), and its
+    graph to take a batch of windows where the export allows (see ``batch_graph``).
     """
     import onnx
     from onnx.utils import Extractor
@@ -111,4 +124,10 @@ def split_model(model_path: Path) -> tuple[bytes, bytes, Boundary, int]:
         )
     norms = find_norms(decoder.graph)
     add_prior_inputs(decoder, norms)
-    return front.SerializeToString(), decoder.SerializeToString(), boundary, len(norms)
+    unbatched = decoder.SerializeToString()  # the surgery may fail half-way
+    try:
+        make_batchable(decoder)
+    except BatchGraphError as exc:
+        log.info("decoder windows are not batched for %s: %s", model_path.name, exc)
+        return SplitGraphs(front.SerializeToString(), unbatched, boundary, len(norms), False)
+    return SplitGraphs(front.SerializeToString(), decoder.SerializeToString(), boundary, len(norms), True)

@@ -169,6 +169,22 @@ class KokoroEngine:
     def streams_in_piece(self) -> bool:
         return self._split is not None
 
+    def enable_batching(self, max_rows: int, linger_s: float, busy: Callable[[], int] | None = None) -> None:
+        """Let up to ``max_rows`` concurrent windows of one size share a decoder call (``decode_batcher``);
+        ``busy`` counts the model jobs in progress, so a window only waits while another may join it."""
+        if self._split is None or not self._split.batchable:
+            raise EngineError(
+                "decoder batching needs the windowed decoder with a batch dimension, which this model's "
+                "graph does not allow; run with decode_batch=1"
+            )
+        self._split.enable_batching(max_rows, linger_s, busy)
+
+    @property
+    def batch_counts(self) -> tuple[int, int]:
+        """Batched decoder calls made and the windows they carried (0, 0 without batching)."""
+        batcher = self._split.batcher if self._split is not None else None
+        return (batcher.calls, batcher.rows) if batcher is not None else (0, 0)
+
     def _feeds(
         self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
     ) -> tuple[dict[str, NDArray[Any]], NDArray[np.float32]]:

@@ -15,6 +15,7 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
+from streamvoice.engine.decode_batcher import DecodeBatcher
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, stat_names
 from streamvoice.engine.windows import (
@@ -33,17 +34,29 @@ class SplitKokoro:
     """Front + decoder sessions; yields audio window by window."""
 
     def __init__(self, model_path: Path, options: ort.SessionOptions, providers: list[str]) -> None:
-        front, decoder, boundary, norms = split_model(model_path)
-        if not norms:
+        graphs = split_model(model_path)
+        if not graphs.norms:
             log.warning("no instance norms found in the decoder: every window uses its own statistics")
-        self.boundary = boundary
-        self.norms = norms
-        self.front = ort.InferenceSession(front, sess_options=options, providers=providers)
-        self.decoder = ort.InferenceSession(decoder, sess_options=options, providers=providers)
+        self.boundary = graphs.boundary
+        self.norms = graphs.norms
+        self.batchable = graphs.batchable
+        self.batcher: DecodeBatcher | None = None
+        self.front = ort.InferenceSession(graphs.front, sess_options=options, providers=providers)
+        self.decoder = ort.InferenceSession(graphs.decoder, sess_options=options, providers=providers)
         self._front_outputs = [o.name for o in self.front.get_outputs()]
         self._decoder_outputs = [o.name for o in self.decoder.get_outputs()]
         self._none = np.zeros((1, 1, 1), dtype=np.float32)
-        self._prior_names = [name for i in range(norms) for name in stat_names(i)[:2]]
+        self._prior_names = [name for i in range(self.norms) for name in stat_names(i)[:2]]
+        self._weight_shape = (1, 1, 1) if self.batchable else (1,)  # one blend weight per row
+
+    def enable_batching(self, max_rows: int, linger_s: float, busy: Callable[[], int] | None) -> None:
+        """Let concurrent windows of one size share decoder calls (see ``decode_batcher``)."""
+        if not self.batchable:
+            raise RuntimeError("this model's decoder graph could not be given a batch dimension")
+        self.batcher = DecodeBatcher(self._run_decoder, max_rows, linger_s, busy)
+
+    def _run_decoder(self, feeds: dict[str, NDArray[Any]]) -> list[NDArray[Any]]:
+        return list(self.decoder.run(self._decoder_outputs, feeds))
 
     def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         outputs = self.front.run(self._front_outputs, feeds)
@@ -83,9 +96,10 @@ class SplitKokoro:
                 for i in range(self.norms):
                     feeds[self._prior_names[2 * i]] = prior.means[i].astype(np.float32)
                     feeds[self._prior_names[2 * i + 1]] = prior.variances[i].astype(np.float32)
-            feeds[BLEND_PRIOR] = np.array([prior_weight], dtype=np.float32)
-            feeds[BLEND_WINDOW] = np.array([1.0 - prior_weight], dtype=np.float32)
-        outputs = self.decoder.run(self._decoder_outputs, feeds)
+            feeds[BLEND_PRIOR] = np.full(self._weight_shape, prior_weight, dtype=np.float32)
+            feeds[BLEND_WINDOW] = np.full(self._weight_shape, 1.0 - prior_weight, dtype=np.float32)
+        batcher = self.batcher
+        outputs = self._run_decoder(feeds) if batcher is None else batcher.decode(feeds, b - a)
         audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
         return audio, NormStats.from_outputs(outputs[1:], float(b - a))
 

@@ -14,6 +14,8 @@ from urllib.parse import ParseResult, urlparse
 from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 
+MAX_DECODE_BATCH = 16  # each row is a model worker thread
+
 
 class ConfigError(ValueError):
     """A setting that cannot be read; the message names the variable."""
@@ -28,6 +30,10 @@ class ServerConfig:
     ort_threads: int = 0  # 0 = all cores
     ort_spin: bool = False  # let idle ONNX Runtime threads spin (its default); sleeping is faster here
     synth_workers: int = 1  # concurrent model calls; one is fastest on a small CPU
+    # Windows of one size from up to this many listeners share one decoder call (1: off). Runs this many
+    # model workers. A GPU's lever; on a small CPU it buys little (bench.batching, docs/benchmarks.md).
+    decode_batch: int = 1
+    decode_batch_linger_ms: float = 10.0  # how long a window waits for company while other work runs
     scheduler: str = "deadline"  # or "fifo"
     # Admission of real-time listeners: "off", "refuse" (server_busy when full) or "queue" (wait, bounded,
     # told at once); capacity from ADMISSION_LISTENERS, or measured (0) from the decoding speed.
@@ -87,6 +93,10 @@ class ServerConfig:
         for name in ("pause_clause_ms", "pause_sentence_ms", "pause_paragraph_ms"):
             if not 0 <= getattr(self, name) <= MAX_PAUSE_MS:
                 raise ConfigError(f"STREAMVOICE_{name.upper()} must be 0-{MAX_PAUSE_MS} (milliseconds)")
+        if not 1 <= self.decode_batch <= MAX_DECODE_BATCH:
+            raise ConfigError(
+                f"STREAMVOICE_DECODE_BATCH must be 1-{MAX_DECODE_BATCH} (windows per decoder call; 1 = off)"
+            )
         if self.admission not in ("off", "refuse", "queue"):
             raise ConfigError(f"STREAMVOICE_ADMISSION must be off, refuse or queue, not {self.admission!r}")
         if self.wyoming_uri is not None:

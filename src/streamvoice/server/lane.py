@@ -47,11 +47,28 @@ SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
 FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
 WINDOW_MARGIN_S = 0.3
+# Past capacity (a listener's turn came later than its audio lasted, within the last ``service.OVERLOAD_HOLD_S``),
+# short windows save nobody: every listener is behind, and each short window costs its fixed part and its
+# context again, so the machine makes less audio exactly when it is short of it (at saturation, 0.6 of
+# the single-call limit with short windows). Then windows are sized for throughput until the overload ends.
+# Admission is what keeps admitted listeners out of this state.
+LATE_TURN_S = 0.1
+PAST_CAPACITY_WINDOW_FRAMES = 120
 FRAME_S = 0.025
 # Decoded audio a listener has not taken yet (unsent) beyond which its lane stops decoding until the sender
 # catches up: what a slow or stalled reader can make the server hold is bounded per listener.
 MAX_UNSENT_S = 6.0
 RESUME_UNSENT_S = 3.0
+
+
+# With decoder batching, capped windows take one of a few sizes, so that different listeners' windows meet
+# in one call (a batch holds windows of one size).
+BATCH_BUCKETS = (SMALLEST_WINDOW_FRAMES, 16, 24, 32, LARGEST_WINDOW_FRAMES)
+
+
+def batch_bucket(frames: int) -> int:
+    """The largest bucket that fits ``frames`` (the smallest bucket when none does)."""
+    return max((b for b in BATCH_BUCKETS if b <= frames), default=BATCH_BUCKETS[0])
 
 
 class Lane:
@@ -72,6 +89,7 @@ class Lane:
         self._parked = False  # stopped decoding: too much audio unsent
         self._unsent = 0  # samples decoded and not yet taken by the sender
         self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
+        self._due: float | None = None  # when the turn now waiting is due (None: new work, not a requeue)
 
     @property
     def unsent_s(self) -> float:
@@ -130,14 +148,18 @@ class Lane:
     def _step(self) -> int | Requeue:
         work = self._next_work()
         if work is None:
+            self._due = None
             return 0
         service = self._service
+        if self._due is not None and time.monotonic() > self._due + LATE_TURN_S:
+            service.mark_overloaded()  # this listener ran out of audio while its turn waited
+        self._due = None
         started = time.perf_counter()
         alone = service.scheduler.alone
         try:
             if work.windows is None:
                 buffered = self.play_end - time.monotonic()
-                plan = THROUGHPUT_PLAN if buffered > BUFFERED_ENOUGH_S else None
+                plan = THROUGHPUT_PLAN if buffered > BUFFERED_ENOUGH_S or service.overloaded else None
                 work.windows = service.engine.stream_piece(
                     work.piece,
                     work.request.voice,
@@ -164,7 +186,8 @@ class Lane:
                 self.play_end = max(self.play_end, time.monotonic()) + pause.size / service.engine.sample_rate
             work.sink.finish()
             self._drop_current()
-            return Requeue(max(self.play_end, time.monotonic()))
+            self._due = max(self.play_end, time.monotonic())
+            return Requeue(self._due)
         with self._lock:
             self._unsent += window.size
         work.sink.push(window)
@@ -172,7 +195,8 @@ class Lane:
         service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate, alone)
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
-        return Requeue(self.play_end)
+        self._due = self.play_end
+        return Requeue(self._due)
 
     def _window_cap(self) -> int:
         scheduler = self._service.scheduler
@@ -181,9 +205,14 @@ class Lane:
             return LARGEST_WINDOW_FRAMES
         if scheduler.policy != "deadline":
             return FIFO_SHARED_WINDOW_FRAMES
+        if self._service.overloaded:
+            return PAST_CAPACITY_WINDOW_FRAMES
         slack = due - time.monotonic() - WINDOW_MARGIN_S
-        frames = int(slack / (self._service.decode_rtf * FRAME_S))
-        return max(SMALLEST_WINDOW_FRAMES, min(LARGEST_WINDOW_FRAMES, frames))
+        frames = max(
+            SMALLEST_WINDOW_FRAMES,
+            min(LARGEST_WINDOW_FRAMES, int(slack / (self._service.decode_rtf * FRAME_S))),
+        )
+        return batch_bucket(frames) if self._service.config.decode_batch > 1 else frames
 
     def _drop_current(self) -> None:
         with self._lock:

@@ -80,6 +80,8 @@ class Metrics:
         self.draining: Callable[[], bool] = lambda: False
         # Admission (real-time listeners): what the server can keep fed, holds, has waiting, and has left.
         self.listeners: Callable[[], dict[str, int]] = lambda: {}
+        # Decoder batching: batched calls made and the windows they carried (rows / calls = mean batch).
+        self.decoder_batches: Callable[[], tuple[int, int]] = lambda: (0, 0)
 
     def observe_first_audio(self, seconds: float) -> None:
         with self._lock:
@@ -144,4 +146,11 @@ class Metrics:
                     f"# TYPE streamvoice_{name}_listeners gauge",
                     f"streamvoice_{name}_listeners {value}",
                 ]
+            calls, rows = self.decoder_batches()
+            lines += [
+                "# TYPE streamvoice_decoder_batched_calls_total counter",
+                f"streamvoice_decoder_batched_calls_total {calls}",
+                "# TYPE streamvoice_decoder_batched_windows_total counter",
+                f"streamvoice_decoder_batched_windows_total {rows}",
+            ]
         return "\n".join(lines) + "\n"

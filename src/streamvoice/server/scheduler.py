@@ -80,6 +80,11 @@ class SynthesisScheduler:
         return len(self._heap)
 
     @property
+    def running(self) -> int:
+        """Jobs on a worker right now."""
+        return self._running
+
+    @property
     def alone(self) -> bool:
         """The calling job is the only model work running or waiting (its timing is uncontended)."""
         return self._running <= 1 and not self._heap

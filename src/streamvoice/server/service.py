@@ -42,6 +42,7 @@ from streamvoice.server.scheduler import Policy, SynthesisScheduler
 from streamvoice.text.chunker import chunk_paragraphs
 
 log = logging.getLogger("streamvoice.server")
+OVERLOAD_HOLD_S = 2.0  # how long after a late turn the server keeps sizing windows for throughput
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,14 @@ class SpeechService:
         self.engine = engine
         self.config = config
         self.metrics = metrics or Metrics()
-        self.scheduler = SynthesisScheduler(workers=config.synth_workers, policy=_policy(config.scheduler))
+        batch = max(1, config.decode_batch)
+        self.scheduler = SynthesisScheduler(
+            workers=max(config.synth_workers, batch), policy=_policy(config.scheduler)
+        )
+        if batch > 1:  # the workers' windows meet in one batcher (see ``engine.decode_batcher``)
+            engine.enable_batching(
+                batch, config.decode_batch_linger_ms / 1000, lambda: self.scheduler.running
+            )
         self.ready = False
         self.draining = False
         # Seconds of decoding per second of audio, per window (fixed costs included): sizes windows so a
@@ -78,6 +86,7 @@ class SpeechService:
         self.decode_rtf = 0.5
         self.decode_speed = DecodeSpeed(self.decode_rtf)  # uncontended windows: what admission sizes with
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
+        self._late_turn_at = -OVERLOAD_HOLD_S  # last time a listener's turn came after its audio ran out
         self.admission = Admission(
             _mode(config.admission),
             lambda: (
@@ -97,6 +106,14 @@ class SpeechService:
         self.draining = True
         for session in list(self.sessions):
             session.drain()
+
+    @property
+    def overloaded(self) -> bool:
+        """A listener's turn came too late recently: the server is past its capacity (see ``lane``)."""
+        return time.monotonic() - self._late_turn_at < OVERLOAD_HOLD_S
+
+    def mark_overloaded(self) -> None:
+        self._late_turn_at = time.monotonic()
 
     def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         """``alone``: no other model work ran or waited meanwhile, so this is the machine's own speed

@@ -1,0 +1,130 @@
+"""Graph surgery that gives the split decoder a batch dimension, so windows of several listeners share a call.
+
+The AWS reference design says Kokoro cannot batch because whole pieces differ in length after the duration
+expansion. The windowed decoder does not have that problem: a window of ``n`` aligned frames has the same
+shape whoever it belongs to, and its norms already take their statistics per call (``norm_stats``), so
+per row once the prior inputs carry a batch dimension. What stands in the way is the export itself, which
+traced a batch of one into a few places:
+
+- the harmonic source is reshaped to ``[1, 1, samples]`` (a Concat of constants): the first ``1`` becomes
+  ``0``, which ``Reshape`` reads as "keep the input's batch";
+- the padded source is reshaped to ``[shape[1], shape[2]]`` (dropping what was a batch of one): it reads
+  ``shape[0]`` instead, which is the same number for one row and the batch for several;
+- the inverse STFT's window-sum normalisation is a ``ScatterND`` whose indices pair a batch range with the
+  sample positions by broadcasting ``[batch, 1] + [positions, 1]``, which only works for one row: it is
+  rebuilt to scatter along the sample axis of the transposed signal, the same values for any batch;
+- the output is squeezed to one row: the graph now ends at the batched audio, ``[batch, 1, samples]``.
+
+One row through the rewritten graph is bit-identical to the original (``tests/test_batch_graph.py``). The
+rows of a batch share the int8 model's dynamic quantisation scales (one per tensor, over the whole batch),
+so a row's audio differs slightly from the same window decoded alone; the tests bound that difference by
+speech-to-text and spectral distance. Exports whose structure differs are left unbatched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, live
+
+BATCH = "batch"
+_GEN = "/decoder/decoder/generator/"
+_STFT = _GEN + "istft/stft/"
+
+
+class BatchGraphError(RuntimeError):
+    """The decoder's graph does not have the structure the batch surgery knows."""
+
+
+def make_batchable(model: Any) -> None:
+    """Rewrite the split decoder (in place) to take and return a batch of windows; see the module doc."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    nodes = {n.name: n for n in graph.node}
+    producers = {out: n for n in graph.node for out in n.output}
+
+    def node(name: str, op: str) -> Any:
+        found = nodes.get(name)
+        if found is None or found.op_type != op:
+            raise BatchGraphError(f"expected a {op} node named {name!r}")
+        return found
+
+    keep_batch = "batch_graph.keep_batch"
+    graph.initializer.append(numpy_helper.from_array(np.array([0], dtype=np.int64), keep_batch))
+
+    # 1. [1, 1, samples] -> [0, 1, samples]: keep the batch.
+    node(_GEN + "Concat", "Concat").input[0] = keep_batch
+    # 2. [shape[1], shape[2]] -> [shape[0], shape[2]]: the row count, not a dimension that is always 1.
+    gather = node(_GEN + "Gather_2", "Gather")
+    zero = _scalar_initializer(graph, 0)
+    gather.input[1] = zero
+    # 3. The window-sum normalisation, scattered along the sample axis of the transposed signal.
+    scatter = node(_STFT + "ScatterND", "ScatterND")
+    signal, positions = _STFT + "Squeeze_1_output_0", _STFT + "Transpose_output_0"
+    nonzero, window_sum = _STFT + "NonZero_output_0", _STFT + "Slice_1_output_0"
+    for name in (signal, positions, nonzero, window_sum):
+        if name not in producers:
+            raise BatchGraphError(f"the inverse STFT has no tensor {name!r}")
+
+    def op(kind: str, inputs: list[str], out: str, **attrs: Any) -> Any:
+        return helper.make_node(kind, inputs, [out], name=out, **attrs)
+
+    p = "batch_graph.istft."
+    rebuilt = [
+        op("Squeeze", [nonzero, keep_batch], p + "positions"),
+        op("Gather", [signal, p + "positions"], p + "samples", axis=1),
+        op("Gather", [window_sum, p + "positions"], p + "window_sum", axis=0),
+        op("Div", [p + "samples", p + "window_sum"], p + "normalised"),
+        op("Transpose", [p + "normalised"], p + "normalised_t", perm=[1, 0]),
+        op("Transpose", [signal], p + "signal_t", perm=[1, 0]),
+        op("ScatterND", [p + "signal_t", positions, p + "normalised_t"], p + "scattered_t"),
+        op("Transpose", [p + "scattered_t"], scatter.output[0], perm=[1, 0]),
+    ]
+    at = list(graph.node).index(scatter)
+    graph.node.remove(scatter)
+    for k, new in enumerate(rebuilt):
+        graph.node.insert(at + k, new)
+    # 4. End at the batched audio, before the export squeezes it to one row (Gather, Reshape [1, -1], Gather).
+    out = graph.output[0]
+    tail = producers.get(out.name)
+    for expected in ("Gather", "Reshape", "Gather"):
+        if tail is None or tail.op_type != expected:
+            raise BatchGraphError("the decoder's output is not the expected squeeze of the batched audio")
+        tail = producers.get(tail.input[0])
+    if tail is None:
+        raise BatchGraphError("the decoder's output has no batched audio before it")
+    outputs = list(graph.output)
+    outputs[0] = helper.make_tensor_value_info(tail.output[0], out.type.tensor_type.elem_type, None)
+    del graph.output[:]
+    graph.output.extend(outputs)
+    # Every input and statistics output gets a batch dimension; inferred intermediate shapes are dropped.
+    # The blend weights become one per row, shaped to broadcast over the norms' [batch, channels, 1].
+    for value in graph.input:
+        if value.name in (BLEND_PRIOR, BLEND_WINDOW):
+            value.CopyFrom(
+                helper.make_tensor_value_info(value.name, value.type.tensor_type.elem_type, [BATCH, 1, 1])
+            )
+    for value in [*graph.input, *graph.output[1:]]:
+        dims = value.type.tensor_type.shape.dim
+        if dims:
+            dims[0].ClearField("dim_value")
+            dims[0].dim_param = BATCH
+    del graph.value_info[:]
+    kept = live(list(graph.node), graph)
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for n in graph.node for name in n.input}
+    initializers = [t for t in graph.initializer if t.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+
+
+def _scalar_initializer(graph: Any, value: int) -> str:
+    from onnx import numpy_helper
+
+    name = f"batch_graph.index_{value}"
+    graph.initializer.append(numpy_helper.from_array(np.array(value, dtype=np.int64), name))
+    return name
