@@ -37,9 +37,13 @@ OTHER_PLAN = WindowPlan(first=28, second=28, growth=1.0, largest=28)
 
 
 def stream(engine: KokoroEngine, voice: str, text: str, plan: WindowPlan) -> NDArray[np.float32]:
+    """The model's windowed audio, silences and all (untrimmed, so renditions align sample for sample)."""
     spec = engine.parse_voice(voice)
+    pack = engine.style_pack(spec)
     pieces = engine.planner.plan(text, engine.resolve_lang(spec, None))
-    return np.concatenate([c for p in pieces for c in engine.stream_piece(p, spec, 1.0, plan=plan)])
+    return np.concatenate(
+        [c for p in pieces for c in engine.stream_tokens(p.tokens, pack, 1.0, plan=plan, voice_key=voice)]
+    )
 
 
 def test_kokoro_decoder_takes_a_batch(engine: KokoroEngine) -> None:
@@ -78,13 +82,17 @@ def test_batched_rows_are_the_same_speech_as_windows_decoded_alone(
             t.join(120)
         batcher = split.batcher
         assert batcher is not None
-        assert batcher.rows >= 1.5 * batcher.calls, "the two streams' windows should mostly share calls"
+        # Windows of one size meet; a piece's last window (its own size) and a front call on the other
+        # stream make some go alone.
+        assert batcher.rows >= batcher.calls + 3, "the two streams' windows should share calls"
     finally:
         split.batcher = None
     for voice, text in SENTENCES.items():
         assert batched[voice].size == alone[voice].size
         heard = transcriber.transcribe(batched[voice])
-        assert word_error_rate(text, heard) <= word_error_rate(text, transcriber.transcribe(alone[voice])) + 0.05
+        assert (
+            word_error_rate(text, heard) <= word_error_rate(text, transcriber.transcribe(alone[voice])) + 0.05
+        )
         # Rows of a batch differ from a lone call by rounding (the sine source's phase, the shared int8
         # quantisation scale), which the decoder amplifies in near-silent bins: no more than decoding the
         # same piece with other window boundaries changes it (bench.batching: 4-7 dB for both).

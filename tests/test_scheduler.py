@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from streamvoice.engine.planning import Piece
 from streamvoice.protocol import DEFAULT_PAUSES, Pauses
 from streamvoice.server.config import ServerConfig
-from streamvoice.server.lane import MAX_UNSENT_S, Lane
+from streamvoice.server.lane import LARGEST_WINDOW_FRAMES, MAX_UNSENT_S, PAST_CAPACITY_WINDOW_FRAMES, Lane
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import Requeue, SynthesisScheduler
@@ -88,12 +88,16 @@ class _Engine:
     windows_per_piece: int = 20
     sample_rate: int = 24_000
     decoded: int = 0
+    window_samples: int = 24_000
+    slow_window_s: float = 0.3  # a piece whose text is "slow" takes this long per window
 
     def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any,
                      on_words: Any = None) -> Generator[NDArray[np.float32]]:  # fmt: skip
         for _ in range(self.windows_per_piece):
+            if piece.text == "slow":
+                time.sleep(self.slow_window_s)
             self.decoded += 1
-            yield np.zeros(self.sample_rate, dtype=np.float32)
+            yield np.zeros(self.window_samples, dtype=np.float32)
 
 
 @dataclass
@@ -103,9 +107,14 @@ class _Service:
     metrics: Metrics = field(default_factory=Metrics)
     scheduler: SynthesisScheduler = field(default_factory=SynthesisScheduler)
     decode_rtf: float = 0.3
+    overloaded: bool = False
+    late_turns: int = 0
 
     def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         pass
+
+    def mark_overloaded(self) -> None:
+        self.late_turns += 1
 
 
 @dataclass(frozen=True)
@@ -154,4 +163,44 @@ async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() 
     lane.add(Piece("y", "y", (1,)), _Request(), nxt)  # type: ignore[arg-type]
     first = await asyncio.wait_for(anext(nxt.windows()), 5)  # the lane serves the next piece at once
     assert first.size == 24_000
+    service.scheduler.stop()
+
+
+async def test_a_turn_that_comes_after_the_listeners_audio_ran_out_marks_the_server_past_capacity() -> None:
+    # Windows of 50 ms of audio; one listener's windows take 0.3 s each, so the other's next turn, due when
+    # its 50 ms run out, waits behind a whole slow window.
+    service = _Service(engine=_Engine(windows_per_piece=3, window_samples=1_200))
+    service.scheduler.start()
+    loop = asyncio.get_running_loop()
+    fast, slow = Lane(service), Lane(service)  # type: ignore[arg-type]
+    fast_audio, slow_audio = PieceAudio(loop, fast), PieceAudio(loop, slow)
+    slow.add(Piece("slow", "slow", (1,)), _Request(), slow_audio)  # type: ignore[arg-type]
+    fast.add(Piece("fast", "fast", (1,)), _Request(), fast_audio)  # type: ignore[arg-type]
+    assert len([w async for w in fast_audio.windows()]) == 3
+    assert service.late_turns >= 1
+    service.scheduler.stop()
+
+
+async def test_a_lone_listener_with_audio_ahead_never_marks_an_overload() -> None:
+    service, _lane, sink = _lane_decoding_one_piece()
+    windows = [w async for w in sink.windows()]
+    assert len(windows) == service.engine.windows_per_piece and service.late_turns == 0
+    service.scheduler.stop()
+
+
+async def test_windows_are_sized_for_throughput_past_capacity_and_for_the_waiting_listener_otherwise() -> (
+    None
+):
+    service = _Service()
+    lane = Lane(service)  # type: ignore[arg-type]
+    blocker = threading.Event()
+    service.scheduler = SynthesisScheduler(workers=1)
+    service.scheduler.start()
+    service.scheduler.submit(blocker.wait)  # holds the worker
+    waiting = service.scheduler.submit(lambda: None, deadline=time.monotonic() + 0.5)  # due soon
+    assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # ends before the waiting listener runs out
+    service.overloaded = True
+    assert lane._window_cap() == PAST_CAPACITY_WINDOW_FRAMES
+    blocker.set()
+    await waiting
     service.scheduler.stop()

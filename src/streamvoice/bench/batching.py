@@ -100,10 +100,12 @@ def cost(engine: KokoroEngine, sizes: list[int], max_batch: int, repeat: int) ->
 def _stream(
     engine: KokoroEngine, voice: str, text: str, plan: WindowPlan, out: dict[str, NDArray[np.float32]]
 ) -> None:
+    """The model's windowed audio, silences and all (untrimmed, so renditions align sample for sample)."""
     spec = engine.parse_voice(voice)
+    pack = engine.style_pack(spec)
     pieces = engine.planner.plan(text, engine.resolve_lang(spec, None))
     out[voice] = np.concatenate(
-        [chunk for piece in pieces for chunk in engine.stream_piece(piece, spec, 1.0, plan=plan)]
+        [c for p in pieces for c in engine.stream_tokens(p.tokens, pack, 1.0, plan=plan, voice_key=voice)]
     )
 
 

@@ -8,8 +8,8 @@ side by side in one run, each on a fresh server:
 - ``fifo``: one model worker with all cores, arrival order (the baseline);
 - ``deadline``: the same worker, earliest playback deadline first (the default);
 - ``deadline-2w``: two model workers with one ONNX Runtime thread each;
-- ``deadline-batch``: two model workers sharing one batched decoder (``STREAMVOICE_DECODE_BATCH=2``):
-  windows of one size from two listeners go in one call;
+- ``deadline-batch``: ``--batch`` model workers (2) sharing one batched decoder
+  (``STREAMVOICE_DECODE_BATCH``): windows of one size from several listeners go in one call;
 - ``admission``: ``deadline`` plus admission control (``STREAMVOICE_ADMISSION=queue``): listeners beyond the
   measured capacity wait (told at once) or are refused, instead of slowing everyone.
 
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--options", default=",".join(OPTIONS), help=f"any of {', '.join(OPTIONS)}")
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
     parser.add_argument("--providers", default=None, help="ONNX Runtime execution providers, comma-separated")
+    parser.add_argument("--batch", type=int, default=2, help="windows per decoder call for deadline-batch")
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
@@ -144,7 +145,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     throughput: list[dict[str, Any]] = []
     raw: dict[str, Any] = {}
     for option in args.options.split(","):
-        config = ServerConfig(max_sessions=256, **OPTIONS[option])
+        settings = dict(OPTIONS[option])
+        if "decode_batch" in settings:
+            settings["decode_batch"] = args.batch
+        config = ServerConfig(max_sessions=256, **settings)
         options = config.engine_options
         if providers:
             from dataclasses import replace

@@ -53,5 +53,11 @@ BENCHMARKS = (
     Benchmark(
         "integrations", "8. Every surface: what the listener hears", ("--trials", "5"), ("--trials", "1")
     ),
+    Benchmark(
+        "batching",
+        "9. Batched decoder windows",
+        (),
+        ("--sizes", "12", "--max-batch", "2", "--repeat", "1", "--no-fidelity"),
+    ),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)

@@ -230,6 +230,7 @@ def capacity(d: dict[str, Any]) -> str:
         ]
         for r in d["rows"]
     ]
+    best = max(t["single_call_audio_per_s"] for t in d["throughput"])
     limits = [
         [
             t["option"],
@@ -237,6 +238,8 @@ def capacity(d: dict[str, Any]) -> str:
             _n(t["single_call_audio_per_s"], 2),
             _n(t["saturated_audio_per_s"], 2),
             _n(t["ratio"], 2),
+            _n(t["saturated_audio_per_s"] / best, 2),
+            _n(t.get("windows_per_call"), 2),
         ]
         for t in d["throughput"]
     ]
@@ -270,6 +273,8 @@ def capacity(d: dict[str, Any]) -> str:
                 "single-call limit (audio s/s)",
                 "at saturation (audio s/s)",
                 "ratio",
+                "of the best single-call limit",
+                "windows per batched call",
             ],
             limits,
         )
@@ -393,7 +398,56 @@ def integrations(d: dict[str, Any]) -> str:
     )
 
 
+def batching(d: dict[str, Any]) -> str:
+    cost = [
+        [
+            str(r["window_frames"]),
+            str(r["batch"]),
+            _n(r["ms_per_call"], 1),
+            _n(r["ms_per_window"], 1),
+            _n(r["gain_per_window"], 2),
+            _n(r["audio_s_per_s"], 2),
+        ]
+        for r in d["cost"]
+    ]
+    text = f"Providers: {', '.join(d['providers'])}.\n\n" + _table(
+        ["window (frames, + 4 of context each side)", "batch", "ms per call", "ms per window", "gain per window",
+         "audio s per s"],
+        cost,
+    )  # fmt: skip
+    if "fidelity" in d:
+        rows = [
+            [
+                r["voice"],
+                _n(r["wer_alone"], 2),
+                _n(r["wer_batched"], 2),
+                _n(r["lsd_batched_vs_alone_db"], 2),
+                _n(r["lsd_two_windowings_db"], 2),
+                _n(r["mean_batch"], 2),
+            ]
+            for r in d["fidelity"]
+        ]
+        text += (
+            "\n\nThe same sentences streamed alone and all at once through the batcher (24-frame windows): "
+            "word error rate by Whisper against the text, and the log-spectral distance between the two "
+            "renditions next to the distance between two windowings of the same piece decoded alone.\n\n"
+            + _table(
+                [
+                    "voice",
+                    "WER alone",
+                    "WER batched",
+                    "LSD batched vs alone dB",
+                    "LSD two windowings dB",
+                    "windows per call",
+                ],
+                rows,
+            )
+        )
+    return text
+
+
 RENDERERS = {
+    "batching": batching,
     "integrations": integrations,
     "listener": listener,
     "quality": quality,

@@ -68,7 +68,7 @@ class DecodeBatcher:
         self._busy = busy
         self._cv = threading.Condition()
         self._pending: dict[Hashable, list[_Row]] = {}
-        self._inside = 0  # threads in ``decode`` (waiting or computing)
+        self._inside = 0  # rows in ``decode`` whose call has not finished (waiting or computing)
         self.calls = 0
         self.rows = 0
 
@@ -91,14 +91,9 @@ class DecodeBatcher:
                         batch = self._pending.pop(key)
                     else:
                         self._cv.wait(left)
-        try:
-            if batch is not None:
-                self._compute(batch)
-            row.done.wait()
-        finally:
-            with self._cv:
-                self._inside -= 1
-                self._cv.notify_all()  # waiting rows re-check whether anyone else may still come
+        if batch is not None:
+            self._compute(batch)
+        row.done.wait()
         if row.error is not None:
             raise row.error
         assert row.outputs is not None
@@ -111,19 +106,26 @@ class DecodeBatcher:
         return self._busy() > self._inside
 
     def _compute(self, batch: list[_Row]) -> None:
+        results: list[Outputs] = []
+        error: BaseException | None = None
         try:
             if len(batch) == 1:
                 results = [self._run(batch[0].feeds)]
             else:
                 results = split_rows(self._run(stack_rows([r.feeds for r in batch])), len(batch))
         except BaseException as exc:  # every row of the batch fails with the call
-            for r in batch:
-                r.error = exc
-                r.done.set()
-            return
+            error = exc
         with self._cv:
-            self.calls += 1
-            self.rows += len(batch)
-        for r, outputs in zip(batch, results, strict=True):
-            r.outputs = outputs
+            # The rows leave before they are woken: a woken worker that comes straight back with its next
+            # window must not find itself counted twice (it would think nobody else may come).
+            self._inside -= len(batch)
+            if error is None:
+                self.calls += 1
+                self.rows += len(batch)
+            self._cv.notify_all()  # waiting rows re-check whether anyone else may still come
+        for k, r in enumerate(batch):
+            if error is None:
+                r.outputs = results[k]
+            else:
+                r.error = error
             r.done.set()
