@@ -108,13 +108,13 @@ class _Service:
     scheduler: SynthesisScheduler = field(default_factory=SynthesisScheduler)
     decode_rtf: float = 0.3
     overloaded: bool = False
-    late_turns: int = 0
+    active_lanes: int = 0
 
     def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         pass
 
-    def mark_overloaded(self) -> None:
-        self.late_turns += 1
+    def lane_activity(self, delta: int) -> None:
+        self.active_lanes += delta
 
 
 @dataclass(frozen=True)
@@ -166,9 +166,7 @@ async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() 
     service.scheduler.stop()
 
 
-async def test_a_turn_that_comes_after_the_listeners_audio_ran_out_marks_the_server_past_capacity() -> None:
-    # Windows of 50 ms of audio; one listener's windows take 0.3 s each, so the other's next turn, due when
-    # its 50 ms run out, waits behind a whole slow window.
+async def test_the_server_counts_the_lanes_with_work_to_decode() -> None:
     service = _Service(engine=_Engine(windows_per_piece=3, window_samples=1_200))
     service.scheduler.start()
     loop = asyncio.get_running_loop()
@@ -176,15 +174,21 @@ async def test_a_turn_that_comes_after_the_listeners_audio_ran_out_marks_the_ser
     fast_audio, slow_audio = PieceAudio(loop, fast), PieceAudio(loop, slow)
     slow.add(Piece("slow", "slow", (1,)), _Request(), slow_audio)  # type: ignore[arg-type]
     fast.add(Piece("fast", "fast", (1,)), _Request(), fast_audio)  # type: ignore[arg-type]
+    assert service.active_lanes == 2
     assert len([w async for w in fast_audio.windows()]) == 3
-    assert service.late_turns >= 1
+    assert len([w async for w in slow_audio.windows()]) == 3
+    await asyncio.sleep(0.05)
+    assert service.active_lanes == 0
     service.scheduler.stop()
 
 
-async def test_a_lone_listener_with_audio_ahead_never_marks_an_overload() -> None:
-    service, _lane, sink = _lane_decoding_one_piece()
-    windows = [w async for w in sink.windows()]
-    assert len(windows) == service.engine.windows_per_piece and service.late_turns == 0
+async def test_a_parked_lane_does_not_count_as_wanting_the_model() -> None:
+    service, lane, sink = _lane_decoding_one_piece()
+    await asyncio.sleep(0.3)  # parked: more than MAX_UNSENT_S decoded and not taken
+    assert lane.unsent_s > 0 and service.active_lanes == 0
+    windows = [w async for w in sink.windows()]  # the listener takes it all; the lane resumes and ends
+    await asyncio.sleep(0.05)  # the turn after the piece's end finds nothing more to do
+    assert len(windows) == service.engine.windows_per_piece and service.active_lanes == 0
     service.scheduler.stop()
 
 

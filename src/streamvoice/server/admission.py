@@ -5,9 +5,9 @@ A *listener* is a session (or a streamed HTTP answer) with speech in progress. I
 first message until it has had no work for ``idle_release_s`` (an LLM-paced answer sends its next sentence
 within that), or until it ends. The slots are the server's capacity in real-time listeners: fixed by
 configuration, or measured: how many listeners' decoding fits in the workers' time, from the seconds of
-work per second of audio of recent windows decoded with nothing else running (a piece's first window
-includes the front model). Contended windows are left out: they are slower, and counting them would make
-the capacity fall exactly when the server is busy.
+work per second of audio of recent full-size windows decoded with nothing else running (a piece's first
+window includes the front model). Contended windows are left out: they are slower, and counting them
+would make the capacity fall exactly when the server is busy.
 """
 
 from __future__ import annotations

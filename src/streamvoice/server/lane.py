@@ -47,12 +47,12 @@ SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
 FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
 WINDOW_MARGIN_S = 0.3
-# Past capacity (a listener's turn came later than its audio lasted, within the last ``service.OVERLOAD_HOLD_S``),
-# short windows save nobody: every listener is behind, and each short window costs its fixed part and its
-# context again, so the machine makes less audio exactly when it is short of it (at saturation, 0.6 of
-# the single-call limit with short windows). Then windows are sized for throughput until the overload ends.
-# Admission is what keeps admitted listeners out of this state.
-LATE_TURN_S = 0.1
+# Past capacity (more listeners with work to decode than the server can keep fed), short windows save
+# nobody: every listener falls behind anyway, and each short window costs its fixed part and its context
+# again, so the machine makes less audio exactly when it is short of it (at saturation, 0.6 of the
+# single-call limit with short windows). Then windows and piece plans are sized for throughput. The test
+# is a count, not a symptom (a late turn), on purpose: long windows make turns late, so a symptom would keep
+# the server in this state after the load had gone. Admission keeps admitted listeners out of it.
 PAST_CAPACITY_WINDOW_FRAMES = 120
 FRAME_S = 0.025
 # Decoded audio a listener has not taken yet (unsent) beyond which its lane stops decoding until the sender
@@ -89,7 +89,6 @@ class Lane:
         self._parked = False  # stopped decoding: too much audio unsent
         self._unsent = 0  # samples decoded and not yet taken by the sender
         self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
-        self._due: float | None = None  # when the turn now waiting is due (None: new work, not a requeue)
 
     @property
     def unsent_s(self) -> float:
@@ -101,7 +100,7 @@ class Lane:
             self._queue.append(_Work(piece, request, sink))
             if self._active:
                 return
-            self._active = True
+            self._set_active(True)
             self._parked = False
         self._schedule()
 
@@ -112,7 +111,7 @@ class Lane:
             resume = self._parked and self._unsent <= RESUME_UNSENT_S * self._service.engine.sample_rate
             if resume:
                 self._parked = False
-                self._active = True
+                self._set_active(True)
         if resume:
             self._schedule()
 
@@ -125,6 +124,12 @@ class Lane:
         window is due now, not when the cancelled audio would have ended."""
         self.play_end = time.monotonic()
 
+    def _set_active(self, active: bool) -> None:
+        """Under ``_lock``: the lane has work to decode (or not), which the server counts (``overloaded``)."""
+        if active != self._active:
+            self._active = active
+            self._service.lane_activity(1 if active else -1)
+
     def _next_work(self) -> _Work | None:
         with self._lock:
             while True:
@@ -132,7 +137,7 @@ class Lane:
                 if work is not None and not work.sink.abandoned:
                     if self._unsent > MAX_UNSENT_S * self._service.engine.sample_rate:
                         self._parked = True  # ``taken`` resumes the lane once the sender catches up
-                        self._active = False
+                        self._set_active(False)
                         return None
                     return work
                 if work is not None:  # abandoned (barge-in, disconnect): stop decoding it
@@ -141,19 +146,15 @@ class Lane:
                     work.sink.finish()
                 if not self._queue:
                     self._current = None
-                    self._active = False
+                    self._set_active(False)
                     return None
                 self._current = self._queue.popleft()
 
     def _step(self) -> int | Requeue:
         work = self._next_work()
         if work is None:
-            self._due = None
             return 0
         service = self._service
-        if self._due is not None and time.monotonic() > self._due + LATE_TURN_S:
-            service.mark_overloaded()  # this listener ran out of audio while its turn waited
-        self._due = None
         started = time.perf_counter()
         alone = service.scheduler.alone
         try:
@@ -186,8 +187,7 @@ class Lane:
                 self.play_end = max(self.play_end, time.monotonic()) + pause.size / service.engine.sample_rate
             work.sink.finish()
             self._drop_current()
-            self._due = max(self.play_end, time.monotonic())
-            return Requeue(self._due)
+            return Requeue(max(self.play_end, time.monotonic()))
         with self._lock:
             self._unsent += window.size
         work.sink.push(window)
@@ -195,8 +195,7 @@ class Lane:
         service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate, alone)
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
-        self._due = self.play_end
-        return Requeue(self._due)
+        return Requeue(self.play_end)
 
     def _window_cap(self) -> int:
         scheduler = self._service.scheduler

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +43,8 @@ from streamvoice.server.scheduler import Policy, SynthesisScheduler
 from streamvoice.text.chunker import chunk_paragraphs
 
 log = logging.getLogger("streamvoice.server")
-OVERLOAD_HOLD_S = 2.0  # how long after a late turn the server keeps sizing windows for throughput
+OVERLOAD_LENIENCY = 0.8
+STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,11 @@ class SpeechService:
         self.decode_rtf = 0.5
         self.decode_speed = DecodeSpeed(self.decode_rtf)  # uncontended windows: what admission sizes with
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
-        self._late_turn_at = -OVERLOAD_HOLD_S  # last time a listener's turn came after its audio ran out
+        self._active_lanes = 0  # listeners with work to decode right now
+        self._lanes_lock = threading.Lock()
         self.admission = Admission(
             _mode(config.admission),
-            lambda: (
-                config.admission_listeners or measured_capacity(config.synth_workers, self.decode_speed.rtf)
-            ),
+            self.capacity,
             queue_bound=config.admission_queue,
             max_wait_s=config.admission_wait_s,
             idle_release_s=config.admission_idle_s,
@@ -107,20 +108,36 @@ class SpeechService:
         for session in list(self.sessions):
             session.drain()
 
+    def capacity(self) -> int:
+        """Real-time listeners this server keeps fed: configured, or measured from the decoding speed."""
+        return self.config.admission_listeners or measured_capacity(
+            self.config.synth_workers, self.decode_speed.rtf
+        )
+
     @property
     def overloaded(self) -> bool:
-        """A listener's turn came too late recently: the server is past its capacity (see ``lane``)."""
-        return time.monotonic() - self._late_turn_at < OVERLOAD_HOLD_S
+        """More listeners have work to decode than the server keeps fed (windows go for throughput, ``lane``).
 
-    def mark_overloaded(self) -> None:
-        self._late_turn_at = time.monotonic()
+        Judged leniently (the speed estimate x OVERLOAD_LENIENCY): wrongly in this state, a server that could
+        keep everyone fed makes them stall on long windows; wrongly out of it, it only stays as it was."""
+        limit = self.config.admission_listeners or measured_capacity(
+            self.config.synth_workers, self.decode_speed.rtf * OVERLOAD_LENIENCY
+        )
+        return self._active_lanes > limit
+
+    def lane_activity(self, delta: int) -> None:
+        with self._lanes_lock:
+            self._active_lanes += delta
 
     def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         """``alone``: no other model work ran or waited meanwhile, so this is the machine's own speed
-        (what admission sizes capacity with; contended windows would make the estimate fall with load)."""
+        (what capacity is sized with; contended windows would make the estimate fall with load). Only
+        full-size windows count there: a piece's small first windows cost ~2x per second of audio, and
+        mixing them in put the estimate (0.50 s per s on 2 cores) on the edge between 1 and 2 listeners
+        when two are kept fed; full windows (~0.36) say 2 with a margin either side."""
         if audio_s > 0:
             self.decode_rtf = 0.8 * self.decode_rtf + 0.2 * (seconds / audio_s)
-            if alone:
+            if alone and audio_s >= STEADY_WINDOW_S:
                 self.decode_speed.observe(seconds, audio_s)
 
     def start(self) -> None:
