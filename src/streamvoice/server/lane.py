@@ -47,7 +47,7 @@ SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
 FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
 WINDOW_MARGIN_S = 0.3
-# Past capacity (more listeners with work to decode than the server can keep fed), short windows save
+# Past capacity (two or more listeners with work beyond what the server keeps fed), short windows save
 # nobody: every listener falls behind anyway, and each short window costs its fixed part and its context
 # again, so the machine makes less audio exactly when it is short of it (at saturation, 0.6 of the
 # single-call limit with short windows). Then windows and piece plans are sized for throughput. The test

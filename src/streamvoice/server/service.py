@@ -43,7 +43,6 @@ from streamvoice.server.scheduler import Policy, SynthesisScheduler
 from streamvoice.text.chunker import chunk_paragraphs
 
 log = logging.getLogger("streamvoice.server")
-OVERLOAD_LENIENCY = 0.8
 STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
 
 
@@ -116,14 +115,12 @@ class SpeechService:
 
     @property
     def overloaded(self) -> bool:
-        """More listeners have work to decode than the server keeps fed (windows go for throughput, ``lane``).
-
-        Judged leniently (the speed estimate x OVERLOAD_LENIENCY): wrongly in this state, a server that could
-        keep everyone fed makes them stall on long windows; wrongly out of it, it only stays as it was."""
-        limit = self.config.admission_listeners or measured_capacity(
-            self.config.synth_workers, self.decode_speed.rtf * OVERLOAD_LENIENCY
-        )
-        return self._active_lanes > limit
+        """At least two more listeners have work to decode than the server keeps fed: windows then go for
+        throughput (``lane``). One beyond is not enough: the capacity is an estimate, and a server wrongly in
+        this state makes listeners it could keep fed stall on long windows (measured: 9 s with two
+        listeners when a slow spell put the estimate at one), while wrongly out of it, it only stays as it
+        was."""
+        return self._active_lanes > self.capacity() + 1
 
     def lane_activity(self, delta: int) -> None:
         with self._lanes_lock:
