@@ -144,6 +144,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     throughput: list[dict[str, Any]] = []
     raw: dict[str, Any] = {}
+    payload = {
+        "rate": args.rate,
+        "stagger_s": STAGGER_S,
+        "ks": ks,
+        "rows": rows,
+        "throughput": throughput,
+        "raw": raw,
+    }
     for option in args.options.split(","):
         settings = dict(OPTIONS[option])
         if "decode_batch" in settings:
@@ -180,14 +188,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ),
             }
         )
-        partial = {
-            "rate": args.rate,
-            "stagger_s": STAGGER_S,
-            "ks": ks,
-            "rows": rows,
-            "throughput": throughput,
-        }
-        write_result("capacity", {**partial, "raw": raw, "complete": False})  # a long run loses nothing
+        write_result("capacity", {**payload, "complete": False})  # a long run loses nothing
     print(f"\nK listeners joining {STAGGER_S:g} s apart, eight-sentence answers at {args.rate:g} tokens/s\n")
     print(
         table(
@@ -224,14 +225,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     if args.plot:
         draw(rows, args.plot)
-    payload = {
-        "rate": args.rate,
-        "stagger_s": STAGGER_S,
-        "ks": ks,
-        "rows": rows,
-        "throughput": throughput,
-        "raw": raw,
-    }
     print("wrote", write_result("capacity", payload))
     return payload
 

@@ -72,7 +72,7 @@ class SpeechService:
         self.engine = engine
         self.config = config
         self.metrics = metrics or Metrics()
-        batch = max(1, config.decode_batch)
+        batch = config.decode_batch  # validated 1-16
         self.scheduler = SynthesisScheduler(
             workers=max(config.synth_workers, batch), policy=_policy(config.scheduler)
         )
