@@ -15,10 +15,17 @@ from numpy.typing import NDArray
 from streamvoice.engine.planning import Piece
 from streamvoice.protocol import DEFAULT_PAUSES, Pauses
 from streamvoice.server.config import ServerConfig
-from streamvoice.server.lane import LARGEST_WINDOW_FRAMES, MAX_UNSENT_S, PAST_CAPACITY_WINDOW_FRAMES, Lane
+from streamvoice.server.lane import (
+    LARGEST_WINDOW_FRAMES,
+    MAX_UNSENT_S,
+    PAST_CAPACITY_WINDOW_FRAMES,
+    SMALLEST_WINDOW_FRAMES,
+    Lane,
+)
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import Requeue, SynthesisScheduler
+from streamvoice.server.window_cost import WindowCost
 
 
 async def _order_of(policy: str) -> list[str]:
@@ -106,11 +113,13 @@ class _Service:
     config: ServerConfig = field(default_factory=ServerConfig)
     metrics: Metrics = field(default_factory=Metrics)
     scheduler: SynthesisScheduler = field(default_factory=SynthesisScheduler)
-    decode_rtf: float = 0.3
+    window_cost: WindowCost = field(default_factory=lambda: WindowCost(rtf=0.3))
     overloaded: bool = False
     active_lanes: int = 0
 
-    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
+    def observe_decode(
+        self, seconds: float, audio_s: float, alone: bool = False, piece_start: bool = False
+    ) -> None:
         pass
 
     def lane_activity(self, delta: int) -> None:
@@ -205,6 +214,32 @@ async def test_windows_are_sized_for_throughput_past_capacity_and_for_the_waitin
     assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # ends before the waiting listener runs out
     service.overloaded = True
     assert lane._window_cap() == PAST_CAPACITY_WINDOW_FRAMES
+    blocker.set()
+    await waiting
+    service.scheduler.stop()
+
+
+async def test_windows_never_shrink_below_what_the_listeners_with_work_can_sustain() -> None:
+    """Two listeners behind: the waiting one is due already, yet windows stay large enough that the
+    machine makes audio faster than both play it (12-frame windows made two listeners stall 6-12 s)."""
+    service = _Service()
+    service.window_cost = WindowCost(rtf=0.4)  # 40 frames: 0.1 s fixed + 0.3 s; 12 frames: 0.19 s
+    lane = Lane(service)  # type: ignore[arg-type]
+    blocker = threading.Event()
+    service.scheduler = SynthesisScheduler(workers=1)
+    service.scheduler.start()
+    service.scheduler.submit(blocker.wait)  # holds the worker
+    waiting = service.scheduler.submit(lambda: None, deadline=time.monotonic())  # out of audio already
+    service.active_lanes = 1
+    alone = lane._window_cap()
+    assert alone == SMALLEST_WINDOW_FRAMES  # one listener: the smallest window serves the waiting one soonest
+    service.active_lanes = 2
+    floor = service.window_cost.floor_frames(2)
+    assert floor is not None and lane._window_cap() >= floor > SMALLEST_WINDOW_FRAMES
+    cost = service.window_cost
+    assert 2 * cost.seconds(lane._window_cap()) <= lane._window_cap() * 0.025  # both keep up
+    service.active_lanes = 3  # no size sustains three: the largest the deadline policy allows
+    assert lane._window_cap() == LARGEST_WINDOW_FRAMES
     blocker.set()
     await waiting
     service.scheduler.stop()

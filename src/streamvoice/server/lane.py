@@ -6,6 +6,7 @@ with the deadline of the next one (when this listener would run out of audio).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -41,7 +42,9 @@ BUFFERED_ENOUGH_S = 1.5
 # A window cannot be interrupted: a newcomer's first audio, or another listener's next window, waits for
 # the one being decoded. So a window is sized, when it starts, to end before the most urgent waiting
 # listener runs out of audio (with a margin for that listener's own next window); never below the
-# smallest size worth a call, and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
+# smallest size worth a call, nor below the size at which the listeners with work are sustainable (see
+# ``window_cost``: smaller windows cost more per second of audio, so shrinking them for listeners who are
+# all behind kept them behind); and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
 # even when alone, because a newcomer may arrive at any moment.
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
@@ -54,7 +57,6 @@ WINDOW_MARGIN_S = 0.3
 # is a count, not a symptom (a late turn), on purpose: long windows make turns late, so a symptom would keep
 # the server in this state after the load had gone. Admission keeps admitted listeners out of it.
 PAST_CAPACITY_WINDOW_FRAMES = 120
-FRAME_S = 0.025
 # Decoded audio a listener has not taken yet (unsent) beyond which its lane stops decoding until the sender
 # catches up: what a slow or stalled reader can make the server hold is bounded per listener.
 MAX_UNSENT_S = 6.0
@@ -192,26 +194,32 @@ class Lane:
             self._unsent += window.size
         work.sink.push(window)
         alone = alone and service.scheduler.alone
-        service.observe_decode(time.perf_counter() - started, window.size / service.engine.sample_rate, alone)
+        service.observe_decode(
+            time.perf_counter() - started, window.size / service.engine.sample_rate, alone, work.samples == 0
+        )
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
         return Requeue(self.play_end)
 
     def _window_cap(self) -> int:
-        scheduler = self._service.scheduler
+        service = self._service
+        scheduler = service.scheduler
         due = scheduler.earliest_waiting()
         if due is None:
             return LARGEST_WINDOW_FRAMES
         if scheduler.policy != "deadline":
             return FIFO_SHARED_WINDOW_FRAMES
-        if self._service.overloaded:
+        if service.overloaded:
             return PAST_CAPACITY_WINDOW_FRAMES
-        slack = due - time.monotonic() - WINDOW_MARGIN_S
+        cost = service.window_cost
+        frames = cost.frames_within(due - time.monotonic() - WINDOW_MARGIN_S)
+        # Never so small that the listeners with work need more than the machine: then nobody catches up.
+        floor = cost.floor_frames(service.active_lanes)
         frames = max(
-            SMALLEST_WINDOW_FRAMES,
-            min(LARGEST_WINDOW_FRAMES, int(slack / (self._service.decode_rtf * FRAME_S))),
+            SMALLEST_WINDOW_FRAMES, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES, frames
         )
-        return batch_bucket(frames) if self._service.config.decode_batch > 1 else frames
+        frames = min(LARGEST_WINDOW_FRAMES, frames)
+        return batch_bucket(frames) if service.config.decode_batch > 1 else frames
 
     def _drop_current(self) -> None:
         with self._lock:

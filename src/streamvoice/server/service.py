@@ -40,10 +40,12 @@ from streamvoice.server.lane import Lane
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import PieceAudio, Words
 from streamvoice.server.scheduler import Policy, SynthesisScheduler
+from streamvoice.server.window_cost import FRAME_S, WindowCost
 from streamvoice.text.chunker import chunk_paragraphs
 
 log = logging.getLogger("streamvoice.server")
 STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
+INITIAL_RTF = 0.5  # seconds of work per second of audio assumed before the warm-up measures it
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,11 @@ class SpeechService:
             )
         self.ready = False
         self.draining = False
-        # Seconds of decoding per second of audio, per window (fixed costs included): sizes windows so a
-        # waiting listener is served in time. Starts pessimistic; follows the machine within a few windows.
-        self.decode_rtf = 0.5
-        self.decode_speed = DecodeSpeed(self.decode_rtf)  # uncontended windows: what admission sizes with
+        # Seconds of decoding per second of audio. Both start pessimistic and follow the machine: the speed
+        # of full-size windows (what admission sizes with) and the cost of a window by its size (what
+        # windows are sized with, so that a waiting listener is served in time).
+        self.decode_speed = DecodeSpeed(INITIAL_RTF)
+        self.window_cost = WindowCost(INITIAL_RTF)
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
         self._active_lanes = 0  # listeners with work to decode right now
         self._lanes_lock = threading.Lock()
@@ -122,19 +125,29 @@ class SpeechService:
         was."""
         return self._active_lanes > self.capacity() + 1
 
+    @property
+    def active_lanes(self) -> int:
+        """Listeners with work to decode right now."""
+        return self._active_lanes
+
     def lane_activity(self, delta: int) -> None:
         with self._lanes_lock:
             self._active_lanes += delta
 
-    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
+    def observe_decode(
+        self, seconds: float, audio_s: float, alone: bool = False, piece_start: bool = False
+    ) -> None:
         """``alone``: no other model work ran or waited meanwhile, so this is the machine's own speed
         (what capacity is sized with; contended windows would make the estimate fall with load). Only
         full-size windows count there: a piece's small first windows cost ~2x per second of audio, and
         mixing them in put the estimate (0.50 s per s on 2 cores) on the edge between 1 and 2 listeners
-        when two are kept fed; full windows (~0.36) say 2 with a margin either side."""
-        if audio_s > 0:
-            self.decode_rtf = 0.8 * self.decode_rtf + 0.2 * (seconds / audio_s)
-            if alone and audio_s >= STEADY_WINDOW_S:
+        when two are kept fed; full windows (~0.36) say 2 with a margin either side. A piece's first
+        window also runs the front model, a cost of the piece, not of the window's size: the window cost
+        leaves it out (with it, the fixed part read twice its size)."""
+        if alone and audio_s > 0:
+            if not piece_start:
+                self.window_cost.observe(audio_s / FRAME_S, seconds)
+            if audio_s >= STEADY_WINDOW_S:
                 self.decode_speed.observe(seconds, audio_s)
 
     def start(self) -> None:
@@ -152,9 +165,10 @@ class SpeechService:
         started = time.perf_counter()
         audio_s = await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
         if audio_s > 0:  # a first measure of this machine's speed, until real windows refine it
-            self.decode_rtf = (time.perf_counter() - started) / audio_s
-            self.decode_speed.reset(self.decode_rtf)
-        log.info("warm-up: %.2f s of compute per second of audio", self.decode_rtf)
+            rtf = (time.perf_counter() - started) / audio_s
+            self.decode_speed.reset(rtf)
+            self.window_cost.reset(rtf)
+            log.info("warm-up: %.2f s of compute per second of audio", rtf)
         self.ready = True
 
     def resolve(
