@@ -16,13 +16,18 @@ side by side in one run, each on a fresh server:
 Also per option: throughput at saturation (audio seconds produced per wall second with ``--max-k``
 listeners sending whole answers at once) against the single-call limit (one call after another: 1 / RTF).
 
-Run: ``python -m streamvoice.bench.capacity [--ks 1,2,3,4,5,6] [--options fifo,deadline,...] [--plot P]``
+``--repeat N`` runs each K N times on the same server (one run can mislead: a load near the machine's limit
+can go either way) and adds a table of how many runs kept everyone fed.
+
+Run: ``python -m streamvoice.bench.capacity [--ks 1,2,3,4,5,6] [--options fifo,deadline,...] [--repeat N]
+[--plot P]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -127,6 +132,46 @@ def summarise(option: str, k: int, listeners: list[dict[str, Any]]) -> dict[str,
     }
 
 
+def kept_fed(rows: list[dict[str, Any]], option: str) -> int:
+    """The most listeners served at once with every one of them kept fed, in every run of that K."""
+    by_k: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["option"] == option:
+            by_k.setdefault(r["k"], []).append(r)
+    return max(
+        (min(r["admitted"] for r in runs) for runs in by_k.values() if all(r["all_fed"] for r in runs)),
+        default=0,
+    )
+
+
+def repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per option and K over its runs: how many kept every admitted listener fed, and the stalls."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["option"], r["k"]), []).append(r)
+    return [
+        {
+            "option": option,
+            "k": k,
+            "runs": len(runs),
+            "fed_runs": sum(r["all_fed"] for r in runs),
+            "stall_sum_median_ms": statistics.median(r["stall_sum_ms"] for r in runs),
+            "stall_sum_max_ms": max(r["stall_sum_ms"] for r in runs),
+        }
+        for (option, k), runs in groups.items()
+    ]
+
+
+REPEAT_COLUMNS = [
+    ("option", "option"),
+    ("k", "K"),
+    ("runs", "runs"),
+    ("fed_runs", "runs with every admitted listener fed"),
+    ("stall_sum_median_ms", "all stalls ms, median run"),
+    ("stall_sum_max_ms", "worst run"),
+]
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -136,6 +181,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
     parser.add_argument("--providers", default=None, help="ONNX Runtime execution providers, comma-separated")
     parser.add_argument("--batch", type=int, default=2, help="windows per decoder call for deadline-batch")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each K on the same server")
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
@@ -148,6 +194,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rate": args.rate,
         "stagger_s": STAGGER_S,
         "ks": ks,
+        "repeat": args.repeat,
         "rows": rows,
         "throughput": throughput,
         "raw": raw,
@@ -167,12 +214,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         with LoopbackServer(create_app(config, engine=engine)) as server:
             asyncio.run(run_k(server.url, 1, args.rate))  # warm-up: the decoding speed is measured
             for k in ks:
-                listeners = asyncio.run(run_k(server.url, k, args.rate))
-                raw[f"{option}/{k}"] = listeners
-                rows.append(summarise(option, k, listeners))
-                print(
-                    f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}", flush=True
-                )
+                for run in range(args.repeat):
+                    listeners = asyncio.run(run_k(server.url, k, args.rate))
+                    raw[f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")] = listeners
+                    rows.append({**summarise(option, k, listeners), "run": run})
+                    print(
+                        f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}, "
+                        f"all stalls {rows[-1]['stall_sum_ms']:.0f} ms",
+                        flush=True,
+                    )
             saturated = asyncio.run(saturate(server.url, max(ks)))
         calls, windows = engine.batch_counts
         throughput.append(
@@ -182,10 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "saturated_audio_per_s": saturated,
                 "ratio": saturated / limit,
                 "windows_per_call": windows / calls if calls else None,  # decoder batching only
-                # the most listeners served at once with every one of them kept fed
-                "real_time_listeners": max(
-                    [r["admitted"] for r in rows if r["option"] == option and r["all_fed"]], default=0
-                ),
+                "real_time_listeners": kept_fed(rows, option),
             }
         )
         write_result("capacity", {**payload, "complete": False})  # a long run loses nothing
@@ -223,6 +270,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ],
         )
     )
+    if args.repeat > 1:
+        payload["repeats"] = repeats(rows)
+        print()
+        print(table(payload["repeats"], REPEAT_COLUMNS))
     if args.plot:
         draw(rows, args.plot)
     print("wrote", write_result("capacity", payload))
@@ -238,10 +289,10 @@ def draw(rows: list[dict[str, Any]], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
     for option in dict.fromkeys(r["option"] for r in rows):
-        mine = [r for r in rows if r["option"] == option]
-        ks = [r["k"] for r in mine]
-        left.plot(ks, [r["stall_max_ms"] for r in mine], marker="o", label=option)
-        right.plot(ks, [r["heard_p95"] or 0 for r in mine], marker="o", label=option)
+        ks = sorted({r["k"] for r in rows if r["option"] == option})
+        worst = [[r for r in rows if r["option"] == option and r["k"] == k] for k in ks]  # over repeats
+        left.plot(ks, [max(r["stall_max_ms"] for r in runs) for runs in worst], marker="o", label=option)
+        right.plot(ks, [max(r["heard_p95"] or 0 for r in runs) for runs in worst], marker="o", label=option)
     left.axhline(STALL_TARGET_S * 1000, color="grey", ls="--", lw=0.8)
     right.axhline(HEARD_TARGET_S * 1000, color="grey", ls="--", lw=0.8)
     left.set_yscale("symlog", linthresh=10)

@@ -59,5 +59,6 @@ BENCHMARKS = (
         (),
         ("--sizes", "12", "--max-batch", "2", "--repeat", "1", "--no-fidelity"),
     ),
+    Benchmark("kernels", "10. Decoder kernels on this CPU", (), ("--sizes", "12", "--repeat", "1")),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)

@@ -278,7 +278,29 @@ def capacity(d: dict[str, Any]) -> str:
             ],
             limits,
         )
+        + _repeats(d)
         + "\n\n![capacity](img/capacity.png)"
+    )
+
+
+def _repeats(d: dict[str, Any]) -> str:
+    if not d.get("repeats"):
+        return ""
+    rows = [
+        [r["option"], str(r["k"]), str(r["runs"]), str(r["fed_runs"]), _n(r["stall_sum_median_ms"]),
+         _n(r["stall_sum_max_ms"])]
+        for r in d["repeats"]
+    ]  # fmt: skip
+    return f"\n\nEach K was run {d['repeat']} times on the same server:\n\n" + _table(
+        [
+            "option",
+            "K",
+            "runs",
+            "runs with every admitted listener fed",
+            "all stalls ms, median run",
+            "worst run",
+        ],
+        rows,
     )
 
 
@@ -446,7 +468,24 @@ def batching(d: dict[str, Any]) -> str:
     return text
 
 
+def kernels(d: dict[str, Any]) -> str:
+    rows = [
+        [r["variant"], str(r["window_frames"]), _n(r["ms"], 1), _n(r["vs_exported"], 2), _n(r["lsd_db"], 2)]
+        for r in d["rows"]
+    ]
+    return (
+        f"One decoder call per window ({d['context_frames']} frames of context each side), median time, "
+        "for rewrites of the same decoder graph, and the spectral distance of their audio to the "
+        "graph as exported.\n\n"
+        + _table(
+            ["decoder graph", "window (frames)", "ms per window", "time vs exported", "LSD vs exported dB"],
+            rows,
+        )
+    )
+
+
 RENDERERS = {
+    "kernels": kernels,
     "batching": batching,
     "integrations": integrations,
     "listener": listener,
