@@ -219,9 +219,11 @@ async def test_windows_are_sized_for_throughput_past_capacity_and_for_the_waitin
     service.scheduler.stop()
 
 
-async def test_windows_never_shrink_below_what_the_listeners_with_work_can_sustain() -> None:
-    """Two listeners behind: the waiting one is due already, yet windows stay large enough that the
-    machine makes audio faster than both play it (12-frame windows made two listeners stall 6-12 s)."""
+async def test_listeners_all_behind_get_windows_no_smaller_than_they_can_sustain() -> None:
+    """Two listeners behind: the waiting one is due already, and this one has no audio left either; windows
+    stay large enough that the machine makes audio faster than both play it (with 12-frame windows two
+    listeners who fell behind together stayed behind: 6-12 s of stalls). A listener with audio to spare
+    still shrinks its window for the one waiting."""
     service = _Service()
     service.window_cost = WindowCost(rtf=0.4)  # 40 frames: 0.1 s fixed + 0.3 s; 12 frames: 0.19 s
     lane = Lane(service)  # type: ignore[arg-type]
@@ -240,6 +242,8 @@ async def test_windows_never_shrink_below_what_the_listeners_with_work_can_susta
     assert 2 * cost.seconds(lane._window_cap()) <= lane._window_cap() * 0.025  # both keep up
     service.active_lanes = 3  # no size sustains three: the largest the deadline policy allows
     assert lane._window_cap() == LARGEST_WINDOW_FRAMES
+    lane.play_end = time.monotonic() + 2.0  # this listener has 2 s to play: it can afford to let one in
+    assert lane._window_cap() == SMALLEST_WINDOW_FRAMES
     blocker.set()
     await waiting
     service.scheduler.stop()

@@ -212,12 +212,15 @@ class Lane:
         if service.overloaded:
             return PAST_CAPACITY_WINDOW_FRAMES
         cost = service.window_cost
-        frames = cost.frames_within(due - time.monotonic() - WINDOW_MARGIN_S)
-        # Never so small that the listeners with work need more than the machine: then nobody catches up.
-        floor = cost.floor_frames(service.active_lanes)
-        frames = max(
-            SMALLEST_WINDOW_FRAMES, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES, frames
-        )
+        now = time.monotonic()
+        slack = due - now - WINDOW_MARGIN_S
+        frames = max(SMALLEST_WINDOW_FRAMES, cost.frames_within(slack))
+        if slack < 0 and self.play_end - now < WINDOW_MARGIN_S:
+            # The waiting listener runs out of audio whatever this window's size, and so does this one:
+            # a smaller window only trades one's stall for the other's at a higher cost per second of audio.
+            # Never so small that the listeners with work need more than the machine: nobody would catch up.
+            floor = cost.floor_frames(service.active_lanes)
+            frames = max(frames, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES)
         frames = min(LARGEST_WINDOW_FRAMES, frames)
         return batch_bucket(frames) if service.config.decode_batch > 1 else frames
 
