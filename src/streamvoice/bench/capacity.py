@@ -17,18 +17,23 @@ Also per option: throughput at saturation (audio seconds produced per wall secon
 listeners sending whole answers at once) against the single-call limit (one call after another: 1 / RTF).
 
 ``--repeat N`` runs each K N times on the same server (one run can mislead: a load near the machine's limit
-can go either way) and adds a table of how many runs kept everyone fed.
+can go either way) and adds a table of how many runs kept everyone fed. ``--cpu-load F`` runs a busy loop
+beside the server that takes F of one core, as a local LLM or a noisy neighbour would: a machine that is
+suddenly slower than the one the server measured is where schedulers fall apart.
 
 Run: ``python -m streamvoice.bench.capacity [--ks 1,2,3,4,5,6] [--options fifo,deadline,...] [--repeat N]
-[--plot P]``
+[--cpu-load F] [--plot P]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import multiprocessing
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +177,32 @@ REPEAT_COLUMNS = [
 ]
 
 
+def busy_loop(duty: float, period_s: float = 0.1) -> None:
+    """Spin ``duty`` of every period and sleep the rest: a steady co-tenant on one core."""
+    while True:
+        start = time.perf_counter()
+        while time.perf_counter() - start < duty * period_s:
+            pass
+        time.sleep((1.0 - duty) * period_s)
+
+
+@contextlib.contextmanager
+def co_tenant(load: float) -> Iterator[None]:
+    """A process taking ``load`` of one core for as long as the block runs (none for 0)."""
+    if not 0.0 <= load <= 1.0:
+        raise ValueError(f"--cpu-load is a fraction of one core, 0 to 1; got {load}")
+    if load == 0.0:
+        yield
+        return
+    process = multiprocessing.get_context("spawn").Process(target=busy_loop, args=(load,), daemon=True)
+    process.start()
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.join()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -182,8 +213,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--providers", default=None, help="ONNX Runtime execution providers, comma-separated")
     parser.add_argument("--batch", type=int, default=2, help="windows per decoder call for deadline-batch")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each K on the same server")
+    parser.add_argument(
+        "--cpu-load", type=float, default=0.0, help="busy loop beside the server, share of one core"
+    )
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args(argv)
+    with co_tenant(args.cpu_load):
+        return measure(args)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
     ks = [int(k) for k in args.ks.split(",")]
     providers = tuple(args.providers.split(",")) if args.providers else None
 
@@ -195,6 +234,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "stagger_s": STAGGER_S,
         "ks": ks,
         "repeat": args.repeat,
+        "cpu_load": args.cpu_load,
         "rows": rows,
         "throughput": throughput,
         "raw": raw,
@@ -236,7 +276,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             }
         )
         write_result("capacity", {**payload, "complete": False})  # a long run loses nothing
-    print(f"\nK listeners joining {STAGGER_S:g} s apart, eight-sentence answers at {args.rate:g} tokens/s\n")
+    beside = f", a busy loop on {args.cpu_load:g} of one core beside the server" if args.cpu_load else ""
+    print(
+        f"\nK listeners joining {STAGGER_S:g} s apart, eight-sentence answers at {args.rate:g} tokens/s{beside}\n"
+    )
     print(
         table(
             rows,

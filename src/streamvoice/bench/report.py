@@ -247,7 +247,9 @@ def capacity(d: dict[str, Any]) -> str:
         f"Listeners join {d['stagger_s']:g} s apart; each eight-sentence answer is written at {d['rate']:g} "
         "tokens/s into one session. Kept fed: heard within 1 s and at most 100 ms of stalls in total. Admitted: "
         "served without waiting; queued: told at once to wait, served when a slot freed (not counted as "
-        "admitted); refused: told server_busy.\n\n"
+        "admitted); refused: told server_busy."
+        + (f" A busy loop took {d['cpu_load']:g} of one core beside the server." if d.get("cpu_load") else "")
+        + "\n\n"
         + _table(
             [
                 "option",

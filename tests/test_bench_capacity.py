@@ -1,0 +1,66 @@
+"""The capacity benchmark's verdicts: who counts as fed, and what a repeated K reports."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from typing import Any
+
+import pytest
+
+from streamvoice.bench.capacity import co_tenant, kept_fed, repeats, summarise
+
+
+def _listener(heard_s: float | None, stalls_s: float, **extra: Any) -> dict[str, Any]:
+    return {"heard_s": heard_s, "starvation_s": stalls_s, "refused": False, "told_s": None, **extra}
+
+
+def test_a_listener_is_fed_when_heard_within_a_second_with_at_most_100_ms_of_stalls() -> None:
+    row = summarise(
+        "deadline",
+        3,
+        [_listener(0.8, 0.05), _listener(1.2, 0.0), _listener(0.7, 0.2)],
+    )
+    assert row["fed"] == 1
+    assert row["all_fed"] is False
+    assert row["stall_max_ms"] == pytest.approx(200.0)
+    assert row["stall_sum_ms"] == pytest.approx(250.0)
+
+
+def test_queued_and_refused_listeners_are_not_counted_as_admitted() -> None:
+    row = summarise(
+        "admission",
+        3,
+        [
+            _listener(0.8, 0.0),
+            _listener(5.0, 0.0, queued=True, told_s=0.004),
+            {**_listener(None, 0.0), "refused": True, "told_s": 0.002},
+        ],
+    )
+    assert (row["admitted"], row["queued"], row["refused"]) == (1, 1, 1)
+    assert row["all_fed"] is True
+    assert row["told_max_ms"] == pytest.approx(4.0)
+
+
+def test_a_k_counts_as_kept_fed_only_when_every_run_of_it_was() -> None:
+    def row(k: int, run: int, fed: bool) -> dict[str, Any]:
+        return {"option": "deadline", "k": k, "run": run, "admitted": k, "all_fed": fed, "stall_sum_ms": 0.0}
+
+    rows = [row(1, 0, True), row(1, 1, True), row(2, 0, True), row(2, 1, False)]
+    assert kept_fed(rows, "deadline") == 1
+    assert kept_fed(rows, "fifo") == 0
+    summary = {(r["option"], r["k"]): r for r in repeats(rows)}
+    assert summary[("deadline", 2)]["runs"] == 2
+    assert summary[("deadline", 2)]["fed_runs"] == 1
+
+
+def test_the_co_tenant_runs_while_the_block_runs_and_stops_after() -> None:
+    with pytest.raises(ValueError, match="fraction of one core"), co_tenant(1.5):
+        pass
+    with co_tenant(0.0):
+        assert not multiprocessing.active_children()
+    with co_tenant(0.5):
+        (child,) = multiprocessing.active_children()
+        time.sleep(0.3)
+        assert child.is_alive()
+    assert not child.is_alive()
