@@ -31,7 +31,6 @@ from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.bench.common import table, write_result
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_split import split_model
-from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW
 
 TEXT = "The museum opens at nine, and tours start every half hour after that today, so please come early."
 VOICE = "af_heart"
@@ -190,22 +189,6 @@ def main() -> None:
     feats = split.features(feeds)
     prior = engine.voice_stats(VOICE)
     assert prior is not None
-    bd = split.boundary
-
-    def window(a: int, b: int) -> dict[str, Any]:
-        f: dict[str, Any] = {
-            bd.asr: feats[bd.asr][:, :, a:b],
-            bd.f0: feats[bd.f0][:, 2 * a : 2 * b],
-            bd.noise: feats[bd.noise][:, 2 * a : 2 * b],
-            bd.phase: feats[bd.phase][:, :, 2 * a : 2 * b],
-            "style": style,
-        }
-        for i in range(split.norms):
-            f[split._prior_names[2 * i]] = prior.means[i].astype(np.float32)
-            f[split._prior_names[2 * i + 1]] = prior.variances[i].astype(np.float32)
-        f[BLEND_PRIOR] = np.full(split._weight_shape, 0.5, np.float32)
-        f[BLEND_WINDOW] = np.full(split._weight_shape, 0.5, np.float32)
-        return f
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -222,7 +205,7 @@ def main() -> None:
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         output = session.get_outputs()[0].name
         for size in sizes:
-            feeds_ = window(8, 8 + size + 2 * CONTEXT)
+            feeds_ = split.decoder_feeds(feats, style, 8, 8 + size + 2 * CONTEXT, prior, 0.5)
             audio = np.asarray(session.run([output], feeds_)[0], dtype=np.float32).reshape(-1)
             times = []
             for _ in range(args.repeat):

@@ -80,6 +80,22 @@ class SplitKokoro:
         prior_weight: float = 0.0,
     ) -> tuple[NDArray[np.float32], NormStats]:
         """Frames ``a:b`` to audio, norms blending ``prior`` at ``prior_weight``; also the window's stats."""
+        feeds = self.decoder_feeds(feats, style, a, b, prior, prior_weight)
+        batcher = self.batcher
+        outputs = self._run_decoder(feeds) if batcher is None else batcher.decode(feeds, b - a)
+        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+        return audio, NormStats.from_outputs(outputs[1:], float(b - a))
+
+    def decoder_feeds(
+        self,
+        feats: dict[str, NDArray[np.float32]],
+        style: NDArray[np.float32],
+        a: int,
+        b: int,
+        prior: NormStats | None = None,
+        prior_weight: float = 0.0,
+    ) -> dict[str, NDArray[Any]]:
+        """The decoder's inputs for frames ``a:b`` (public so that a benchmark can time the same call)."""
         bd = self.boundary
         feeds: dict[str, NDArray[Any]] = {
             bd.asr: feats[bd.asr][:, :, a:b],
@@ -98,10 +114,7 @@ class SplitKokoro:
                     feeds[self._prior_names[2 * i + 1]] = prior.variances[i].astype(np.float32)
             feeds[BLEND_PRIOR] = np.full(self._weight_shape, prior_weight, dtype=np.float32)
             feeds[BLEND_WINDOW] = np.full(self._weight_shape, 1.0 - prior_weight, dtype=np.float32)
-        batcher = self.batcher
-        outputs = self._run_decoder(feeds) if batcher is None else batcher.decode(feeds, b - a)
-        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
-        return audio, NormStats.from_outputs(outputs[1:], float(b - a))
+        return feeds
 
     def whole(
         self, feats: dict[str, NDArray[Any]], style: NDArray[np.float32]

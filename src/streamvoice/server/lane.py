@@ -42,9 +42,9 @@ BUFFERED_ENOUGH_S = 1.5
 # A window cannot be interrupted: a newcomer's first audio, or another listener's next window, waits for
 # the one being decoded. So a window is sized, when it starts, to end before the most urgent waiting
 # listener runs out of audio (with a margin for that listener's own next window); never below the
-# smallest size worth a call, nor below the size at which the listeners with work are sustainable (see
-# ``window_cost``: smaller windows cost more per second of audio, so shrinking them for listeners who are
-# all behind kept them behind); and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
+# smallest size worth a call, nor, when this listener is out of audio too, below the size at which the
+# listeners with work are sustainable (see ``window_cost``: smaller windows cost more per second of audio,
+# so shrinking them for listeners who are all behind kept them behind); and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
 # even when alone, because a newcomer may arrive at any moment.
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40

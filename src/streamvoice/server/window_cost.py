@@ -8,7 +8,9 @@ windows so that a waiting listener is served before it runs out; but when the li
 already behind, every window is shrunk, the machine makes less audio than they play, nobody catches up,
 and it stays that way. Measured before this floor: two listeners this machine keeps fed stalled 6 to 8 s
 in two runs of three, nearly every window 12 frames (``python -m streamvoice.bench.capacity --ks 2``).
-So windows never shrink below the size at which the listeners with work are sustainable.
+So when the listener waiting and the one being decoded are both out of audio, windows do not shrink below
+the size at which the listeners with work are sustainable (``lane``; a listener with audio to spare still
+shrinks its window for one that is due).
 """
 
 from __future__ import annotations
