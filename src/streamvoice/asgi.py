@@ -7,16 +7,20 @@ bound they enforce.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 
-from streamvoice.protocol import ErrorCode, ProtocolError, error_body
+from streamvoice.protocol import ErrorCode, ProtocolError, bearer_authorized, error_body
+
+log = logging.getLogger("streamvoice.asgi")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -54,40 +58,118 @@ async def send_json_error(send: Send, exc: ProtocolError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class TimedStreamingResponse(StreamingResponse):
+    """A streamed answer that ends when the client leaves *or* stops reading for ``timeout_s``, and always
+    closes its body and calls ``on_close`` once, however it ends.
+
+    Closing the body is what releases the work behind it (queued model calls, an LLM stream, a turn): a
+    caller that posts, reads nothing and leaves must not keep any of it.
+    """
+
+    def __init__(
+        self,
+        body: Any,
+        media_type: str,
+        timeout_s: float,
+        headers: dict[str, str] | None = None,
+        on_close: Callable[[], None] | None = None,
+        on_timeout: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(body, media_type=media_type, headers=headers)
+        self._timeout_s = timeout_s
+        self._body = body
+        self._on_close = on_close
+        self._on_timeout = on_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._close()
+
+    async def stream_response(self, send: Send) -> None:
+        async def timed_send(message: Any) -> None:
+            await asyncio.wait_for(send(message), timeout=self._timeout_s)
+
+        try:
+            await super().stream_response(timed_send)
+        except TimeoutError:
+            log.warning("streamed answer: client stopped reading for %.0f s; closing", self._timeout_s)
+            if self._on_timeout is not None:
+                self._on_timeout()
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        aclose = getattr(self._body, "aclose", None)
+        try:
+            if aclose is not None:
+                await aclose()
+        finally:
+            if on_close is not None:
+                on_close()
+
+
 class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with 413 before the app sees them.
+    """Refuse request bodies over ``max_bytes`` with 413 before the app sees them, read a body only from
+    a caller that has the token, and only for ``timeout_s``.
 
     A declared ``Content-Length`` over the limit is refused before a byte of the body is read; a chunked or
     undeclared body is read up to the limit and refused as soon as it passes it. The app then receives the
-    body already read (at most ``max_bytes`` held), so no route can be made to buffer more.
+    body already read (at most ``max_bytes`` held), so no route can be made to buffer more. With ``token``
+    set, a request that carries a body without ``Authorization: Bearer <token>`` is answered 401 before
+    any of it is read (400 callers each sending ~1 MB without the token held 392 MB); every route that
+    takes a body needs the token anyway. A body still arriving after ``timeout_s`` is answered 408.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, token: str | None = None, timeout_s: float = 10.0
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.token = token
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         declared = _header(scope, b"content-length")
+        has_body = (declared not in (None, "0")) or _header(scope, b"transfer-encoding") is not None
+        if has_body and self.token and not bearer_authorized(_header(scope, b"authorization"), self.token):
+            await send_json_error(
+                send, ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+            )
+            return
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._refuse(send, declared)
             return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left while sending
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._refuse(send, None)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":  # the client left while sending
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_bytes:
+                        await self._refuse(send, None)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await send_json_error(
+                send,
+                ProtocolError(
+                    ErrorCode.TIMEOUT,
+                    f"the request body did not arrive within {self.timeout_s:g} s; send it whole at once",
+                ),
+            )
+            return
         replayed = False
 
         async def replay() -> Message:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -74,6 +75,7 @@ HTTP_STATUS = {
     ErrorCode.NOT_READY: 503,
     ErrorCode.GOING_AWAY: 503,
     ErrorCode.SERVER_BUSY: 503,
+    ErrorCode.TIMEOUT: 408,
     ErrorCode.INTERNAL: 500,
 }
 
@@ -265,19 +267,44 @@ def _text(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> str:
     text = obj["text"]
     if not isinstance(text, str):
         raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', msg_id)
-    if not text.strip():
-        raise ProtocolError(ErrorCode.EMPTY_TEXT, '"text" is empty; send something to say', msg_id)
-    if not any(ch.isalnum() for ch in text):
-        raise ProtocolError(
-            ErrorCode.EMPTY_TEXT,
-            '"text" has nothing speakable (no letters or digits); send words to say',
-            msg_id,
-        )
-    if len(text) > limits.max_text_chars:
+    return check_text(text, limits, msg_id)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(
+    text: str,
+    limits: Limits,
+    msg_id: str | None = None,
+    field: str = "text",
+    max_chars: int | None = None,
+    speakable: bool = True,
+) -> str:
+    """The one check of text to speak, on every surface: valid Unicode, within the cap, and (unless
+    ``speakable`` is off, for a streamed fragment) something to say. A lone surrogate (``"\\ud800"`` in
+    JSON) is not a character: it failed deep in the phonemiser as a 500 before."""
+    limit = limits.max_text_chars if max_chars is None else max_chars
+    if len(text) > limit:
         raise ProtocolError(
             ErrorCode.TEXT_TOO_LONG,
-            f'"text" has {len(text)} characters; the limit is {limits.max_text_chars}. '
-            "Send it as several messages on the same session.",
+            f'"{field}" has {len(text)} characters; the limit is {limit}. '
+            "Send it as several messages (or requests).",
+            msg_id,
+        )
+    if (lone := _SURROGATE.search(text)) is not None:
+        raise ProtocolError(
+            ErrorCode.INVALID_UTF8,
+            f'"{field}" has a lone surrogate (U+{ord(lone.group()):04X}) at character {lone.start()}: '
+            "it is not text. Send valid Unicode (a surrogate pair's two halves together, or the character).",
+            msg_id,
+        )
+    if speakable and not text.strip():
+        raise ProtocolError(ErrorCode.EMPTY_TEXT, f'"{field}" is empty; send something to say', msg_id)
+    if speakable and not any(ch.isalnum() for ch in text):
+        raise ProtocolError(
+            ErrorCode.EMPTY_TEXT,
+            f'"{field}" has nothing speakable (no letters or digits); send words to say',
             msg_id,
         )
     return text

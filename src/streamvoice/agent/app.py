@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
-from streamvoice.asgi import BodyLimit, HostAllowList, error_response
+from streamvoice.asgi import BodyLimit, HostAllowList, TimedStreamingResponse, error_response
 from streamvoice.client import SpeechClient
 from streamvoice.protocol import (
     DEFAULT_VOICE,
@@ -61,6 +61,7 @@ class AgentConfig:
     allowed_hosts: tuple[str, ...] = ()
     max_concurrent_turns: int = 8  # each turn holds an LLM stream and a speech session
     max_body_bytes: int = 64 * 1024
+    send_timeout_s: float = 30.0  # a caller that reads nothing for this long is disconnected
 
     @classmethod
     def from_env(cls, **overrides: Any) -> AgentConfig:
@@ -129,16 +130,27 @@ class AgentApp(BedrockAgentCoreApp):
                 f"the agent is answering {self.turns} callers already; retry in a moment",
             )
 
-    @contextlib.contextmanager
-    def turn(self) -> Iterator[None]:
-        """Count a turn in progress for as long as it runs, on either route."""
+    def take_turn(self) -> Callable[[], None]:
+        """Room for one turn, counted now (check and count with no ``await`` between: the cap holds for
+        callers arriving together; 8 of 8 ran with a limit of 2 when turns were counted at their first
+        event), and the function that gives it back, safe to call more than once."""
+        self.check_room()
         self.turns += 1
-        try:
-            yield
-        finally:
-            self.turns -= 1
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.turns -= 1
+
+        return release
 
     async def _handle_invocation(self, request: Request) -> Response:
+        """The checks, the turn, and the answer's stream, all here rather than in the framework's bridge:
+        its sync generator spins on a full queue when the caller reads nothing and never closes the turn's
+        generator (two such callers made every later turn ``server_busy`` for good). Here the turn's events
+        stream from this loop with a send timeout, and the turn ends when the response does, however."""
         try:
             if not bearer_authorized(request.headers.get("authorization"), self.config.auth_token):
                 raise ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
@@ -149,19 +161,46 @@ class AgentApp(BedrockAgentCoreApp):
                 raise ProtocolError(
                     ErrorCode.UNSUPPORTED_MEDIA_TYPE, "send the request as Content-Type: application/json"
                 )
-            self.check_room()
-            parse_json_object(await request.body(), Limits(max_message_bytes=self.config.max_body_bytes))
+            release = self.take_turn()
         except ProtocolError as exc:
             return error_response(exc)
-        response: Response = await super()._handle_invocation(request)  # type: ignore[no-untyped-call]
-        return response
+        try:
+            payload = parse_json_object(
+                await request.body(), Limits(max_message_bytes=self.config.max_body_bytes)
+            )
+            result = await self.handlers["main"](payload)
+        except ProtocolError as exc:
+            release()
+            return error_response(exc)
+        except BaseException:
+            release()
+            raise
+        if isinstance(result, Response):
+            release()
+            return result
+        return TimedStreamingResponse(
+            self._sse(result),
+            "text/event-stream",
+            self.config.send_timeout_s,
+            on_close=release,
+        )
+
+    async def _sse(self, events: AsyncIterator[Event]) -> AsyncGenerator[bytes]:
+        """The turn's events as SSE; closing this closes the turn (its LLM stream and speech session)."""
+        try:
+            async for event in events:
+                yield self._convert_to_sse(event)  # type: ignore[no-untyped-call]
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> AgentApp:
     cfg = config or AgentConfig.from_env()
     middleware = [
         Middleware(HostAllowList, hosts=cfg.allowed_hosts),
-        Middleware(BodyLimit, max_bytes=cfg.max_body_bytes),
+        Middleware(BodyLimit, max_bytes=cfg.max_body_bytes, token=cfg.auth_token),
     ]
     if cfg.cors_origins:
         middleware.append(
@@ -188,9 +227,8 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
             return error_response(exc)
 
         async def events() -> AsyncIterator[Event]:
-            with app.turn():
-                async for event in pipeline.run(prompt, options):
-                    yield to_sse_payload(event)
+            async for event in pipeline.run(prompt, options):  # the turn is counted by the route
+                yield to_sse_payload(event)
 
         return events()
 
@@ -212,13 +250,14 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
                     return
                 try:
                     prompt, options = parse_turn_request(_loads(raw), cfg)
-                    app.check_room()
+                    release = app.take_turn()
                 except ProtocolError as exc:
                     await websocket.send_text(
                         json.dumps({"type": "error", "code": str(exc.code), "message": exc.message})
                     )
                     continue
-                with app.turn():
+                with contextlib.ExitStack() as held:
+                    held.callback(release)
                     async for event in pipeline.run(prompt, options):
                         if event["type"] == "audio_chunk":
                             await websocket.send_bytes(event["data"])

@@ -67,12 +67,21 @@ class Admission:
         queue_bound: int = 8,
         max_wait_s: float = 10.0,
         idle_release_s: float = 2.0,
+        max_hold_s: float = 30.0,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.mode = mode
         self._capacity = capacity
         self.queue_bound = queue_bound
         self.max_wait_s = max_wait_s
         self.idle_release_s = idle_release_s
+        # A holder that has kept its slot this long gives it up at its next pause while others want one:
+        # a session sending "Hi." every 1.9 s (just under the idle release) held a slot for good while
+        # every other caller was refused.
+        self.max_hold_s = max_hold_s
+        self._clock = clock or _loop_time
+        self._since: dict[object, float] = {}
+        self._contended_until = float("-inf")  # someone was refused or queued until about then
         self._holders: set[object] = set()
         self._waiting: OrderedDict[object, asyncio.Future[None]] = OrderedDict()
         self._release_timers: dict[object, asyncio.TimerHandle] = {}
@@ -112,13 +121,22 @@ class Admission:
         if self.mode == "off" or who in self._holders or who in self._waiting:
             return "queued" if who in self._waiting else "admitted"
         if len(self._holders) < self.capacity and not self._waiting:
-            self._holders.add(who)
+            self._hold(who)
             return "admitted"
+        self._contended_until = self._clock() + self.max_wait_s
         if self.mode == "queue" and can_wait and len(self._waiting) < self.queue_bound:
             self._waiting[who] = asyncio.get_running_loop().create_future()
             return "queued"
         self.refused += 1
         return "refused"
+
+    def _hold(self, who: object) -> None:
+        self._holders.add(who)
+        self._since[who] = self._clock()
+
+    def contended(self) -> bool:
+        """Someone waits for a slot now, or was refused one within the last ``max_wait_s``."""
+        return bool(self._waiting) or self._clock() < self._contended_until
 
     def position(self, who: object) -> int:
         """1-based place in the queue (0: not waiting)."""
@@ -150,6 +168,10 @@ class Admission:
         """``who`` has no work now: release its slot after ``idle_release_s`` unless it speaks again."""
         if who not in self._holders or who in self._release_timers:
             return
+        held_s = self._clock() - self._since.get(who, self._clock())
+        if held_s >= self.max_hold_s and self.contended():
+            self.leave(who)  # its turn is over: the next message queues (or is refused) like anyone's
+            return
         loop = asyncio.get_running_loop()
         self._release_timers[who] = loop.call_later(self.idle_release_s, self.leave, who)
 
@@ -157,6 +179,7 @@ class Admission:
         """``who`` is gone (or idle long enough): free its slot or its place in the queue."""
         self._keep(who)
         self._holders.discard(who)
+        self._since.pop(who, None)
         ticket = self._waiting.pop(who, None)
         if ticket is not None and not ticket.done():
             ticket.cancel()
@@ -172,5 +195,9 @@ class Admission:
             who, ticket = self._waiting.popitem(last=False)
             if ticket.done():
                 continue
-            self._holders.add(who)
+            self._hold(who)
             ticket.set_result(None)
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()

@@ -20,7 +20,6 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
@@ -45,7 +44,7 @@ from streamvoice.protocol import (
 )
 from streamvoice.server import openai_api
 from streamvoice.server.config import ServerConfig
-from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of, unavailable
+from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of, unavailable
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.service import SessionDefaults, SpeechService
 from streamvoice.server.session import BidiSession
@@ -110,7 +109,14 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             *openai_api.ROUTES,
         ],
         lifespan=lifespan,
-        middleware=[Middleware(BodyLimit, max_bytes=config.max_body_bytes)],
+        middleware=[
+            Middleware(
+                BodyLimit,
+                max_bytes=config.max_body_bytes,
+                token=config.auth_token,
+                timeout_s=config.body_timeout_s,
+            )
+        ],
     )
 
 
@@ -145,8 +151,10 @@ async def invocations(request: Request) -> Response:
     service = service_of(request)
     if not authorized(request, service):
         return error_response(UNAUTHORIZED)
-    if (problem := unavailable(service)) is not None:
-        return error_response(problem)
+    try:
+        slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
+    except ProtocolError as exc:
+        return error_response(exc)
     assert service is not None
     try:
         obj = parse_json_object(await request.body(), service.config.limits)
@@ -157,20 +165,18 @@ async def invocations(request: Request) -> Response:
         resolved = service.resolve(
             msg.text, SessionDefaults(), msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate
         )
+        first, pieces = await first_audio(service, resolved, slot)
     except ProtocolError as exc:
+        slot.release()
         service.metrics.count_error(str(exc.code))
         return error_response(exc)
-    listener = object()
-    try:
-        first, pieces = await first_audio(service, resolved, listener)
-    except ProtocolError as exc:
-        service.metrics.count_error(str(exc.code))
-        return error_response(exc)
+    except BaseException:
+        slot.release()
+        raise
     sse = obj.get("stream") == "sse" or "text/event-stream" in request.headers.get("accept", "")
     body = sse_body(resolved, first, pieces) if sse else audio_body(resolved, first, pieces)
     media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
-    release = partial(service.admission.leave, listener)
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=release)
+    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=slot.release)
 
 
 async def bidi(ws: WebSocket) -> None:
@@ -180,15 +186,17 @@ async def bidi(ws: WebSocket) -> None:
     if not authorized(ws, service):
         await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
         return
-    await ws.accept()
-    if (problem := unavailable(service)) is not None or service is None:
-        problem = problem or ProtocolError(ErrorCode.NOT_READY, "not ready")
+    try:
+        slot = reserve(service, "session")  # before the accept's await: the cap holds for simultaneous ones
+    except ProtocolError as problem:
+        await ws.accept()
         await ws.send_text(encode_event(ErrorEvent(str(problem.code), problem.message)))
         await ws.close(CLOSE_CODES.get(ErrorCode(problem.code), 1013), str(problem.code).replace("_", " "))
         return
-    session_id = ws.headers.get("x-amzn-sagemaker-session-id") or uuid.uuid4().hex[:12]
-    service.metrics.active_sessions += 1
+    assert service is not None
     try:
+        await ws.accept()
+        session_id = ws.headers.get("x-amzn-sagemaker-session-id") or uuid.uuid4().hex[:12]
         await BidiSession(ws, service, session_id).run()
     finally:
-        service.metrics.active_sessions -= 1
+        slot.release()

@@ -42,6 +42,7 @@ class ServerConfig:
     admission_queue: int = 8
     admission_wait_s: float = 10.0
     admission_idle_s: float = 2.0
+    admission_max_hold_s: float = 30.0  # while others wait, a slot held this long goes at its next pause
     stream_windows: bool = True  # in-piece streaming (decoder windows); False = whole-piece synthesis
     pipeline: bool = True  # synthesise later messages while earlier ones are sent; False = reference design
     max_message_bytes: int = 64 * 1024
@@ -54,6 +55,7 @@ class ServerConfig:
     # keepalive pings, and a client that reads at playback speed must never fall behind them.
     max_send_ahead_s: float = 8.0
     max_body_bytes: int = 1024 * 1024  # HTTP request bodies (POST /invocations)
+    body_timeout_s: float = 10.0  # a request body must arrive whole within this (no slow-loris buffers)
     ws_ping_interval_s: float = 20.0  # WebSocket keepalive
     ws_ping_timeout_s: float = 20.0
     drain_timeout_s: float = 15.0  # on SIGTERM: how long sessions get to finish before the process exits
@@ -72,6 +74,14 @@ class ServerConfig:
     # Home Assistant's Wyoming protocol from the same process (e.g. tcp://127.0.0.1:10200); None: off.
     # Wyoming has no authentication: bind it to loopback unless the network is trusted.
     wyoming_uri: str | None = None
+    wyoming_max_connections: int = 64  # open Wyoming sockets at once; more are told server_busy and closed
+    # Wyoming has no authentication: with AUTH_TOKEN set, a non-loopback WYOMING_URI is refused unless this
+    # says the network in front of it is trusted.
+    wyoming_allow_unauthenticated: bool = False
+    # A streamed utterance (Wyoming's synthesize-chunk) is capped at this much text, and is spoken as it
+    # stands and ended when no text comes for this long.
+    max_stream_chars: int = 20_000
+    stream_text_timeout_s: float = 30.0
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
 
@@ -106,6 +116,13 @@ class ServerConfig:
                 raise ConfigError(
                     f"STREAMVOICE_WYOMING_URI {self.wyoming_uri!r} must be tcp://HOST:PORT "
                     "(e.g. tcp://127.0.0.1:10200) or unix:///path/to/socket"
+                )
+            remote = uri.scheme == "tcp" and uri.hostname not in ("127.0.0.1", "localhost", "::1")
+            if remote and self.auth_token and not self.wyoming_allow_unauthenticated:
+                raise ConfigError(
+                    f"STREAMVOICE_WYOMING_URI {self.wyoming_uri!r} listens beyond loopback, but Wyoming has no "
+                    "authentication: AUTH_TOKEN would not protect it. Bind it to 127.0.0.1, or set "
+                    "STREAMVOICE_WYOMING_ALLOW_UNAUTHENTICATED=1 if the network in front of it is trusted."
                 )
 
     @property

@@ -33,3 +33,54 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
 def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
     token = service.config.auth_token if service is not None else None
     return bearer_authorized(conn.headers.get("authorization"), token)
+
+
+class Slot:
+    """A caller's room in the server, held from the moment it is asked for until ``release``.
+
+    Counted against ``max_sessions`` when reserved, before any body is parsed or audio made, so callers
+    arriving together cannot all pass the check before any of them is counted (12 simultaneous requests
+    all got 200 with a cap of 4 when streams were counted at their first audio). It is also the key of the
+    listener slot it takes in admission, so one ``release`` gives back both, and releasing twice is safe:
+    every surface calls it in a ``finally`` and again from its stream's close.
+    """
+
+    def __init__(self, service: SpeechService, kind: str) -> None:
+        self.service = service
+        self.kind = kind  # "session" or "stream": which gauge counts it
+        self._held = True
+        self._count(+1)
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def admit(self, can_wait: bool = False) -> None:
+        """A listener slot for this caller, or ``server_busy`` now (the room is kept; release gives it back)."""
+        if self.service.admission.enter(self, can_wait=can_wait) == "refused":
+            raise self.service.admission.busy("no listener slot is free")
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        self._count(-1)
+        self.service.admission.leave(self)
+
+    def _count(self, delta: int) -> None:
+        metrics = self.service.metrics
+        if self.kind == "session":
+            metrics.active_sessions += delta
+        else:
+            metrics.active_streams += delta
+
+
+def reserve(service: SpeechService | None, kind: str = "stream") -> Slot:
+    """Room for new work now, or the reason there is none (``unavailable``), as a ``ProtocolError``.
+
+    The check and the count happen with no ``await`` between them: on one event loop that makes the cap
+    exact however many callers arrive at once."""
+    if (problem := unavailable(service)) is not None:
+        raise problem
+    assert service is not None
+    return Slot(service, kind)

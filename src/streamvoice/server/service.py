@@ -98,6 +98,7 @@ class SpeechService:
             queue_bound=config.admission_queue,
             max_wait_s=config.admission_wait_s,
             idle_release_s=config.admission_idle_s,
+            max_hold_s=config.admission_max_hold_s,
         )
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is

@@ -4,7 +4,6 @@ events with base64 audio for InvokeEndpointWithResponseStream callers; an unread
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -14,11 +13,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from starlette.responses import StreamingResponse
-from starlette.types import Send
 
+from streamvoice.asgi import TimedStreamingResponse
 from streamvoice.audio.output import AudioOutput
 from streamvoice.engine.alignment import as_json
+from streamvoice.server.guards import Slot
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.service import ResolvedRequest, SpeechService
@@ -26,9 +25,9 @@ from streamvoice.server.service import ResolvedRequest, SpeechService
 log = logging.getLogger("streamvoice.server")
 
 
-class TimedStream(StreamingResponse):
-    """A streamed answer that gives up on a client that reads nothing for ``send_timeout_s`` and is counted
-    against the server's session cap while it lasts (an unread stream holds decoded audio like a session)."""
+class TimedStream(TimedStreamingResponse):
+    """A streamed speech answer: gives up on a client that reads nothing for ``send_timeout_s``
+    (``slow_consumer``) and gives its slot back (``on_close``: ``Slot.release``) however it ends."""
 
     def __init__(
         self,
@@ -39,47 +38,37 @@ class TimedStream(StreamingResponse):
         headers: dict[str, str] | None = None,
         on_close: Callable[[], None] | None = None,
     ):
-        super().__init__(body, media_type=media_type, headers=headers)
-        metrics.active_streams += 1  # until stream_response ends, whatever way it ends
-        self._metrics = metrics
-        self._timeout_s = timeout_s
-        self._body = body
-        self._on_close = on_close
-
-    async def stream_response(self, send: Send) -> None:
-        async def timed_send(message: Any) -> None:
-            await asyncio.wait_for(send(message), timeout=self._timeout_s)
-
-        try:
-            await super().stream_response(timed_send)
-        except TimeoutError:
-            log.warning("streamed answer: client stopped reading for %.0f s; closing", self._timeout_s)
-            self._metrics.count_error("slow_consumer")
-        finally:
-            self._metrics.active_streams -= 1
-            await self._body.aclose()
-            if self._on_close is not None:
-                self._on_close()
+        super().__init__(
+            body,
+            media_type,
+            timeout_s,
+            headers=headers,
+            on_close=on_close,
+            on_timeout=lambda: metrics.count_error("slow_consumer"),
+        )
 
 
 Item = NDArray[np.float32] | Words
 
 
 async def first_audio(
-    service: SpeechService, request: ResolvedRequest, listener: object
+    service: SpeechService, request: ResolvedRequest, slot: Slot
 ) -> tuple[Item, AsyncGenerator[Item]]:
     """Take a listener slot (refused at once when none is free: an HTTP caller cannot be told it waits),
     plan the text and wait for its first item before any header is sent, so that what can go wrong early
     (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
-    stream. The caller releases the slot (``service.admission.leave(listener)``) when the answer ends."""
-    if service.admission.enter(listener, can_wait=False) == "refused":
-        raise service.admission.busy("no listener slot is free")
-    pieces = service.audio_pieces(request)
+    stream. The caller releases ``slot`` when the answer ends; here only when this fails."""
+    try:
+        slot.admit(can_wait=False)
+        pieces = service.audio_pieces(request)
+    except BaseException:
+        slot.release()
+        raise
     try:
         return await anext(pieces), pieces
     except BaseException:
         await pieces.aclose()
-        service.admission.leave(listener)
+        slot.release()
         raise
 
 

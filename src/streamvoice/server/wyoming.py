@@ -10,7 +10,15 @@ and admission as the HTTP routes (``streamvoice serve --wyoming-uri tcp://127.0.
   ``synthesize`` inside a stream is ignored.
 - A closed socket cancels the connection's work; bad input gets an ``error`` event with our stable code.
 
-Wyoming has no authentication, so the default URI binds to loopback; expose it only on a trusted network.
+Bounds, as on every other surface: event lengths are read by ``wyoming_wire`` (integers within caps, never
+what the client declares), one-shot text by ``max_text_chars`` and a streamed utterance by
+``max_stream_chars``; a stream whose text stops for ``stream_text_timeout_s`` is spoken as it stands and
+ended; a connection idle for ``idle_timeout_s`` or that reads nothing for ``send_timeout_s`` is closed;
+at most ``wyoming_max_connections`` are open at once; each utterance holds a ``Slot`` (the session cap
+and admission) from its start to its last audio, released however it ends.
+
+Wyoming has no authentication, so the default URI binds to loopback; expose it only on a trusted network
+(with ``AUTH_TOKEN`` set, a non-loopback URI needs ``WYOMING_ALLOW_UNAUTHENTICATED``).
 """
 
 from __future__ import annotations
@@ -18,22 +26,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_write_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from streamvoice import __version__
 from streamvoice.audio.encoders import to_pcm16
-from streamvoice.protocol import ErrorCode, ProtocolError, validate_voice
-from streamvoice.server.guards import unavailable
+from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_voice
+from streamvoice.server.guards import Slot, reserve
 from streamvoice.server.piece_audio import PieceAudio, Words
 from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
+from streamvoice.server.wyoming_wire import WireError, WireLimits, read_event
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.wyoming")
@@ -73,9 +83,11 @@ class Utterance:
     One-shot requests are an utterance fed once and finished.
     """
 
-    def __init__(self, service: SpeechService, template: ResolvedRequest) -> None:
+    def __init__(self, service: SpeechService, template: ResolvedRequest, slot: Slot) -> None:
         self.service = service
         self.template = template
+        self.slot = slot  # released when its audio ends, whatever way
+        self.chars = 0  # text fed so far (a streamed utterance is capped at ``max_stream_chars``)
         self.chunker = IncrementalSentenceChunker(FAST_FIRST)
         self.lane = service.lane()
         self.texts: asyncio.Queue[str | None] = asyncio.Queue()
@@ -86,6 +98,7 @@ class Utterance:
         self._planner.add_done_callback(lambda _: self.ready.put_nowait(None))
 
     def feed(self, text: str) -> None:
+        self.chars += len(text)
         for piece in self.chunker.feed(text):
             self.texts.put_nowait(piece)
 
@@ -108,25 +121,105 @@ class Utterance:
         self._planner.cancel()
         for piece in self.submitted:
             piece.cancel()
+        self.slot.release()
 
 
 class Refused:
-    """A stream whose start was refused: its chunks are dropped, its stop still answered."""
+    """A stream whose start was refused (or that was ended early): its chunks are dropped, its stop still
+    answered."""
 
 
 class SpeechHandler(AsyncEventHandler):
     """One Wyoming connection. Events are read in order; audio is written by a task per utterance, so a
     closed socket is noticed (and the work cancelled) even while audio is being made."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, service: SpeechService):
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        service: SpeechService,
+        refuse: ProtocolError | None = None,
+        on_close: Callable[[], None] | None = None,
+    ):
         super().__init__(reader, writer)
         self.service = service
         self.rate = service.engine.sample_rate
+        self._refuse = refuse  # the connection is over the cap: told so and closed
+        self._on_close = on_close
         # Between synthesize-start and synthesize-stop: the utterance, or REFUSED when the start failed
         # (its error is sent; the chunks that follow are dropped and the stop still gets its answer).
         self._stream: Utterance | Refused | None = None
+        self._stream_timer: asyncio.TimerHandle | None = None
         self._speaking: asyncio.Task[None] | None = None
         self._utterances: set[Utterance] = set()
+        config = service.config
+        self._wire = WireLimits(max_data_bytes=config.max_message_bytes)
+
+    async def run(self) -> None:
+        """Events until the client leaves, idles out, sends what cannot be framed, or stops reading."""
+        try:
+            if self._refuse is not None:
+                await self._error(self._refuse.code, self._refuse.message)
+                return
+            while True:
+                try:
+                    async with asyncio.timeout(self.service.config.idle_timeout_s):
+                        event = await read_event(self.reader, self._wire)
+                except TimeoutError:
+                    await self._error(
+                        ErrorCode.IDLE_TIMEOUT, "no event for a while; the connection is closed"
+                    )
+                    return
+                except WireError as exc:
+                    await self._error(exc.code, exc.message)
+                    if exc.fatal:
+                        await self._linger()
+                        return
+                    continue
+                if event is None:
+                    return
+                try:
+                    await self.handle_event(event)
+                except ProtocolError as exc:
+                    await self._error(exc.code, exc.message)
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    await self._error(
+                        ErrorCode.INVALID_MESSAGE,
+                        f"{event.type[:40]!r} event has fields of the wrong shape (see the Wyoming spec)",
+                    )
+        except (ConnectionError, OSError):
+            pass  # the client left, or stopped reading (``write_event``)
+        finally:
+            await self.disconnect()
+            self.writer.close()
+            if self._on_close is not None:
+                self._on_close()
+
+    async def _linger(self, max_bytes: int = 16 << 20, max_s: float = 1.0) -> None:
+        """Before closing on a stream that cannot be framed: stop writing and discard what the client is
+        still sending, within bounds, so the error just sent is not lost to a reset (closing a socket with
+        unread bytes resets it, and the peer may drop what it had not read yet)."""
+        with contextlib.suppress(OSError, RuntimeError, TimeoutError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            async with asyncio.timeout(max_s):
+                discarded = 0
+                while discarded < max_bytes and (chunk := await self.reader.read(65536)):
+                    discarded += len(chunk)
+
+    async def write_event(self, event: Event) -> None:
+        """Every write is bounded: a client that reads nothing for ``send_timeout_s`` is disconnected (it
+        kept its stream, and the audio it held, for 65 s and more)."""
+        try:
+            async with asyncio.timeout(self.service.config.send_timeout_s):
+                await async_write_event(event, self.writer)
+        except TimeoutError:
+            self.service.metrics.count_error("slow_consumer")
+            log.warning(
+                "wyoming: client stopped reading for %.0f s; closing", self.service.config.send_timeout_s
+            )
+            self.writer.transport.abort()
+            raise ConnectionResetError("the client stopped reading") from None
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
@@ -135,15 +228,16 @@ class SpeechHandler(AsyncEventHandler):
             start = SynthesizeStart.from_event(event)
             await self._begin(start.voice, streaming=True)
         elif SynthesizeChunk.is_type(event.type):
+            text = SynthesizeChunk.from_event(event).text
             if self._stream is None:
                 await self._error(ErrorCode.INVALID_MESSAGE, "synthesize-chunk before synthesize-start")
             elif isinstance(self._stream, Utterance):
-                self._stream.feed(SynthesizeChunk.from_event(event).text)
+                await self._feed(self._stream, text)
         elif SynthesizeStop.is_type(event.type):
             if self._stream is None:
                 await self._error(ErrorCode.INVALID_MESSAGE, "synthesize-stop without synthesize-start")
             elif isinstance(self._stream, Utterance):
-                self._stream.finish()  # synthesize-stopped follows the utterance's last audio
+                self._end_stream()  # synthesize-stopped follows the utterance's last audio
             else:
                 await self.write_event(SynthesizeStopped().event())
             self._stream = None
@@ -151,11 +245,9 @@ class SpeechHandler(AsyncEventHandler):
             if self._stream is not None:
                 return True  # Home Assistant repeats the streamed text as one synthesize: already spoken
             one = Synthesize.from_event(event)
-            if not any(ch.isalnum() for ch in one.text):
-                await self._error(
-                    ErrorCode.EMPTY_TEXT, "the text has nothing speakable (no letters or digits)"
-                )
-                return True
+            if not isinstance(one.text, str):
+                raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string')
+            check_text(one.text, self.service.config.limits)
             utterance = await self._begin(one.voice, streaming=False)
             if utterance is not None:
                 utterance.feed(one.text)
@@ -164,33 +256,79 @@ class SpeechHandler(AsyncEventHandler):
             log.debug("ignoring wyoming event %s", event.type)
         return True
 
+    async def _feed(self, utterance: Utterance, text: Any) -> None:
+        """One streamed chunk: checked, capped, fed; the stream's quiet timer starts again."""
+        if not isinstance(text, str):
+            raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string')
+        cap = self.service.config.max_stream_chars
+        check_text(text, self.service.config.limits, speakable=False)
+        if utterance.chars + len(text) > cap:
+            # What fits is spoken; the rest of this stream is refused once, and its stop still answered.
+            self._end_stream()
+            self._stream = Refused()
+            raise ProtocolError(
+                ErrorCode.TEXT_TOO_LONG,
+                f"this streamed utterance passed {cap} characters; what came before is spoken, the rest "
+                "is dropped. Start a new synthesize-start for more.",
+            )
+        utterance.feed(text)
+        self._arm_stream_timer()
+
+    def _arm_stream_timer(self) -> None:
+        if self._stream_timer is not None:
+            self._stream_timer.cancel()
+        timeout = self.service.config.stream_text_timeout_s
+        self._stream_timer = asyncio.get_running_loop().call_later(timeout, self._stream_went_quiet)
+
+    def _stream_went_quiet(self) -> None:
+        """No text for ``stream_text_timeout_s``: speak what came and end the stream, so a client that sent
+        synthesize-start and nothing more does not hold its slot (four such sockets filled the server)."""
+        if not isinstance(self._stream, Utterance):
+            return
+        self._end_stream()
+        self._stream = Refused()
+        timeout = self.service.config.stream_text_timeout_s
+        message = f"no synthesize-chunk for {timeout:g} s: the stream was spoken as it stood and ended"
+        task = asyncio.ensure_future(self._error(ErrorCode.IDLE_TIMEOUT, message))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a closed socket: nothing to tell
+
+    def _end_stream(self) -> None:
+        if self._stream_timer is not None:
+            self._stream_timer.cancel()
+            self._stream_timer = None
+        if isinstance(self._stream, Utterance):
+            self._stream.finish()
+
     async def _begin(self, voice: Any, streaming: bool) -> Utterance | None:
         if self._speaking is not None and not self._speaking.done():
             await self._speaking  # one utterance at a time, in order, as Wyoming clients expect
+        slot: Slot | None = None
         try:
-            if (problem := unavailable(self.service)) is not None:
-                raise problem
-            if self.service.admission.enter(self, can_wait=False) == "refused":
-                raise self.service.admission.busy("no listener slot is free")
+            slot = reserve(self.service)  # the session cap and admission, released with the utterance
+            slot.admit(can_wait=False)
             name = validate_voice(voice.name) if voice is not None and voice.name else None
             lang = voice.language if voice is not None and voice.language else None
+            if lang is not None and not isinstance(lang, str):
+                raise ProtocolError(ErrorCode.INVALID_FIELD, '"voice.language" must be a string')
             template = self.service.resolve(" ", SessionDefaults(), name, None, "pcm", lang)
         except ProtocolError as exc:
+            if slot is not None:
+                slot.release()  # an unknown voice leaked its listener slot before
             await self._error(exc.code, exc.message)
             if streaming:
                 self._stream = Refused()
             return None
-        utterance = Utterance(self.service, template)
+        utterance = Utterance(self.service, template, slot)
         self._utterances.add(utterance)
         if streaming:
             self._stream = utterance
+            self._arm_stream_timer()
         self._speaking = asyncio.create_task(self._speak(utterance, streaming))
         return utterance
 
     async def _speak(self, utterance: Utterance, streaming: bool) -> None:
         """Write the utterance's audio as it is decoded: per piece while streaming, as one otherwise."""
         metrics = self.service.metrics
-        metrics.active_streams += 1
         started = False
         try:
             while (piece := await utterance.ready.get()) is not None:
@@ -220,9 +358,8 @@ class SpeechHandler(AsyncEventHandler):
             utterance.cancel()
             return
         finally:
-            metrics.active_streams -= 1
             self._utterances.discard(utterance)
-            self.service.admission.idle(self)  # the slot goes unless the next utterance comes
+            utterance.slot.release()
         if started:
             await self.write_event(AudioStop().event())
         if streaming:
@@ -234,7 +371,8 @@ class SpeechHandler(AsyncEventHandler):
 
     async def disconnect(self) -> None:
         """The client left (Home Assistant cancels this way): nothing more is decoded for it."""
-        self.service.admission.leave(self)
+        if self._stream_timer is not None:
+            self._stream_timer.cancel()
         for utterance in list(self._utterances):
             utterance.cancel()
         if self._speaking is not None:
@@ -248,11 +386,41 @@ class WyomingServer:
         self.uri = uri
         self.service = service
         self._server = AsyncServer.from_uri(uri)
+        self.max_connections = connection_cap(service.config.wyoming_max_connections)
+        self.connections = 0
+
+    def _handler(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> SpeechHandler:
+        """Over the cap, the connection is told ``server_busy`` and closed at once: idle sockets never pile
+        up to the descriptor limit (1,100 of them made HTTP time out and wrote 118 MB of EMFILE lines)."""
+        refuse = None
+        if self.connections >= self.max_connections:
+            refuse = ProtocolError(
+                ErrorCode.SERVER_BUSY,
+                f"this server holds {self.max_connections} Wyoming connections; close one or retry later",
+            )
+        self.connections += 1
+        return SpeechHandler(reader, writer, self.service, refuse, on_close=self._closed)
+
+    def _closed(self) -> None:
+        self.connections -= 1
 
     async def start(self) -> None:
         # start(), not run(): run() would take over SIGTERM, which belongs to the HTTP server's drain.
-        await self._server.start(lambda r, w: SpeechHandler(r, w, self.service))
-        log.info("wyoming: listening on %s", self.uri)
+        await self._server.start(self._handler)
+        log.info("wyoming: listening on %s (at most %d connections)", self.uri, self.max_connections)
 
     async def stop(self) -> None:
         await self._server.stop()
+
+
+def connection_cap(configured: int) -> int:
+    """The configured cap, kept well under the process's descriptor limit (HTTP needs its share)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, ValueError, OSError):
+        return configured
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return configured
+    return max(1, min(configured, soft // 4))
