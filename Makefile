@@ -15,7 +15,7 @@ $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e '.[agent,infra,dev]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[agent,infra,dev,languages]'
 	touch $@
 
 install: $(BIN)/.installed

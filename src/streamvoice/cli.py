@@ -89,19 +89,22 @@ def _fix_wav_sizes(path: Path) -> None:
 def cmd_voices(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from streamvoice.engine.g2p import packs
     from streamvoice.engine.voices import describe
     from streamvoice.model_files import resolve_model_files
 
     files = resolve_model_files(args.model_dir)
-    with np.load(files.voices) as packs:
-        names = sorted(packs.files)
+    with np.load(files.voices) as npz:
+        names = sorted(npz.files)
     rows = [describe(n) for n in names]
     if args.json:
-        print(json.dumps([r.__dict__ for r in rows], indent=2))
+        print(json.dumps([{**r.__dict__, "installed": packs.installed(r.lang)} for r in rows], indent=2))
         return 0
-    print(f"{'voice':16} {'lang':6} {'language':22} gender")
+    print(f"{'voice':16} {'lang':6} {'language':22} {'gender':7} installed")
     for r in rows:
-        print(f"{r.name:16} {r.lang:6} {r.language:22} {r.gender}")
+        pack = packs.PACK_OF_LANG.get(r.lang)
+        where = "yes" if packs.installed(r.lang) else f"no: pip install 'streamvoice[{pack}]'"
+        print(f"{r.name:16} {r.lang:6} {r.language:22} {r.gender:7} {where}")
     print(f"\n{len(rows)} voices. Blend them with weights, e.g. --voice 'af_heart*0.7+am_michael*0.3'")
     return 0
 

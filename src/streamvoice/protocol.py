@@ -40,6 +40,7 @@ class ErrorCode(StrEnum):
     MESSAGE_TOO_LARGE = "message_too_large"
     INVALID_FIELD = "invalid_field"
     UNKNOWN_VOICE = "unknown_voice"
+    LANGUAGE_UNAVAILABLE = "language_unavailable"  # the voice's language pack is not installed
     INVALID_SPEED = "invalid_speed"
     UNSUPPORTED_FORMAT = "unsupported_format"
     QUEUE_FULL = "queue_full"

@@ -57,10 +57,14 @@ class Transcriber:
         folder = assemble_whisper_base(cache_dir or Path.home() / ".cache" / "streamvoice" / "whisper-base")
         return cls(WhisperModel(str(folder), device="cpu", compute_type="int8", cpu_threads=2))
 
-    def transcribe(self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE) -> str:
-        """faster-whisper assumes 16 kHz for arrays: hand it 24 kHz and it hears slowed-down speech."""
+    def transcribe(
+        self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE, language: str = "en"
+    ) -> str:
+        """faster-whisper assumes 16 kHz for arrays: hand it 24 kHz and it hears slowed-down speech.
+        ``language`` is forced (Whisper's own codes: en, ja, zh, es, fr, hi, it, pt): guessing it from a
+        few words of speech is a test of Whisper, not of the voice."""
         segments, _ = self.model.transcribe(
-            resample(audio, sample_rate), language="en", beam_size=1, vad_filter=False
+            resample(audio, sample_rate), language=language, beam_size=1, vad_filter=False
         )
         return " ".join(s.text.strip() for s in segments).strip()
 

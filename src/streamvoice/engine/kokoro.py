@@ -21,8 +21,9 @@ import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import WordTime
+from streamvoice.engine.g2p import G2P
+from streamvoice.engine.g2p.packs import require as require_language_pack
 from streamvoice.engine.norm_stats import NormStats
-from streamvoice.engine.phonemes import Phonemizer
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
@@ -65,6 +66,7 @@ class EngineOptions:
     )
     window_plan: WindowPlan = field(default_factory=WindowPlan)
     cold_window_plan: WindowPlan = COLD_PLAN  # a voice's first piece, before its statistics are known
+    english_g2p: str = "misaki"  # or "espeak" (see ``engine.g2p``)
 
 
 def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
@@ -120,7 +122,8 @@ class KokoroEngine:
                 k: packs[k].astype(np.float32) for k in packs.files
             }
         self.voice_names = frozenset(self._packs)
-        self.planner = Planner(Phonemizer(SUPPORTED_LANGS))
+        self.g2p = G2P(SUPPORTED_LANGS, english=options.english_g2p)
+        self.planner = Planner(self.g2p)
         self._style_cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._style_lock = threading.Lock()
         self.memory = VoiceMemory(self.voice_names)
@@ -158,11 +161,13 @@ class KokoroEngine:
 
     @staticmethod
     def resolve_lang(voice: VoiceSpec, lang: str | None) -> str:
-        if lang is None:
-            return default_lang(voice)
-        if lang not in SUPPORTED_LANGS:
-            raise EngineError(f"unsupported lang {lang!r}; use one of {', '.join(SUPPORTED_LANGS)}")
-        return lang
+        """The language to read the text in (the voice's own unless asked), or ``EngineError``; a language
+        whose pack is not installed raises ``LanguagePackMissing``, so it is refused, never mumbled."""
+        resolved = default_lang(voice) if lang is None else lang
+        if resolved not in SUPPORTED_LANGS:
+            raise EngineError(f"unsupported lang {resolved!r}; use one of {', '.join(SUPPORTED_LANGS)}")
+        require_language_pack(resolved)
+        return resolved
 
     # -- inference ------------------------------------------------------------------------------------
     @property
@@ -222,6 +227,8 @@ class KokoroEngine:
             return None
         spec = self.parse_voice(name)
         lang = default_lang(spec)
+        if not self.g2p.installed(lang):  # statistics of the voice, not the text: any language measures it
+            lang = "en-us"
         speech: NormStats | None = None
         silence: NormStats | None = None
         for piece in self.planner.plan(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang)[
@@ -410,6 +417,9 @@ class KokoroEngine:
         Health means audio, not a socket: an engine that produces silence fails here. A stock voice whose
         decoder statistics are not known yet is calibrated first (see ``calibrate``).
         """
+        for lang in SUPPORTED_LANGS:  # each installed language's G2P loads now, not on a caller's time
+            if self.g2p.installed(lang):
+                self.g2p.phonemize(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang)
         seconds = 0.0
         for voice in voices:
             spec = self.parse_voice(voice)
@@ -432,7 +442,7 @@ CALIBRATION_TEXT = {
     "fr-fr": "Merci de votre appel. Je peux vous aider avec votre commande, votre compte ou autre chose.",
     "hi": "कॉल करने के लिए धन्यवाद। मैं आज आपके ऑर्डर या खाते में आपकी मदद कर सकता हूँ।",
     "it": "Grazie per aver chiamato. Posso aiutarla con il suo ordine, il suo conto o altro oggi.",
-    "ja": "おでんわ ありがとうございます。きょうは なにを おてつだい できますか。",  # kana: espeak-ng spells kanji
+    "ja": "おでんわ ありがとうございます。きょうは なにを おてつだい できますか。",  # kana, as first measured
     "pt-br": "Obrigado por ligar. Posso ajudar com o seu pedido, a sua conta ou qualquer outra coisa hoje.",
     "cmn": "感谢您的来电。今天我可以帮您处理订单。",
 }

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streamvoice.engine.alignment import WordSpan, split_spans, voiced_range, word_spans
-from streamvoice.engine.phonemes import Phonemizer
+from streamvoice.engine.g2p import G2P
 from streamvoice.text.chunker import ChunkPolicy, chunk_paragraphs
 
 SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
@@ -54,7 +54,7 @@ def pause_after(text: str, paragraph_end: bool = False) -> Pause:
 
 
 class Planner:
-    def __init__(self, phonemizer: Phonemizer) -> None:
+    def __init__(self, phonemizer: G2P) -> None:
         self.phonemizer = phonemizer
 
     def plan(self, text: str, lang: str, policy: ChunkPolicy = MESSAGE_POLICY) -> list[Piece]:

@@ -30,6 +30,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from streamvoice.asgi import error_response
+from streamvoice.engine.g2p.packs import NEEDS as LANGUAGE_PACKS
+from streamvoice.engine.g2p.packs import status as pack_status
 from streamvoice.engine.voices import LANGUAGES
 from streamvoice.protocol import (
     DEFAULT_VOICE,
@@ -320,11 +322,24 @@ async def voices(request: Request) -> Response:
         return error_response(UNAUTHORIZED, headers)
     if service is None:
         return error_response(ProtocolError(ErrorCode.NOT_READY, "the server is starting"), headers)
+    g2p = service.engine.g2p
     listed = [
-        {"id": v.name, "name": v.name, "language": v.lang, "gender": v.gender}
+        {
+            "id": v.name,
+            "name": v.name,
+            "language": v.lang,
+            "language_name": v.language,
+            "gender": v.gender,
+            "installed": g2p.installed(v.lang),
+        }
         for v in service.engine.voices()
     ]
-    return JSONResponse({"voices": listed, "openai_aliases": OPENAI_VOICES}, headers=headers)
+    language_packs = [
+        {"pack": s.pack, "installed": s.installed, "install": f"pip install 'streamvoice[{s.pack}]'"}
+        for s in (pack_status(p) for p in LANGUAGE_PACKS)
+    ]
+    body = {"voices": listed, "language_packs": language_packs, "openai_aliases": OPENAI_VOICES}
+    return JSONResponse(body, headers=headers)
 
 
 async def models(request: Request) -> Response:

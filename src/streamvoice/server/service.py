@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import shift
+from streamvoice.engine.g2p import LanguagePackMissing
 from streamvoice.engine.kokoro import EngineError, KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
 from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
@@ -191,6 +192,8 @@ class SpeechService:
             resolved_lang = self.engine.resolve_lang(spec, lang or defaults.lang)
         except EngineError as exc:
             raise ProtocolError(ErrorCode.INVALID_FIELD, str(exc), msg_id) from None
+        except LanguagePackMissing as exc:
+            raise ProtocolError(ErrorCode.LANGUAGE_UNAVAILABLE, str(exc), msg_id) from None
         fmt = fmt or defaults.format
         rate = output_rate(fmt, sample_rate or defaults.sample_rate)
         check_rate_for_format(fmt, rate, msg_id)

@@ -58,7 +58,7 @@ def info(service: SpeechService) -> Info:
         TtsVoice(
             name=v.name,
             attribution=KOKORO,
-            installed=True,
+            installed=service.engine.g2p.installed(v.lang),
             description=f"{v.language}, {v.gender}",
             version=None,
             languages=[v.lang],

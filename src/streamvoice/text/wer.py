@@ -29,7 +29,24 @@ def words(text: str) -> list[str]:
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:
-    ref, hyp = words(reference), words(hypothesis)
+    return _edit_rate(words(reference), words(hypothesis))
+
+
+def characters(text: str) -> list[str]:
+    """Letters and digits only, case folded: scripts without spaces (Japanese, Chinese) are compared by
+    character, and punctuation or spacing Whisper adds or drops is not an error."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [ch for ch in folded if ch.isalnum()]
+
+
+def character_error_rate(reference: str, hypothesis: str) -> float:
+    """Edits per reference character (more errors than characters reads above 1)."""
+    return _edit_rate(characters(reference), characters(hypothesis))
+
+
+def _edit_rate(ref: list[str], hyp: list[str]) -> float:
     if not ref:
         return 0.0 if not hyp else 1.0
     prev = list(range(len(hyp) + 1))
