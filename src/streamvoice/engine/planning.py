@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from streamvoice.engine.alignment import WordSpan, split_spans, voiced_range, word_spans
+from streamvoice.engine.alignment import WordSpan, split_spans, text_words, voiced_range, word_spans
 from streamvoice.engine.g2p import G2P
 from streamvoice.text.chunker import ChunkPolicy, chunk_paragraphs
+from streamvoice.text.normalize import Token, normalize, spoken_text
 
 SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
 # How a message is cut into model calls: a first piece that ends at the first sentence (fast first
@@ -66,28 +67,50 @@ class Planner:
         ]
 
     def plan_chunk(self, chunk: str, lang: str, paragraph_end: bool = False) -> list[Piece]:
-        """One chunk of text to model calls: the unit a server plans at a time, so it can stop between."""
-        phonemes = self.phonemizer.phonemize(chunk, lang)
-        spans = word_spans(chunk, phonemes, lambda word: self.phonemizer.phonemize(word, lang))
+        """One chunk of text to model calls: the unit a server plans at a time, so it can stop between.
+
+        The chunk is normalised first (``text.normalize``: "$12.50" is read "twelve dollars fifty cents"),
+        and the word spans found on what is said are put back on the caller's words."""
+        tokens = normalize(chunk, lang)
+        spoken = spoken_text(tokens)
+        phonemes = self.phonemizer.phonemize(spoken, lang)
+        said = word_spans(spoken, phonemes, lambda word: self.phonemizer.phonemize(word, lang))
+        spans = on_original_words(tokens, said)
         parts = split_phonemes(phonemes, SAFE_MAX_TOKENS)
         pieces: list[Piece] = []
         for i, (start, end) in enumerate(parts):
             part = phonemes[start:end]
-            tokens = self.phonemizer.tokenize(part)
-            if not tokens:
+            ids = self.phonemizer.tokenize(part)
+            if not ids:
                 continue
             last = i == len(parts) - 1
             pieces.append(
                 Piece(
                     text=chunk,
                     phonemes=part,
-                    tokens=tuple(tokens),
+                    tokens=tuple(ids),
                     # one token per phoneme character, or the character indices would not be token indices
-                    words=split_spans(spans, start, end) if len(tokens) == len(part) else (),
+                    words=split_spans(spans, start, end) if len(ids) == len(part) else (),
                     pause=pause_after(chunk, paragraph_end) if last else pause_after(part),
                 )
             )
         return pieces
+
+
+def on_original_words(tokens: list[Token], said: tuple[WordSpan, ...]) -> tuple[WordSpan, ...]:
+    """Spans of the spoken words, grouped back into the caller's words: "$12.50" gets the span from
+    "twelve" to "cents". Where the counts do not line up (a span covering several words), the spoken
+    spans are kept as they are: coarser or differently named, never wrong."""
+    counts = [len(text_words(t.spoken)) for t in tokens]
+    if sum(counts) != len(said) or all(t.original == t.spoken for t in tokens):
+        return said
+    out: list[WordSpan] = []
+    k = 0
+    for token, n in zip(tokens, counts, strict=True):
+        if n:
+            out.append(WordSpan(token.original, said[k].first, said[k + n - 1].last))
+            k += n
+    return tuple(out)
 
 
 def split_phonemes(phonemes: str, max_tokens: int) -> list[tuple[int, int]]:
