@@ -179,3 +179,18 @@ def test_any_fragmentation_gives_the_same_pieces_and_loses_nothing(
     normalised = normalize_text(text, clean=policy.clean_markdown)
     # nothing lost, nothing duplicated, same order (whitespace aside: CJK pieces join without spaces)
     assert "".join(streamed).replace(" ", "") == normalised.replace(" ", "")
+
+
+def test_cjk_and_hindi_marks_cut_pieces_however_the_text_arrives() -> None:
+    from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker, estimate_tokens
+
+    text = "今天天气很好，我们去公园散步吧。然后一起吃晚饭，好不好？我很高兴。"
+    whole = chunk_text(text, FAST_FIRST)
+    assert whole[0] == "今天天气很好，" and whole[1] == "我们去公园散步吧。"  # a clause mark cuts the first
+    chunker = IncrementalSentenceChunker(FAST_FIRST)
+    streamed = [p for ch in text for p in chunker.feed(ch)] + chunker.flush()
+    assert streamed == whole
+    hindi = chunk_text("नमस्ते, आप कैसे हैं? आज मौसम बहुत अच्छा है। मैं बाज़ार जा रहा हूँ।")
+    assert hindi == ["नमस्ते, आप कैसे हैं?", "आज मौसम बहुत अच्छा है।", "मैं बाज़ार जा रहा हूँ।"]
+    assert estimate_tokens("漢" * 200) >= 300  # 200 kanji are a long piece, not a short one
+    assert all(estimate_tokens(p) <= 300 for p in chunk_text("漢字。" * 400))

@@ -21,7 +21,7 @@ MESSAGE_POLICY = ChunkPolicy(min_tokens=(1, 100), max_tokens=250, clean_markdown
 
 
 Pause = Literal["none", "clause", "sentence", "paragraph"]
-SENTENCE_ENDS = ".!?…。！？"
+SENTENCE_ENDS = ".!?…。！？।॥"
 CLAUSE_ENDS = ",;:—–-，、；："
 CLOSERS = "\"')]}»”’*_"
 

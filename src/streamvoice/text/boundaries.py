@@ -22,9 +22,11 @@ TITLES = frozenset(
 )
 
 STOPS = ".!?"
-CJK_STOPS = "。！？"
+# Sentence ends that need no space after them: CJK full stops and the Devanagari danda (Hindi).
+CJK_STOPS = "。！？।॥"
 CLOSERS = "\"')]}»”’*_"
 CLAUSE_MARKS = ",;:—–"
+CJK_CLAUSE_MARKS = "，、；："  # a clause break in CJK text, with no space after it
 
 
 def _word_before(text: str, end: int) -> str:
@@ -118,7 +120,7 @@ def _decide_cut(text: str, stop: int, run: str, nxt: str) -> bool:
     return not nxt.islower()
 
 
-_CLAUSE_RE = re.compile(r"[,;:—–](?=\s)|\s[—–-]\s")
+_CLAUSE_RE = re.compile(r"[,;:—–](?=\s)|\s[—–-]\s|[，、；：](?=.)")
 
 
 def clause_cuts(text: str) -> list[int]:
