@@ -194,3 +194,23 @@ def test_cjk_and_hindi_marks_cut_pieces_however_the_text_arrives() -> None:
     assert hindi == ["नमस्ते, आप कैसे हैं?", "आज मौसम बहुत अच्छा है।", "मैं बाज़ार जा रहा हूँ।"]
     assert estimate_tokens("漢" * 200) >= 300  # 200 kanji are a long piece, not a short one
     assert all(estimate_tokens(p) <= 300 for p in chunk_text("漢字。" * 400))
+
+
+def test_quiet_releases_a_finished_sentence_and_nothing_else() -> None:
+    from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
+
+    def fed_then_quiet(text: str) -> tuple[list[str], list[str]]:
+        chunker = IncrementalSentenceChunker(FAST_FIRST)
+        fed = [p for word in text.split(" ") for p in chunker.feed(word + " ")]
+        return fed, chunker.quiet()
+
+    reply = "I can book a table for four people at seven thirty this evening."
+    assert fed_then_quiet(reply) == ([], [reply])  # before: nothing until the stream ended
+    assert fed_then_quiet("Is that all?")[1] == ["Is that all?"]
+    assert fed_then_quiet("Short.")[1] == ["Short."]  # however short: it is all there is for now
+    for unfinished in ("Please call Dr.", "It costs 3.", "Ask for J.", "The table for four people at"):
+        assert fed_then_quiet(unfinished)[1] == [], unfinished
+    chunker = IncrementalSentenceChunker(FAST_FIRST)
+    chunker.feed("Sure. ")
+    assert chunker.quiet() == ["Sure."]
+    assert chunker.feed("Anything else? ") + chunker.flush() == ["Anything else?"]  # nothing said twice

@@ -106,3 +106,21 @@ async def test_interrupting_one_stream_leaves_the_other_whole(
     await kept.aclose()
     await plugin.aclose()
     assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
+
+
+@pytest.mark.slow
+async def test_a_pushed_sentence_that_stops_is_spoken_before_end_input(speech_server: RunningServer) -> None:
+    plugin = TTS(base_url=speech_server.url, voice="af_heart")
+    stream = plugin.stream(conn_options=NO_RETRY)
+    reader = asyncio.create_task(collect(stream))
+    for token in tokens("I can book a table for four people at seven thirty this evening."):
+        stream.push_text(token)
+        await asyncio.sleep(0.12)
+    await asyncio.sleep(3.0)  # the LLM has stopped writing but has not said so
+    end_input_at = time.monotonic()
+    stream.end_input()
+    audio, _, first = await reader
+    await stream.aclose()
+    await plugin.aclose()
+    assert first is not None and first < end_input_at - 1.5, "spoken after the quiet, not at end_input"
+    assert audio.size > 24_000

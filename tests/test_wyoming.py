@@ -161,3 +161,25 @@ def test_wyoming_uri_is_checked_at_start() -> None:
     with pytest.raises(ConfigError, match="tcp://HOST:PORT"):
         ServerConfig(wyoming_uri="tcp://localhost")
     assert ServerConfig(wyoming_uri="tcp://127.0.0.1:10200").wyoming_uri
+
+
+async def test_a_streamed_sentence_that_stops_is_spoken_without_the_stop(
+    wyoming_server: tuple[RunningServer, int],
+) -> None:
+    """Home Assistant's order, one chunk per word 120 ms apart, then no more text: the sentence is spoken
+    once the text has been quiet for STREAM_QUIET_CUT_MS (before: no audio in 20 s, until the stop)."""
+    reply = "I can book a table for four people at seven thirty this evening."
+    async with AsyncTcpClient("127.0.0.1", wyoming_server[1]) as client:
+        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="af_heart")).event())
+        for word in reply.split(" "):
+            await client.write_event(SynthesizeChunk(text=word + " ").event())
+            await asyncio.sleep(0.12)
+        last_text = time.monotonic() - 0.12
+        async with asyncio.timeout(10):
+            while (event := await client.read_event()) is not None and not AudioChunk.is_type(event.type):
+                pass
+        first_audio = time.monotonic()
+        await client.write_event(SynthesizeStop().event())
+        rest = await read_until(client, "synthesize-stopped", timeout=60)
+    assert first_audio - last_text < 1.2, first_audio - last_text  # the bench holds it to 0.6 s
+    assert SynthesizeStopped.is_type(rest[-1][1].type)

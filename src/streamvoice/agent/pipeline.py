@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from streamvoice.agent.llm import LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
+from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.client.transports import TransportClosed
 from streamvoice.protocol import SAMPLE_RATE, ErrorCode, ProtocolError
 from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
@@ -189,7 +190,12 @@ class _Turn:
         produced = asyncio.Event()
 
         async def produce() -> None:
-            async for delta in self.p.source.stream(self.prompt):
+            async for delta in with_quiet(self.p.source.stream(self.prompt)):
+                if delta is QUIET:  # the model paused after a finished sentence: speak it now
+                    for piece in chunker.quiet():
+                        await self._send(client, piece)
+                    continue
+                assert isinstance(delta, str)
                 self.text.append(delta)
                 self.emit("text_delta", text=delta)
                 for piece in chunker.feed(delta):

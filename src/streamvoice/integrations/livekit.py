@@ -32,6 +32,7 @@ from livekit.agents import (
 from livekit.agents.types import TimedString
 
 from streamvoice.client import AudioChunk, SpeechClient
+from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.protocol import SAMPLE_RATE
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 
@@ -179,11 +180,13 @@ class SynthesizeStream(tts.SynthesizeStream):
                 self._mark_started()
                 state.pending.add(await client.synthesize(piece, **options))
 
-        async for data in self._input_ch:
-            if isinstance(data, self._FlushSentinel):
+        async for data in with_quiet(self._input_ch):
+            if data is QUIET:  # the LLM stopped after a finished sentence: say it now
+                await send(chunker.quiet())
+            elif isinstance(data, self._FlushSentinel):
                 await send(chunker.flush())
             else:
-                await send(chunker.feed(data))
+                await send(chunker.feed(data))  # type: ignore[arg-type]
         await send(chunker.flush())
         state.input_done = True
         state.check_done()

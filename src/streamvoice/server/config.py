@@ -82,6 +82,9 @@ class ServerConfig:
     # stands and ended when no text comes for this long.
     max_stream_chars: int = 20_000
     stream_text_timeout_s: float = 30.0
+    # A streamed sentence whose text stops after its final stop is spoken after this much quiet instead
+    # of waiting for a next character that may never come (0: wait for the next character or the end).
+    stream_quiet_cut_ms: int = 200
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
 

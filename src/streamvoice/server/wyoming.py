@@ -94,15 +94,29 @@ class Utterance:
         self.ready: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
         self.submitted: list[PieceAudio] = []
         self.spoken = 0  # pieces with something speakable
+        self._quiet_s = service.config.stream_quiet_cut_ms / 1000
+        self._quiet: asyncio.TimerHandle | None = None
         self._planner = asyncio.create_task(self._plan())
         self._planner.add_done_callback(lambda _: self.ready.put_nowait(None))
 
-    def feed(self, text: str) -> None:
+    def feed(self, text: str, streaming: bool = False) -> None:
         self.chars += len(text)
         for piece in self.chunker.feed(text):
             self.texts.put_nowait(piece)
+        if streaming and self._quiet_s > 0:  # a sentence that ends here is spoken if nothing follows soon
+            if self._quiet is not None:
+                self._quiet.cancel()
+            self._quiet = asyncio.get_running_loop().call_later(self._quiet_s, self._went_quiet)
+
+    def _went_quiet(self) -> None:
+        self._quiet = None
+        for piece in self.chunker.quiet():
+            self.texts.put_nowait(piece)
 
     def finish(self) -> None:
+        if self._quiet is not None:
+            self._quiet.cancel()
+            self._quiet = None
         for piece in self.chunker.flush():
             self.texts.put_nowait(piece)
         self.texts.put_nowait(None)
@@ -118,6 +132,8 @@ class Utterance:
             self.spoken += len(self.submitted) > before
 
     def cancel(self) -> None:
+        if self._quiet is not None:
+            self._quiet.cancel()
         self._planner.cancel()
         for piece in self.submitted:
             piece.cancel()
@@ -271,7 +287,7 @@ class SpeechHandler(AsyncEventHandler):
                 f"this streamed utterance passed {cap} characters; what came before is spoken, the rest "
                 "is dropped. Start a new synthesize-start for more.",
             )
-        utterance.feed(text)
+        utterance.feed(text, streaming=True)
         self._arm_stream_timer()
 
     def _arm_stream_timer(self) -> None:

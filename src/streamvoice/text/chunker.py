@@ -23,8 +23,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from streamvoice.text.boundaries import CJK_STOPS, clause_cuts, phrase_cuts, sentence_cuts, word_cuts
+from streamvoice.text.boundaries import (
+    ABBREVIATIONS,
+    CJK_STOPS,
+    CLOSERS,
+    TITLES,
+    clause_cuts,
+    phrase_cuts,
+    sentence_cuts,
+    word_cuts,
+)
 from streamvoice.text.markdown import clean_token
+
+CLOSERS_AT_END = CLOSERS + "」』）"
 
 Measure = Callable[[str], int]
 # A run of text this long with no whitespace is cleaned and cut as if a space followed it: no real word is
@@ -91,6 +102,26 @@ class IncrementalSentenceChunker:
             return []  # the token in progress is still open: nothing new is decided
         self._clean(final=False)
         return self._cut(final=False)
+
+    def quiet(self) -> list[str]:
+        """The text has stopped arriving for a while: if it ends with a finished sentence, release it now
+        instead of waiting for a character that may never come.
+
+        A language model that has written "evening." and pauses has finished a sentence in nearly every
+        case; the rules that keep "Dr." or "3." from ending one still apply (a title, a single letter or a
+        number before the stop: no cut). The one decision that depends on timing rather than text, so
+        callers make it only after ``QUIET_CUT_S`` of silence."""
+        tail = (self._pending + self._raw).rstrip()
+        if not _ends_sentence(tail):
+            return []
+        self._clean(final=True)
+        pieces = self._cut(final=False)
+        rest = normalize_space(self._pending)
+        if rest:  # the finished sentence, however short: it is all the listener will get for now
+            pieces.extend(self._emit(rest))
+            self._pending = ""
+            self._pending_starts_line = False
+        return pieces
 
     def flush(self) -> list[str]:
         self._clean(final=True)
@@ -201,6 +232,29 @@ class IncrementalSentenceChunker:
         parts = split_to_max(text, self.policy.max_tokens, self.measure)
         self._emitted += len(parts)
         return parts
+
+
+# How long text must have stopped arriving before a finished sentence at its end is released
+# (``quiet``). It costs at most this much first audio for a reply that stops there (without it: never,
+# until the stream ends), and nothing when more text follows sooner.
+QUIET_CUT_S = 0.2
+
+
+def _ends_sentence(text: str) -> bool:
+    """Does ``text`` end with a sentence end that no rule would keep going (``quiet``)?"""
+    end = text.rstrip(CLOSERS_AT_END)
+    if not end:
+        return False
+    if end[-1] in "!?" or end[-1] in CJK_STOPS:
+        return True
+    if end[-1] != ".":
+        return False
+    body = end.rstrip(".")
+    word = body.rsplit(None, 1)[-1].lstrip("\"'([{«“‘*_") if body.split() else ""
+    if not word or word[-1].isdigit():
+        return False  # "at 3." may go on as "3.5"
+    lowered = word.lower()
+    return not (lowered in TITLES or lowered in ABBREVIATIONS or (len(word) == 1 and word.isalpha()))
 
 
 def _last_space_end(text: str) -> int:
