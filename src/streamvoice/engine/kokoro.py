@@ -7,6 +7,7 @@ espeak-ng tokenizer; inference is our own thin ONNX Runtime call so threads and 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -25,7 +26,7 @@ from streamvoice.engine.g2p import G2P
 from streamvoice.engine.g2p.packs import require as require_language_pack
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.planning import Piece, Planner
-from streamvoice.engine.split_kokoro import SplitKokoro
+from streamvoice.engine.split_kokoro import RunStop, SplitKokoro
 from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
@@ -173,6 +174,12 @@ class KokoroEngine:
     @property
     def streams_in_piece(self) -> bool:
         return self._split is not None
+
+    def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]:
+        """Model runs on this thread inside the block end early once ``stop.stop()`` is called."""
+        if self._split is None:
+            return contextlib.nullcontext()
+        return self._split.interruptible(stop)
 
     def enable_batching(self, max_rows: int, linger_s: float, busy: Callable[[], int] | None = None) -> None:
         """Let up to ``max_rows`` concurrent windows of one size share a decoder call (``decode_batcher``);

@@ -77,6 +77,8 @@ class PieceAudio:
     def cancel(self) -> None:
         """Abandon the piece: the lane stops decoding it, and windows not yet taken are released."""
         self.abandoned = True
+        if self._lane is not None:
+            self._lane.abandoned(self)
         if self._ended:
             return
         self._ended = True
