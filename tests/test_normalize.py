@@ -66,7 +66,10 @@ CATEGORIES: dict[str, list[tuple[str, str]]] = {
         ("the '80s", "the eighties"),
     ],
     "ranges": [("4-6 hours", "four to six hours"), ("pages 10–20", "pages ten to twenty")],
-    "versions": [("v2.1.3 is out", "version two point one point three is out"), ("3.14", "three point one four")],
+    "versions": [
+        ("v2.1.3 is out", "version two point one point three is out"),
+        ("3.14", "three point one four"),
+    ],
     "abbreviations and titles": [
         ("Dr. Smith", "Doctor Smith"),
         ("Mr. and Mrs. Jones", "Mister and Missus Jones"),

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from streamvoice.text.pronounce import check_lexicon
+
 SAMPLE_RATE = 24_000  # what the model makes
 SAMPLE_RATES = (8_000, 16_000, 22_050, 24_000, 44_100, 48_000)  # what a client may ask for
 TELEPHONY_RATE = 8_000  # G.711's rate, the default for ulaw and alaw
@@ -40,6 +42,7 @@ class ErrorCode(StrEnum):
     MESSAGE_TOO_LARGE = "message_too_large"
     INVALID_FIELD = "invalid_field"
     UNKNOWN_VOICE = "unknown_voice"
+    INVALID_SSML = "invalid_ssml"
     LANGUAGE_UNAVAILABLE = "language_unavailable"  # the voice's language pack is not installed
     INVALID_SPEED = "invalid_speed"
     UNSUPPORTED_FORMAT = "unsupported_format"
@@ -137,6 +140,7 @@ class Synthesize:
     format: str | None = None
     lang: str | None = None
     sample_rate: int | None = None
+    ssml: bool | None = None  # None: SSML when the text starts with <speak>
     type: str = "synthesize"
 
 
@@ -148,6 +152,7 @@ class Configure:
     lang: str | None = None
     sample_rate: int | None = None
     pauses: dict[str, int] | None = None  # the fields of ``Pauses`` to change
+    lexicon: dict[str, str] | None = None  # word -> "/phonemes/" or a respelling, for this session
     type: str = "configure"
 
 
@@ -238,11 +243,17 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
         kind = "synthesize"  # what the reference client sends
     if kind == "synthesize":
         fields = _options(obj, msg_id)
-        return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, **fields)
+        ssml = obj.get("ssml")
+        if ssml is not None and not isinstance(ssml, bool):
+            raise ProtocolError(ErrorCode.INVALID_FIELD, '"ssml" must be true or false', msg_id)
+        return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, ssml=ssml, **fields)
     if kind == "configure":
         pauses = obj.get("pauses")
+        lexicon = obj.get("lexicon")
         return Configure(
-            **_options(obj, msg_id), pauses=validate_pauses(pauses, msg_id) if pauses is not None else None
+            **_options(obj, msg_id),
+            pauses=validate_pauses(pauses, msg_id) if pauses is not None else None,
+            lexicon=validate_lexicon(lexicon, msg_id) if lexicon is not None else None,
         )
     if kind == "cancel":
         return Cancel(id=msg_id)
@@ -331,6 +342,13 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
     if obj.get("sample_rate") is not None:
         out["sample_rate"] = validate_sample_rate(obj["sample_rate"], msg_id)
     return out
+
+
+def validate_lexicon(raw: Any, msg_id: str | None = None) -> dict[str, str]:
+    try:
+        return check_lexicon(raw)
+    except ValueError as exc:
+        raise ProtocolError(ErrorCode.INVALID_FIELD, str(exc), msg_id) from None
 
 
 def validate_sample_rate(raw: Any, msg_id: str | None = None) -> int:

@@ -6,6 +6,7 @@ own thread (``plan_chunk``), so a long message's first piece reaches the model b
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -13,6 +14,7 @@ from streamvoice.engine.alignment import WordSpan, split_spans, text_words, voic
 from streamvoice.engine.g2p import G2P
 from streamvoice.text.chunker import ChunkPolicy, chunk_paragraphs
 from streamvoice.text.normalize import Token, normalize, spoken_text
+from streamvoice.text.pronounce import END, PHONEMES
 
 SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
 # How a message is cut into model calls: a first piece that ends at the first sentence (fast first
@@ -35,6 +37,8 @@ class Piece:
     tokens: tuple[int, ...]
     words: tuple[WordSpan, ...] = ()  # the text's words over the phoneme characters
     pause: Pause = "none"  # the silence its last punctuation calls for after it
+    pause_ms: int | None = None  # an explicit silence after it (SSML <break>), instead of ``pause``
+    rate: float = 1.0  # times the request's speed (SSML <prosody rate>)
 
     @property
     def voiced(self) -> tuple[int, int]:
@@ -73,8 +77,9 @@ class Planner:
         and the word spans found on what is said are put back on the caller's words."""
         tokens = normalize(chunk, lang)
         spoken = spoken_text(tokens)
-        phonemes = self.phonemizer.phonemize(spoken, lang)
-        said = word_spans(spoken, phonemes, lambda word: self.phonemizer.phonemize(word, lang))
+        phonemes = self._phonemize(spoken, lang)
+        plain = spoken.replace(PHONEMES, "").replace(END, "")
+        said = word_spans(plain, phonemes, lambda word: self.phonemizer.phonemize(word, lang))
         spans = on_original_words(tokens, said)
         parts = split_phonemes(phonemes, SAFE_MAX_TOKENS)
         pieces: list[Piece] = []
@@ -95,6 +100,19 @@ class Planner:
                 )
             )
         return pieces
+
+    def _phonemize(self, spoken: str, lang: str) -> str:
+        runs = [
+            self.phonemizer.espeak.known(text) if given else self.phonemizer.phonemize(text, lang)
+            for given, text in _marked_runs(spoken)
+        ]
+        return " ".join(r for r in runs if r)
+
+
+def _marked_runs(spoken: str) -> list[tuple[bool, str]]:
+    """(is phonemes, text) runs: what the caller gave as phonemes is not read again."""
+    parts = re.split(f"{PHONEMES}([^{END}]*){END}", spoken)
+    return [(i % 2 == 1, part) for i, part in enumerate(parts) if part.strip()]
 
 
 def on_original_words(tokens: list[Token], said: tuple[WordSpan, ...]) -> tuple[WordSpan, ...]:

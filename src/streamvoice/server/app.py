@@ -163,7 +163,15 @@ async def invocations(request: Request) -> Response:
         if not isinstance(msg, Synthesize):
             raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
         resolved = service.resolve(
-            msg.text, SessionDefaults(), msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate
+            msg.text,
+            SessionDefaults(),
+            msg.voice,
+            msg.speed,
+            msg.format,
+            msg.lang,
+            msg.id,
+            msg.sample_rate,
+            msg.ssml,
         )
         first, pieces = await first_audio(service, resolved, slot)
     except ProtocolError as exc:

@@ -85,6 +85,7 @@ class ServerConfig:
     # A streamed sentence whose text stops after its final stop is spoken after this much quiet instead
     # of waiting for a next character that may never come (0: wait for the next character or the end).
     stream_quiet_cut_ms: int = 200
+    lexicon_file: str | None = None  # JSON word -> "/phonemes/" or respelling, for every request
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
 

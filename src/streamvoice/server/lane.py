@@ -177,7 +177,7 @@ class Lane:
                 work.windows = service.engine.stream_piece(
                     work.piece,
                     work.request.voice,
-                    work.request.speed,
+                    max(0.5, min(2.0, work.request.speed * work.piece.rate)),
                     service.config.stream_windows,
                     plan,
                     cap=self._window_cap,
@@ -196,7 +196,10 @@ class Lane:
         if window is None:
             service.metrics.observe_model_call(work.busy_s, work.samples / service.engine.sample_rate)
             # The pause the piece's punctuation calls for: generated silence, no model work.
-            pause = pause_samples(work.piece.pause, work.request.pauses, service.engine.sample_rate)
+            if work.piece.pause_ms is not None:  # an SSML <break>
+                pause = np.zeros(work.piece.pause_ms * service.engine.sample_rate // 1000, dtype=np.float32)
+            else:
+                pause = pause_samples(work.piece.pause, work.request.pauses, service.engine.sample_rate)
             if pause.size:
                 with self._lock:
                     self._unsent += pause.size

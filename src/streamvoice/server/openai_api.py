@@ -92,6 +92,7 @@ class SpeechRequest:
     stream_format: str = "audio"
     lang: str | None = None
     stream: bool = True  # Kokoro-FastAPI's captioned speech: NDJSON lines (true) or one JSON object
+    ssml: bool | None = None  # None: SSML when the input starts with <speak>
 
 
 def _bad(code: ErrorCode, message: str, param: str) -> ProtocolError:
@@ -168,6 +169,7 @@ def speech_request(obj: dict[str, Any], known: frozenset[str], limits: Limits) -
         stream_format=stream_format,
         lang=lang,
         stream=obj.get("stream", True) is not False,
+        ssml=obj.get("ssml") if isinstance(obj.get("ssml"), bool) else None,
     )
 
 
@@ -211,7 +213,13 @@ async def _start(request: Request, headers: dict[str, str]) -> _Started | Respon
         obj = parse_json_object(await request.body(), service.config.limits)
         speech = speech_request(obj, service.engine.voice_names, service.config.limits)
         resolved = service.resolve(
-            speech.input, SessionDefaults(), speech.voice, speech.speed, speech.response_format, speech.lang
+            speech.input,
+            SessionDefaults(),
+            speech.voice,
+            speech.speed,
+            speech.response_format,
+            speech.lang,
+            ssml=speech.ssml,
         )
         first, pieces = await first_audio(service, resolved, slot)
     except ProtocolError as exc:

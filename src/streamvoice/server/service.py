@@ -7,12 +7,13 @@ calls, when each call is due).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from streamvoice.server.piece_audio import PieceAudio, Words
 from streamvoice.server.scheduler import Policy, SynthesisScheduler
 from streamvoice.server.window_cost import FRAME_S, WindowCost
 from streamvoice.text.chunker import chunk_paragraphs
+from streamvoice.text.pronounce import MarkupError, check_lexicon, to_segments
 
 log = logging.getLogger("streamvoice.server")
 STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
@@ -57,6 +59,7 @@ class SessionDefaults:
     lang: str | None = None
     sample_rate: int | None = None  # None: the format's own default (8 kHz for G.711, else 24 kHz)
     pauses: Pauses | None = None  # None: the server's
+    lexicon: Mapping[str, str] = field(default_factory=dict)  # the session's; over the server's
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class ResolvedRequest:
     lang: str
     sample_rate: int = SAMPLE_RATE
     pauses: Pauses = field(default_factory=Pauses)
+    ssml: bool | None = None  # None: SSML when the text starts with <speak>
+    lexicon: Mapping[str, str] = field(default_factory=dict)  # the server's, then the session's
 
 
 class SpeechService:
@@ -105,6 +110,7 @@ class SpeechService:
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.
         self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan")
+        self.lexicon = load_lexicon(config.lexicon_file)
 
     def begin_drain(self) -> None:
         """Shutdown, step one: /ping turns unhealthy, new work is refused, sessions finish what they hold."""
@@ -183,6 +189,7 @@ class SpeechService:
         lang: str | None = None,
         msg_id: str | None = None,
         sample_rate: int | None = None,
+        ssml: bool | None = None,
     ) -> ResolvedRequest:
         try:
             spec = self.engine.parse_voice(voice or defaults.voice)
@@ -205,6 +212,8 @@ class SpeechService:
             lang=resolved_lang,
             sample_rate=rate,
             pauses=defaults.pauses or self.config.pauses,
+            ssml=ssml,
+            lexicon={**self.lexicon, **defaults.lexicon} if defaults.lexicon else self.lexicon,
         )
 
     async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
@@ -213,15 +222,24 @@ class SpeechService:
         Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
         """
         loop = asyncio.get_running_loop()
-        chunks = await loop.run_in_executor(self._planner, chunk_paragraphs, request.text, MESSAGE_POLICY)
+        try:
+            segments = to_segments(request.text, request.ssml, request.lexicon, request.lang == "en-gb")
+        except MarkupError as exc:
+            raise ProtocolError(ErrorCode.INVALID_SSML, str(exc)) from None
         planned = 0
-        for chunk, paragraph_end in chunks:
-            pieces = await loop.run_in_executor(
-                self._planner, self.engine.planner.plan_chunk, chunk, request.lang, paragraph_end
-            )
-            planned += len(pieces)
-            for piece in pieces:
-                yield piece
+        for segment in segments:
+            chunks = await loop.run_in_executor(self._planner, chunk_paragraphs, segment.text, MESSAGE_POLICY)
+            for i, (chunk, paragraph_end) in enumerate(chunks):
+                pieces = await loop.run_in_executor(
+                    self._planner, self.engine.planner.plan_chunk, chunk, request.lang, paragraph_end
+                )
+                planned += len(pieces)
+                for k, piece in enumerate(pieces):
+                    last = i == len(chunks) - 1 and k == len(pieces) - 1
+                    pause_ms = segment.pause_ms if last else None
+                    if pause_ms is not None or segment.rate != 1.0:
+                        piece = replace(piece, pause_ms=pause_ms, rate=segment.rate)
+                    yield piece
         if not planned:
             raise ProtocolError(
                 ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
@@ -272,6 +290,17 @@ class SpeechService:
             planner.cancel()
             for stream in submitted:
                 stream.cancel()
+
+
+def load_lexicon(path: str | None) -> dict[str, str]:
+    """The server's lexicon file (JSON: word -> "/phonemes/" or a respelling); a bad one stops the start
+    with a message naming the file, rather than being ignored."""
+    if not path:
+        return {}
+    try:
+        return check_lexicon(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"STREAMVOICE_LEXICON_FILE {path}: {exc}") from None
 
 
 def _mode(name: str) -> Mode:

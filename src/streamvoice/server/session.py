@@ -303,7 +303,15 @@ class BidiSession:
             return
         try:
             request = self.service.resolve(
-                msg.text, self.defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate
+                msg.text,
+                self.defaults,
+                msg.voice,
+                msg.speed,
+                msg.format,
+                msg.lang,
+                msg.id,
+                msg.sample_rate,
+                msg.ssml,
             )
         except ProtocolError as exc:
             await self._reply_error(exc, sequence)
@@ -367,6 +375,8 @@ class BidiSession:
         }
         if msg.pauses is not None:
             changes["pauses"] = replace(self.defaults.pauses or self.service.config.pauses, **msg.pauses)
+        if msg.lexicon is not None:
+            changes["lexicon"] = msg.lexicon
         candidate = replace(self.defaults, **changes)
         try:
             self.service.resolve("x", candidate)
@@ -386,6 +396,7 @@ class BidiSession:
                         "lang": candidate.lang,
                         "sample_rate": candidate.sample_rate,
                         "pauses": asdict(pauses),
+                        "lexicon_entries": len(candidate.lexicon),
                     },
                 )
             )

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from streamvoice.text.numbers import cardinal, decimal, digits, ordinal, plural, year
+from streamvoice.text.pronounce import END, PHONEMES, SAY, SEP, SPACE
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ EMOJI = re.compile(
 )
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_AMPM = r"(?P<ampm>[aApP])\.?\s?[mM]\.?(?![A-Za-z])"
+_AMPM = r"(?:(?P<ampm>[aApP])\.\s?[mM]\.|(?P<ampm2>[aApP])\s?[mM])(?![A-Za-z])"
 _TAIL = r"(?<![.,;:!?)\]'\"])"  # a URL never ends in the sentence's punctuation
 
 
@@ -161,7 +162,7 @@ def _clock(hour: int, minute: int, ampm: str | None) -> str:
 
 
 def _time(m: re.Match[str]) -> str:
-    return _clock(int(m["h"]), int(m["min"] or 0), m["ampm"])
+    return _clock(int(m["h"]), int(m["min"] or 0), m["ampm"] or m["ampm2"])
 
 
 def _month_day(m: re.Match[str]) -> str:
@@ -374,11 +375,26 @@ SHARED_RULES: tuple[Rule, ...] = (
 )
 
 
+def _said_span(m: re.Match[str]) -> str:
+    return m[2].replace(SPACE, " ")
+
+
+def _phoneme_span(m: re.Match[str]) -> str:
+    return f"{PHONEMES}{m[2]}{END}"  # kept marked: planning hands these to the model as they are
+
+
+# Spans the caller marked (SSML, inline phonemes, the lexicon): taken as they are, before any rule.
+MARKED_RULES: tuple[Rule, ...] = (
+    (re.compile(f"{SAY}([^{SEP}{END}]*){SEP}([^{END}]*){END}"), _said_span),
+    (re.compile(f"{PHONEMES}([^{SEP}{END}]*){SEP}([^{END}]*){END}"), _phoneme_span),
+)
+
+
 def rules_for(lang: str) -> tuple[Rule, ...]:
     """English reads everything; other languages only what is neutral, in their own G2P's numbers."""
     if lang.startswith("en"):
-        return (*ENGLISH_RULES[:4], *SHARED_RULES, *ENGLISH_RULES[4:])  # a phone's "+1" is no sum
-    return (*ENGLISH_RULES[:3], *SHARED_RULES)
+        return (*MARKED_RULES, *ENGLISH_RULES[:4], *SHARED_RULES, *ENGLISH_RULES[4:])  # "+1" is no sum
+    return (*MARKED_RULES, *ENGLISH_RULES[:3], *SHARED_RULES)
 
 
 def normalize(text: str, lang: str = "en-us") -> list[Token]:
@@ -395,7 +411,10 @@ def normalize(text: str, lang: str = "en-us") -> list[Token]:
     at = 0
     for a, b, spoken in claims:
         tokens.extend(_plain(text[at:a], at == 0 or text[at - 1].isspace()))
-        tokens.append(Token(text[a:b].strip(), spoken, a == 0 or text[a - 1].isspace() or text[a].isspace()))
+        original = text[a:b].strip()
+        if original[:1] in (SAY, PHONEMES):  # a marked span: the caller's own word is inside it
+            original = original[1:].split(SEP, 1)[0].replace(SPACE, " ")
+        tokens.append(Token(original, spoken, a == 0 or text[a - 1].isspace() or text[a].isspace()))
         at = b
     tokens.extend(_plain(text[at:], at == 0 or (at <= len(text) and text[at - 1 : at].isspace())))
     return tokens
