@@ -69,6 +69,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.json,
         os.environ.get("STREAMVOICE_AGENT_TOKEN"),
         llm_args,
+        args.out,
+        args.play,
     )
 
 
@@ -87,7 +89,9 @@ def add_agent_commands(sub: Any) -> None:
 
     d = sub.add_parser("demo", help="bidi vs batch time to first audio, side by side")
     d.add_argument("--prompt", default=DEFAULT_PROMPT)
-    d.add_argument("--runs", type=int, default=3)
+    d.add_argument("--runs", type=int, default=1, help="runs per mode (1: a quick comparison; 3: careful)")
+    d.add_argument("--out", default="demo-out", help="where bidi.wav, batch.wav and timeline.png go")
+    d.add_argument("--play", action="store_true", help="play the two WAVs (where an audio device exists)")
     d.add_argument("--endpoint-url", help="measure a running agent instead of starting one")
     d.add_argument("--json", action="store_true")
     _add_llm_args(d)

@@ -179,6 +179,7 @@ class _Turn:
         )
 
     async def _send(self, client: SpeechClient, piece: str) -> None:
+        self.emit("speech_piece", index=self.pieces_sent, text=piece)  # what went to speech, and when
         o = self.options
         await client.synthesize(
             piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.pieces_sent}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import httpx
@@ -17,7 +17,7 @@ from streamvoice.audio.levels import heard_onset
 from streamvoice.client.sse import iter_sse
 from streamvoice.protocol import SAMPLE_RATE
 
-MAX_ONSET_BYTES = 10 * SAMPLE_RATE * 2  # 10 s of audio
+MAX_AUDIO_BYTES = 300 * SAMPLE_RATE * 2  # five minutes of audio kept for the demo's WAVs
 
 
 @dataclass
@@ -31,6 +31,11 @@ class RunResult:
     error: str | None = None
     heard_ms: float | None = None  # speech audible, for a player that starts at the first byte
     text_to_heard_ms: float | None = None  # from the LLM's first text: the part of the latency that is ours
+    # The turn as it happened, for the demo's timeline and WAVs (left out of the JSON summary's runs).
+    texts: list[tuple[float, str]] = field(default_factory=list, repr=False)  # (t_ms, LLM text delta)
+    pieces: list[tuple[float, str]] = field(default_factory=list, repr=False)  # (t_ms, text sent to speech)
+    arrivals: list[tuple[float, int]] = field(default_factory=list, repr=False)  # (t_ms, audio bytes)
+    pcm: bytes = field(default=b"", repr=False)  # all of it, 16-bit mono at SAMPLE_RATE
 
 
 def run_turn(url: str, prompt: str, mode: str, token: str | None = None, timeout: float = 180.0) -> RunResult:
@@ -52,21 +57,27 @@ def run_turn(url: str, prompt: str, mode: str, token: str | None = None, timeout
         for sse in iter_sse(resp.iter_raw()):
             event = sse.json()
             kind = event.get("type")
-            if kind == "text_delta" and result.first_text_ms is None:
-                result.first_text_ms = event["t_ms"]
+            if kind == "text_delta":
+                if result.first_text_ms is None:
+                    result.first_text_ms = event["t_ms"]
+                result.texts.append((float(event["t_ms"]), str(event.get("text", ""))))
+            elif kind == "speech_piece":
+                result.pieces.append((float(event["t_ms"]), str(event.get("text", ""))))
             elif kind == "audio_chunk":
                 if result.first_audio_ms is None:
                     result.first_audio_ms = event["t_ms"]
                 data = base64.b64decode(event["data"])
                 result.chunks += 1
                 result.audio_bytes += len(data)
-                if len(pcm) < MAX_ONSET_BYTES:  # the onset is in the first seconds
+                result.arrivals.append((float(event["t_ms"]), len(data)))
+                if len(pcm) < MAX_AUDIO_BYTES:
                     pcm += data
                     arrivals.append((float(event["t_ms"]), len(data)))
             elif kind == "agent_end":
                 result.total_ms = event["t_ms"]
             elif kind == "error":
                 result.error = f"{event.get('code')}: {event.get('message')}"
+    result.pcm = bytes(pcm)
     heard = heard_onset([(t / 1000, n) for t, n in arrivals], bytes(pcm), SAMPLE_RATE)
     if heard is not None:
         result.heard_ms = round(heard * 1000, 1)
@@ -125,8 +136,23 @@ def format_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def measure(url: str, prompt: str, runs: int, token: str | None = None, log: Any = None) -> dict[str, Any]:
-    run_turn(url, prompt, "bidi", token)  # warm-up: loads caches on every leg; not counted
+def as_row(r: RunResult) -> dict[str, Any]:
+    """A run's figures for JSON (the timeline and audio are the demo's files)."""
+    return {f.name: getattr(r, f.name) for f in fields(r) if f.repr}
+
+
+def measure(
+    url: str,
+    prompt: str,
+    runs: int,
+    token: str | None = None,
+    log: Any = None,
+    warm_prompt: str | None = None,
+    keep: list[RunResult] | None = None,
+) -> dict[str, Any]:
+    """Both modes ``runs`` times, alternating which goes first, after one warm-up turn (caches on every
+    leg; not counted). ``keep`` receives the runs themselves (timelines and audio)."""
+    run_turn(url, warm_prompt or prompt, "bidi", token)
     results: list[RunResult] = []
     for i in range(runs):
         order = ("bidi", "batch") if i % 2 == 0 else ("batch", "bidi")
@@ -140,5 +166,7 @@ def measure(url: str, prompt: str, runs: int, token: str | None = None, log: Any
                 )
     summary = summarise(results)
     summary["prompt"] = prompt
-    summary["runs"] = [asdict(r) for r in results]
+    summary["runs"] = [as_row(r) for r in results]
+    if keep is not None:
+        keep.extend(results)
     return summary
