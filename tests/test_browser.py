@@ -60,3 +60,50 @@ def test_page_streams_text_and_schedules_audio(
     assert stats["samplesDecoded"] > 24_000  # more than a second of audio decoded into AudioBuffers
     assert first_audio_shown.isdigit() and int(first_audio_shown) == stats["firstAudioMs"]
     assert len(answer.split()) > 5
+
+
+@pytest.mark.slow
+def test_page_shows_the_timeline_and_speaks_any_language(
+    speech_server: RunningServer, chromium_path: str
+) -> None:
+    """The voice picker lists every installed voice by language; a Japanese voice says its sample; the
+    live timeline shows the text, the pieces, the audio and when speech was heard."""
+    import os
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    from streamvoice.agent.llm import ScriptedTextSource
+
+    artefacts = Path(os.environ.get("STREAMVOICE_RESULTS", "results"))
+    artefacts.mkdir(parents=True, exist_ok=True)
+    agent = start_agent(ScriptedTextSource("Unused here."), speech_server.url)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=chromium_path,
+                args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--disable-gpu",
+                      "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+            )  # fmt: skip
+            page = browser.new_page(viewport={"width": 900, "height": 800})
+            page.goto(agent.url + "/")
+            page.wait_for_function("window.streamvoiceVoices > 0", timeout=30_000)
+            voices = page.evaluate("window.streamvoiceVoices")
+            groups = page.eval_on_selector_all("#voice optgroup", "gs => gs.map(g => g.label)")
+            page.select_option("#voice", "jf_alpha")
+            page.click("#sample")
+            page.wait_for_function("window.streamvoiceStats.done === true", timeout=120_000)
+            stats = page.evaluate("window.streamvoiceStats")
+            counts = {k: page.locator(f"#lane-{k} .mark").count() for k in ("text", "piece", "audio")}
+            heard_shown = page.is_visible("#heard")
+            prompt = page.input_value("#prompt")
+            page.screenshot(path=str(artefacts / "browser-timeline.png"), full_page=True)
+            browser.close()
+    finally:
+        agent.stop()
+    assert voices == 54 and "Japanese" in groups and "Mandarin Chinese" in groups
+    assert stats["errors"] == [] and stats["voice"] == "jf_alpha"
+    assert any("\u3040" <= ch <= "\u9fff" for ch in prompt)  # the Japanese sample sentence
+    assert stats["samplesDecoded"] > 24_000  # the Japanese voice's audio, received and scheduled
+    assert counts["text"] > 0 and counts["piece"] > 0 and counts["audio"] > 0 and heard_shown
+    assert stats["heardMs"] is not None and stats["heardMs"] >= stats["firstAudioMs"]

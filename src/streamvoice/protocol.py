@@ -80,6 +80,7 @@ HTTP_STATUS = {
     ErrorCode.GOING_AWAY: 503,
     ErrorCode.SERVER_BUSY: 503,
     ErrorCode.TIMEOUT: 408,
+    ErrorCode.SPEECH_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
 }
 

@@ -19,11 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import httpx
 from bedrock_agentcore import BedrockAgentCoreApp
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -100,8 +101,10 @@ def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOpti
             ErrorCode.PROMPT_TOO_LONG, f'"prompt" is limited to {config.max_prompt_chars} characters'
         )
     mode = payload.get("mode", "bidi")
-    if mode not in ("bidi", "batch"):
-        raise ProtocolError(ErrorCode.INVALID_MODE, '"mode" must be "bidi" or "batch"')
+    if mode not in ("bidi", "batch", "say"):
+        raise ProtocolError(
+            ErrorCode.INVALID_MODE, '"mode" must be "bidi", "batch" or "say" (speak the prompt itself)'
+        )
     voice = validate_voice(payload.get("voice", config.default_voice))
     speed = validate_speed(payload.get("speed", 1.0))
     return prompt.strip(), TurnOptions(mode=mode, voice=voice, speed=speed)
@@ -267,7 +270,24 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
     async def index(request: Request) -> Response:
         return FileResponse(WEB_DIR / "index.html")
 
+    async def voices(request: Request) -> Response:
+        """The speech server's voices for the page's picker (the page never talks to it directly)."""
+        if not bearer_authorized(request.headers.get("authorization"), cfg.auth_token):
+            return error_response(ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"))
+        headers = {"Authorization": f"Bearer {cfg.speech_token}"} if cfg.speech_token else {}
+        try:
+            async with httpx.AsyncClient(timeout=10) as http:
+                answer = await http.get(cfg.speech_url.rstrip("/") + "/v1/audio/voices", headers=headers)
+            answer.raise_for_status()
+            listed = answer.json()["voices"]
+        except (httpx.HTTPError, KeyError, ValueError):
+            return error_response(
+                ProtocolError(ErrorCode.SPEECH_UNAVAILABLE, "the speech server's voices could not be listed")
+            )
+        return JSONResponse({"voices": listed})
+
     app.add_route("/", index, methods=["GET"])
+    app.add_route("/voices", voices, methods=["GET"])
     app.routes.append(Mount("/static", app=StaticFiles(directory=str(WEB_DIR)), name="static"))
     return app
 

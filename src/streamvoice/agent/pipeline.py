@@ -27,7 +27,9 @@ from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.agent")
 
-Mode = Literal["bidi", "batch"]
+# bidi: the LLM's answer, streamed into speech as it is written; batch: the whole answer, then speech;
+# say: the prompt itself, spoken (the page's voice samples, in any language), streamed like bidi.
+Mode = Literal["bidi", "batch", "say"]
 Event = dict[str, Any]
 Connect = Callable[[], Awaitable[SpeechClient]]
 
@@ -157,7 +159,7 @@ class _Turn:
                 ErrorCode.SPEECH_UNAVAILABLE, "the speech server is not reachable; try again shortly"
             ) from None
         try:
-            if self.options.mode == "bidi":
+            if self.options.mode in ("bidi", "say"):
                 await self._bidi(client)
             else:
                 await self._batch(client)
@@ -178,6 +180,14 @@ class _Turn:
             time_to_first_audio_ms=self.first_audio_ms,
         )
 
+    async def _text(self) -> AsyncIterator[str]:
+        if self.options.mode != "say":
+            async for delta in self.p.source.stream(self.prompt):
+                yield delta
+            return
+        for i, word in enumerate(self.prompt.split(" ")):
+            yield word if i == 0 else " " + word
+
     async def _send(self, client: SpeechClient, piece: str) -> None:
         self.emit("speech_piece", index=self.pieces_sent, text=piece)  # what went to speech, and when
         o = self.options
@@ -191,7 +201,7 @@ class _Turn:
         produced = asyncio.Event()
 
         async def produce() -> None:
-            async for delta in with_quiet(self.p.source.stream(self.prompt)):
+            async for delta in with_quiet(self._text()):
                 if delta is QUIET:  # the model paused after a finished sentence: speak it now
                     for piece in chunker.quiet():
                         await self._send(client, piece)

@@ -3,8 +3,53 @@
 "use strict";
 
 const SAMPLE_RATE = 24000;
-const stats = { chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, errors: [], done: false };
+const stats = { chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, heardMs: null, errors: [], done: false, marks: { text: 0, piece: 0, audio: 0 } };
 window.streamvoiceStats = stats;
+
+// One sample sentence per language, said by "Say a sample" in the chosen voice's language.
+const SAMPLES = {
+  "en-us": "Thanks for calling! Your table for four is booked for seven thirty tonight.",
+  "en-gb": "Thanks for calling! Your table for four is booked for half past seven tonight.",
+  "es": "¡Gracias por llamar! Su mesa para cuatro está reservada para esta noche.",
+  "fr-fr": "Merci de votre appel ! Votre table pour quatre est réservée pour ce soir.",
+  "hi": "कॉल करने के लिए धन्यवाद! आज रात के लिए आपकी मेज़ बुक हो गई है।",
+  "it": "Grazie per la chiamata! Il suo tavolo per quattro è prenotato per stasera.",
+  "ja": "お電話ありがとうございます。今夜七時半に四名様でご予約を承りました。",
+  "pt-br": "Obrigado por ligar! Sua mesa para quatro está reservada para hoje à noite.",
+  "cmn": "感谢您的来电！今晚七点半四位的座位已经为您预订好了。",
+};
+const voiceLang = {};
+
+// The live timeline: marks placed by elapsed time, the scale growing with the turn.
+const marks = [];
+let span = 4000;
+function place() {
+  for (const m of marks) {
+    m.el.style.left = `${(100 * m.start) / span}%`;
+    if (m.width !== undefined) m.el.style.width = `${Math.max(0.3, (100 * m.width) / span)}%`;
+  }
+  const heard = $("heard");
+  if (stats.heardMs !== null) {
+    heard.style.display = "block";
+    heard.style.left = `calc(7.5rem + (100% - 8rem) * ${stats.heardMs / span})`;
+  }
+  $("axis").textContent = `${(span / 1000).toFixed(1)} s`;
+}
+function mark(kind, startMs, widthMs, title) {
+  const el = document.createElement("div");
+  el.className = `mark ${kind}`;
+  if (title) el.title = title;
+  $(`lane-${kind}`).appendChild(el);
+  marks.push({ el, start: startMs, width: widthMs });
+  stats.marks[kind] += 1;
+  while (startMs + (widthMs || 0) > span * 0.95) span *= 1.5;
+  place();
+}
+function clearTimeline() {
+  for (const m of marks) m.el.remove();
+  marks.length = 0; span = 4000; $("heard").style.display = "none";
+  stats.marks = { text: 0, piece: 0, audio: 0 };
+}
 
 let audioCtx = null;
 let playhead = 0;
@@ -36,10 +81,12 @@ function schedulePcm(bytes) {
   src.connect(audioCtx.destination);
   playhead = Math.max(playhead, audioCtx.currentTime + 0.02);
   src.start(playhead);
+  const startsInMs = (playhead - audioCtx.currentTime) * 1000;
   playhead += buffer.duration;
   stats.chunksScheduled += 1;
   stats.samplesDecoded += n;
   $("chunks").textContent = String(stats.chunksScheduled);
+  return { startsInMs, durationMs: buffer.duration * 1000 };
 }
 
 function handle(event, t0) {
@@ -48,11 +95,20 @@ function handle(event, t0) {
     case "text_delta":
       if (stats.firstTextMs === null) { stats.firstTextMs = elapsed; $("first-text").textContent = String(elapsed); }
       $("answer").textContent += event.text;
+      mark("text", elapsed, undefined, event.text);
       break;
-    case "audio_chunk":
-      schedulePcm(b64ToBytes(event.data));
+    case "speech_piece":
+      mark("piece", elapsed, undefined, event.text);
+      break;
+    case "audio_chunk": {
+      const played = schedulePcm(b64ToBytes(event.data));
       if (stats.firstAudioMs === null) { stats.firstAudioMs = elapsed; $("first-audio").textContent = String(elapsed); }
+      if (played) {
+        if (stats.heardMs === null) stats.heardMs = Math.round(elapsed + played.startsInMs);
+        mark("audio", elapsed + played.startsInMs, played.durationMs);
+      }
       break;
+    }
     case "error":
       stats.errors.push(event.code);
       $("status").textContent = "Error: " + event.message;
@@ -68,7 +124,8 @@ function handle(event, t0) {
 async function ask(prompt, mode) {
   audioCtx = audioCtx || new AudioContext({ sampleRate: SAMPLE_RATE });
   await audioCtx.resume();
-  Object.assign(stats, { chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, errors: [], done: false });
+  Object.assign(stats, { chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, heardMs: null, errors: [], done: false, voice: $("voice").value });
+  clearTimeline();
   playhead = 0; carry = new Uint8Array(0);
   for (const id of ["first-text", "first-audio", "total"]) $(id).textContent = "–";
   $("answer").textContent = ""; $("status").textContent = "Thinking…"; $("status").className = "";
@@ -81,7 +138,7 @@ async function ask(prompt, mode) {
   const resp = await fetch("/invocations", {
     method: "POST",
     headers,
-    body: JSON.stringify({ prompt, mode }),
+    body: JSON.stringify({ prompt, mode, voice: $("voice").value }),
   });
   if (!resp.ok) {
     const body = await resp.json().catch(() => ({}));
@@ -105,17 +162,52 @@ async function ask(prompt, mode) {
   }
 }
 
-$("ask").addEventListener("submit", async (e) => {
-  e.preventDefault();
-  $("go").disabled = true;
+function authHeaders() {
+  const token = $("token").value.trim();
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+// Every installed voice, grouped by language (the agent relays the speech server's list).
+async function loadVoices() {
+  const resp = await fetch("/voices", { headers: authHeaders() });
+  if (!resp.ok) return;
+  const { voices } = await resp.json();
+  const select = $("voice");
+  const chosen = select.value;
+  select.textContent = "";
+  const groups = {};
+  for (const v of voices) {
+    if (v.installed === false) continue;
+    voiceLang[v.id] = v.language;
+    const label = v.language_name || v.language;
+    if (!groups[label]) { groups[label] = document.createElement("optgroup"); groups[label].label = label; select.appendChild(groups[label]); }
+    const option = document.createElement("option");
+    option.value = v.id; option.textContent = `${v.id} (${v.gender})`;
+    groups[label].appendChild(option);
+  }
+  select.value = voiceLang[chosen] ? chosen : "af_heart";
+  window.streamvoiceVoices = Object.keys(voiceLang).length;
+}
+window.addEventListener("DOMContentLoaded", () => { loadVoices().catch(() => {}); });
+$("token").addEventListener("change", () => { loadVoices().catch(() => {}); });
+
+async function run(prompt, mode) {
+  $("go").disabled = true; $("sample").disabled = true;
   try {
-    await ask($("prompt").value, $("mode").value);
+    await ask(prompt, mode);
   } catch (err) {
     stats.errors.push("client");
     $("status").textContent = "Error: " + err.message;
     $("status").className = "error";
   } finally {
     stats.done = true;
-    $("go").disabled = false;
+    $("go").disabled = false; $("sample").disabled = false;
   }
+}
+
+$("ask").addEventListener("submit", (e) => { e.preventDefault(); run($("prompt").value, $("mode").value); });
+$("sample").addEventListener("click", () => {
+  const sample = SAMPLES[voiceLang[$("voice").value] || "en-us"] || SAMPLES["en-us"];
+  $("prompt").value = sample;
+  run(sample, "say");
 });
