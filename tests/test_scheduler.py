@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Generator
@@ -97,6 +98,9 @@ class _Engine:
     decoded: int = 0
     window_samples: int = 24_000
     slow_window_s: float = 0.3  # a piece whose text is "slow" takes this long per window
+
+    def interruptible(self, stop: Any) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
     def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any,
                      on_words: Any = None) -> Generator[NDArray[np.float32]]:  # fmt: skip

@@ -124,9 +124,14 @@ def on_original_words(tokens: list[Token], said: tuple[WordSpan, ...]) -> tuple[
         return said
     out: list[WordSpan] = []
     k = 0
-    for token, n in zip(tokens, counts, strict=True):
+    for i, (token, n) in enumerate(zip(tokens, counts, strict=True)):
         if n:
-            out.append(WordSpan(token.original, said[k].first, said[k + n - 1].last))
+            name = token.original
+            for after in tokens[i + 1 :]:  # punctuation written against it stays on it, as on any word
+                if after.space_before or any(ch.isalnum() for ch in after.original):
+                    break
+                name += after.original
+            out.append(WordSpan(name, said[k].first, said[k + n - 1].last))
             k += n
     return tuple(out)
 
