@@ -24,6 +24,7 @@ __all__ = [
     "collect",
     "free_port",
     "metric",
+    "speak",
     "start_agent",
     "start_speech_server",
     "wait_for",
@@ -123,3 +124,20 @@ async def answers(ws: Any, n: int, timeout: float = 90) -> list[dict[str, Any]]:
             ):
                 answers.append(event)
     return answers
+
+
+async def speak(ws: Any, message: dict[str, Any], timeout: float = 90) -> tuple[dict[str, Any], Any]:
+    """Send one synthesize message; its answer (complete or error) and its audio as float32 samples."""
+    import numpy as np
+
+    await ws.send(json.dumps(message))
+    audio = b""
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = await ws.recv()
+            if isinstance(frame, bytes):
+                audio += frame
+                continue
+            event = json.loads(frame)
+            if event["type"] in ("synthesis_complete", "error"):
+                return event, np.frombuffer(audio, "<i2").astype(np.float32) / 32768

@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.g2p import packs
 from streamvoice.text.wer import character_error_rate
-from tests.helpers import RunningServer
+from tests.helpers import RunningServer, speak
 
 # (voice, Whisper's language code, sentences, the highest mean CER accepted). Japanese and Mandarin were
 # 3.1 and 0.96 through espeak; misaki's phonemes on the same model measured 0.24 and 0.00 (issue #23).
@@ -69,32 +69,12 @@ def test_every_language_is_heard_as_written(engine: KokoroEngine, transcriber: A
 
 async def test_japanese_through_the_session_protocol(speech_server: RunningServer, transcriber: Any) -> None:
     """Through the server as a client reaches it: the voice's language is the default, no `lang` sent."""
-    import numpy as np
-
     async with connect(speech_server.ws_url) as ws:
-        await ws.send(
-            json.dumps({"text": "東京駅までの行き方を教えてください。", "voice": "jf_alpha", "id": "j"})
-        )
-        audio = b""
-        async with asyncio_timeout(90):
-            while True:
-                frame = await ws.recv()
-                if isinstance(frame, bytes):
-                    audio += frame
-                    continue
-                event = json.loads(frame)
-                if event["type"] in ("synthesis_complete", "error"):
-                    break
+        message = {"text": "東京駅までの行き方を教えてください。", "voice": "jf_alpha", "id": "j"}
+        event, pcm = await speak(ws, message)
     assert event["type"] == "synthesis_complete", event
-    pcm = np.frombuffer(audio, "<i2").astype(np.float32) / 32768
     heard = transcriber.transcribe(pcm, language="ja")
     assert character_error_rate("東京駅までの行き方を教えてください", heard) <= 0.25, heard
-
-
-def asyncio_timeout(seconds: float) -> Any:
-    import asyncio
-
-    return asyncio.timeout(seconds)
 
 
 def test_voices_say_which_languages_are_installed(speech_server: RunningServer) -> None:

@@ -16,7 +16,7 @@ from streamvoice.engine import KokoroEngine
 from streamvoice.text.normalize import normalize, spoken_text
 from streamvoice.text.pronounce import MarkupError, ipa_to_kokoro, parse_ssml, say_as, to_segments
 from streamvoice.text.wer import word_error_rate
-from tests.helpers import RunningServer, start_speech_server
+from tests.helpers import RunningServer, speak, start_speech_server
 
 
 def said(text: str, lexicon: dict[str, str] | None = None) -> list[str]:
@@ -89,23 +89,10 @@ def test_inline_phonemes_and_lexicon_keep_the_callers_words() -> None:
 # --- on the routes, with the real model ------------------------------------------------------------------
 
 
-async def _session_audio(ws: Any, message: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
-    await ws.send(json.dumps(message))
-    audio = b""
-    while True:
-        frame = await ws.recv()
-        if isinstance(frame, bytes):
-            audio += frame
-            continue
-        event = json.loads(frame)
-        if event["type"] in ("synthesis_complete", "error"):
-            return event, np.frombuffer(audio, "<i2").astype(np.float32) / 32768
-
-
 @pytest.mark.slow
 async def test_ssml_and_lexicon_on_the_session(speech_server: RunningServer, transcriber: Any) -> None:
     async with connect(speech_server.ws_url) as ws:
-        done, audio = await _session_audio(
+        done, audio = await speak(
             ws,
             {
                 "text": '<speak>I work at the <sub alias="World Wide Web Consortium">W3C</sub>.</speak>',
@@ -117,22 +104,18 @@ async def test_ssml_and_lexicon_on_the_session(speech_server: RunningServer, tra
             word_error_rate("I work at the World Wide Web Consortium", transcriber.transcribe(audio)) <= 0.2
         )
         # a break is silence of that length inside the answer
-        done, plain = await _session_audio(ws, {"text": "<speak>One. Two.</speak>", "id": "p"})
-        done, paused = await _session_audio(
-            ws, {"text": '<speak>One. <break time="1500ms"/> Two.</speak>', "id": "b"}
-        )
+        done, plain = await speak(ws, {"text": "<speak>One. Two.</speak>", "id": "p"})
+        done, paused = await speak(ws, {"text": '<speak>One. <break time="1500ms"/> Two.</speak>', "id": "b"})
         assert paused.size - plain.size > 0.9 * 24_000
         # prosody rate: slower speech is longer
-        done, slow = await _session_audio(
+        done, slow = await speak(
             ws,
             {"text": '<speak><prosody rate="x-slow">One two three four five.</prosody></speak>', "id": "r"},
         )
-        done, normal = await _session_audio(
-            ws, {"text": "<speak>One two three four five.</speak>", "id": "n"}
-        )
+        done, normal = await speak(ws, {"text": "<speak>One two three four five.</speak>", "id": "n"})
         assert slow.size > 1.25 * normal.size
         # malformed markup: invalid_ssml with the position, and the session goes on
-        done, _ = await _session_audio(ws, {"text": "<speak>Hi <b>there</speak>", "id": "bad"})
+        done, _ = await speak(ws, {"text": "<speak>Hi <b>there</speak>", "id": "bad"})
         assert (
             done["type"] == "error" and done["code"] == "invalid_ssml" and "at character" in done["message"]
         )
@@ -140,17 +123,17 @@ async def test_ssml_and_lexicon_on_the_session(speech_server: RunningServer, tra
         await ws.send(json.dumps({"type": "configure", "lexicon": {"Zyx": "zebra"}}))
         ack = json.loads(await ws.recv())
         assert ack["type"] == "configured" and ack["lexicon_entries"] == 1
-        done, audio = await _session_audio(ws, {"text": "I saw a Zyx today.", "id": "lex"})
+        done, audio = await speak(ws, {"text": "I saw a Zyx today.", "id": "lex"})
         heard = transcriber.transcribe(audio).lower()
         assert "zebra" in heard, heard
         await ws.send(json.dumps({"type": "configure", "lexicon": ["not", "a", "map"]}))
         assert json.loads(await ws.recv())["code"] == "invalid_field"
         # inline phonemes, say-as, phoneme
-        done, audio = await _session_audio(
+        done, audio = await speak(
             ws, {"text": 'Spell <say-as interpret-as="characters">cat</say-as>.', "ssml": True, "id": "sa"}
         )
         assert done["type"] == "synthesis_complete"
-        done, audio = await _session_audio(ws, {"text": "I said [tomato](/təmˈɑtO/) today.", "id": "in"})
+        done, audio = await speak(ws, {"text": "I said [tomato](/təmˈɑtO/) today.", "id": "in"})
         assert done["type"] == "synthesis_complete" and audio.size > 0
 
 

@@ -162,17 +162,7 @@ async def invocations(request: Request) -> Response:
         msg = message_from_object(obj, service.config.limits)
         if not isinstance(msg, Synthesize):
             raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
-        resolved = service.resolve(
-            msg.text,
-            SessionDefaults(),
-            msg.voice,
-            msg.speed,
-            msg.format,
-            msg.lang,
-            msg.id,
-            msg.sample_rate,
-            msg.ssml,
-        )
+        resolved = service.resolve_message(msg, SessionDefaults())
         first, pieces = await first_audio(service, resolved, slot)
     except ProtocolError as exc:
         slot.release()

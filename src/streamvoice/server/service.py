@@ -33,6 +33,7 @@ from streamvoice.protocol import (
     ErrorCode,
     Pauses,
     ProtocolError,
+    Synthesize,
     check_rate_for_format,
     output_rate,
 )
@@ -214,6 +215,12 @@ class SpeechService:
             pauses=defaults.pauses or self.config.pauses,
             ssml=ssml,
             lexicon={**self.lexicon, **defaults.lexicon} if defaults.lexicon else self.lexicon,
+        )
+
+    def resolve_message(self, msg: Synthesize, defaults: SessionDefaults) -> ResolvedRequest:
+        """A session (or ``/invocations``) synthesize message over the caller's defaults."""
+        return self.resolve(
+            msg.text, defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate, msg.ssml
         )
 
     async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:

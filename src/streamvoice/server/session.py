@@ -302,17 +302,7 @@ class BidiSession:
             )
             return
         try:
-            request = self.service.resolve(
-                msg.text,
-                self.defaults,
-                msg.voice,
-                msg.speed,
-                msg.format,
-                msg.lang,
-                msg.id,
-                msg.sample_rate,
-                msg.ssml,
-            )
+            request = self.service.resolve_message(msg, self.defaults)
         except ProtocolError as exc:
             await self._reply_error(exc, sequence)
             return

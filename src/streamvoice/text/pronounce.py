@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from streamvoice.text.numbers import cardinal, digits, ordinal
@@ -156,8 +156,7 @@ def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
     return _outside_spans(text, lambda part: pattern.sub(replace, part))
 
 
-def _outside_spans(text: str, change: object) -> str:
-    assert callable(change)
+def _outside_spans(text: str, change: Callable[[str], str]) -> str:
     parts = re.split(f"([{SAY}{PHONEMES}][^{END}]*{END})", text)
     return "".join(p if p[:1] in (SAY, PHONEMES) else change(p) for p in parts)
 
