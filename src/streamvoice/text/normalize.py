@@ -34,7 +34,7 @@ class Token:
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 MONTHS = "January February March April May June July August September October November December".split()
-_MONTH_OF = {m[:3].lower(): m for m in MONTHS} | {"sept": "September"}
+_MONTH_OF = {m[:3].lower(): m for m in MONTHS}  # "Sept" and "September" too: by their first three
 CURRENCIES = {"$": ("dollar", "cent"), "€": ("euro", "cent"), "£": ("pound", "penny"), "¥": ("yen", "")}
 MAGNITUDES = {
     "k": "thousand",
@@ -130,9 +130,9 @@ def _number(number: str) -> str:
 
 def _money(m: re.Match[str]) -> str:
     major, minor = CURRENCIES[m["cur"]]
-    amount, magnitude = m["amount"], (m["mag"] or "").lower()
-    if magnitude:
-        scale = MAGNITUDES.get(magnitude, magnitude)
+    amount = m["amount"]
+    scale = MAGNITUDES.get((m["mag"] or "").lower()) or m["word"]  # "$1.2M", "$2 billion"
+    if scale:
         return f"{_number(amount)} {scale} {plural(major, 2)}"
     whole, _, cents = amount.replace(",", "").partition(".")
     value = int(whole or "0")
@@ -165,17 +165,17 @@ def _time(m: re.Match[str]) -> str:
     return _clock(int(m["h"]), int(m["min"] or 0), m["ampm"] or m["ampm2"])
 
 
-def _month_day(m: re.Match[str]) -> str:
-    month = _MONTH_OF[m["month"][:4].lower().rstrip(".")] if m["month"][:4].lower() == "sept" else None
-    month = month or _MONTH_OF[m["month"][:3].lower()]
-    said = f"{month} {ordinal(int(m['day']))}"
+def _with_year(said: str, m: re.Match[str]) -> str:
     return f"{said} {year(int(m['year']))}" if m["year"] else said
+
+
+def _month_day(m: re.Match[str]) -> str:
+    return _with_year(f"{_MONTH_OF[m['month'][:3].lower()]} {ordinal(int(m['day']))}", m)
 
 
 def _day_month(m: re.Match[str]) -> str:
-    month = _MONTH_OF[m["month"][:3].lower()]
-    said = f"{'' if ' of ' in m.group() else 'the '}{ordinal(int(m['day']))} of {month}"
-    return f"{said} {year(int(m['year']))}" if m["year"] else said
+    the = "" if " of " in m.group() else "the "
+    return _with_year(f"{the}{ordinal(int(m['day']))} of {_MONTH_OF[m['month'][:3].lower()]}", m)
 
 
 def _iso_date(m: re.Match[str]) -> str:
@@ -200,9 +200,7 @@ def _domain(host: str) -> str:
 def _url(m: re.Match[str]) -> str:
     url = re.sub(r"^https?://", "", m.group())
     host, _, path = url.partition("/")
-    said = _domain(host.removeprefix("www.") if host.startswith("www.") else host)
-    if host.startswith("www."):
-        said = "w w w dot " + _domain(host[4:])
+    said = "w w w dot " + _domain(host[4:]) if host.startswith("www.") else _domain(host)
     parts = [p for p in re.split(r"[/?#=&_-]+", path) if p]
     return " slash ".join([said, *parts]) if parts else said
 
@@ -215,8 +213,9 @@ def _email(m: re.Match[str]) -> str:
 
 def _temperature(m: re.Match[str]) -> str:
     value = m["t"]
+    sign = "minus " if value.startswith("-") else ""
     scale = {"F": " Fahrenheit", "C": " Celsius", "K": " kelvin"}.get(m["scale"] or "", "")
-    return f"{_number(value.lstrip('-+')) if not value.startswith('-') else 'minus ' + _number(value[1:])} degrees{scale}"
+    return f"{sign}{_number(value.lstrip('-+'))} degrees{scale}"
 
 
 def _percent(m: re.Match[str]) -> str:
@@ -226,15 +225,13 @@ def _percent(m: re.Match[str]) -> str:
 def _unit(m: re.Match[str]) -> str:
     name = UNITS[m["unit"]]
     amount = _amount(m["n"])
-    head, _, rest = name.partition(" ")
-    if rest and head in ("miles", "kilometers", "kilowatt"):
-        said = name if head != "kilowatt" else f"kilowatt {plural(rest, amount)}"
-    else:
-        said = plural(head, amount) + (f" {rest}" if rest else "")
-    if name == "foot" and amount != 1:
+    if " per " in name:  # a rate reads as it is: "three miles per hour"
+        said = name
+    elif name == "foot" and amount != 1:
         said = "feet"
-    if name == "inch":
-        said = plural("inch", amount)
+    else:  # the last word takes the plural: "two kilowatt hours"
+        head, _, last = name.rpartition(" ")
+        said = f"{head} {plural(last, amount)}".strip()
     return f"{_number(m['n'])} {said}"
 
 
@@ -282,31 +279,17 @@ def _hash_number(m: re.Match[str]) -> str:
     return f"number {cardinal(int(m['n']))}"
 
 
-def _phone_any(m: re.Match[str]) -> str:
+def _phone(m: re.Match[str]) -> str:
     area = m["area"] or m["area2"]
     groups = [g for g in (m["country"], area, m["exchange"], m["line"]) if g]
     return ", ".join(digits(g) for g in groups)
 
 
-def _money_word(m: re.Match[str]) -> str:
-    if m["word"]:
-        major, _ = CURRENCIES[m["cur"]]
-        return f"{_number(m['amount'])} {m['word']} {plural(major, 2)}"
-    return _money(m)
+def _version(m: re.Match[str]) -> str:
+    said = " point ".join(cardinal(int(p)) for p in (m["v"] or m["v2"]).split("."))
+    return f"version {said}" if m["v"] else said
 
 
-def _version_any(m: re.Match[str]) -> str:
-    if m["v"]:
-        return "version " + " point ".join(cardinal(int(p)) for p in m["v"].split("."))
-    return " point ".join(cardinal(int(p)) for p in m["v2"].split("."))
-
-
-_ABBREVIATION = re.compile(
-    "|".join(
-        re.escape(a) + (r"(?=\s|$|[,;:!?])" if a[-1] in "./" else r"\b")
-        for a in sorted(ABBREVIATIONS, key=len, reverse=True)
-    )
-)
 _ABBREVIATION = re.compile(
     "|".join(
         re.escape(a) + (r"(?=\s|$|[,;:!?])" if a[-1] in "./" else r"\b")
@@ -334,14 +317,14 @@ ENGLISH_RULES: tuple[Rule, ...] = (
             r"(?<![\d.])(?:\+?(?P<country>1)[\s.-]?)?(?:\((?P<area>\d{3})\)\s?|(?P<area2>\d{3})[\s.-])"
             r"(?P<exchange>\d{3})[\s.-](?P<line>\d{4})(?!\d)"
         ),
-        _phone_any,
+        _phone,
     ),
     (re.compile(rf"{_CUR}(?P<a>{_NUM})\s?[-–]\s?[$€£¥]?(?P<b>{_NUM})(?![\d.])"), _money_range),
     (
         re.compile(
             rf"{_CUR}\s?(?P<amount>{_NUM})(?:\s?(?P<mag>[kKmMbBtT]|bn|BN|mm|MM)\b|\s(?P<word>thousand|million|billion|trillion)\b)?"
         ),
-        _money_word,
+        _money,
     ),
     (re.compile(rf"\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?:\s?{_AMPM})?"), _time),
     (re.compile(rf"\b(?P<h>1[0-2]|0?[1-9])(?P<min>)\s?{_AMPM}"), _time),
@@ -358,7 +341,7 @@ ENGLISH_RULES: tuple[Rule, ...] = (
     (re.compile(r"(?P<t>[-+]?\d+(?:\.\d+)?)\s?°\s?(?P<scale>[FCK])?\b"), _temperature),
     (re.compile(r"(?:\b(?P<century>1[0-9]|20)|')(?P<tens>[1-9]0|00)'?s\b"), _decade),
     (re.compile(rf"(?P<n>{_NUM})\s?%"), _percent),
-    (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)+)\b|\b(?P<v2>\d+\.\d+\.\d+)\b"), _version_any),
+    (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)+)\b|\b(?P<v2>\d+\.\d+\.\d+)\b"), _version),
     (re.compile(rf"(?<![\d.,])(?P<a>{_NUM})\s?[-–]\s?(?P<b>{_NUM})(?![\d.,-])"), _range),
     (re.compile(rf"(?<![\w.])(?P<n>{_NUM})\s?(?P<unit>{_UNIT_NAMES})(?![\w/])"), _unit),
     (re.compile(r"\b(?P<n>\d{1,3}(?:,\d{3})*|\d+)(?:st|nd|rd|th)\b"), _ordinal),
