@@ -64,6 +64,8 @@ CATEGORIES: dict[str, list[tuple[str, str]]] = {
         ("in 2005", "in two thousand five"),
         ("the 1990s", "the nineteen nineties"),
         ("the '80s", "the eighties"),
+        ("the 1900s", "the nineteen hundreds"),
+        ("the 2000s", "the two thousands"),
     ],
     "ranges": [("4-6 hours", "four to six hours"), ("pages 10–20", "pages ten to twenty")],
     "versions": [

@@ -244,16 +244,13 @@ def _ordinal(m: re.Match[str]) -> str:
 
 
 def _decade(m: re.Match[str]) -> str:
-    tens = int(m["tens"])
+    """1990s "nineteen nineties", '80s "eighties", 1900s "nineteen hundreds", 2000s "two thousands"."""
+    tens, century = int(m["tens"] or m["tens2"]), m["century"]
+    if tens == 0:
+        return "two thousands" if century == "20" else f"{cardinal(int(century))} hundreds"
     word = cardinal(tens)
     word = word[:-1] + "ies" if word.endswith("y") else word + "s"
-    if m["century"]:
-        return (
-            f"{cardinal(int(m['century']))} {word}"
-            if m["century"] not in ("20",) or tens
-            else "two thousands"
-        )
-    return word
+    return f"{cardinal(int(century))} {word}" if century else word
 
 
 def _plain_number(m: re.Match[str]) -> str:
@@ -339,7 +336,7 @@ ENGLISH_RULES: tuple[Rule, ...] = (
         _day_month,
     ),
     (re.compile(r"(?P<t>[-+]?\d+(?:\.\d+)?)\s?°\s?(?P<scale>[FCK])?\b"), _temperature),
-    (re.compile(r"(?:\b(?P<century>1[0-9]|20)|')(?P<tens>[1-9]0|00)'?s\b"), _decade),
+    (re.compile(r"(?:\b(?P<century>1[0-9]|20)(?P<tens>[1-9]0|00)|'(?P<tens2>[1-9]0))'?s\b"), _decade),
     (re.compile(rf"(?P<n>{_NUM})\s?%"), _percent),
     (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)+)\b|\b(?P<v2>\d+\.\d+\.\d+)\b"), _version),
     (re.compile(rf"(?<![\d.,])(?P<a>{_NUM})\s?[-–]\s?(?P<b>{_NUM})(?![\d.,-])"), _range),
