@@ -52,6 +52,25 @@ def _is_abbreviation(text: str, stop: int) -> bool:
     return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
+CJK_CLOSERS = "」』）"
+
+
+def ends_sentence(text: str) -> bool:
+    """Does ``text`` end with a finished sentence, by the rules a cut uses? For text that has stopped
+    arriving (``IncrementalSentenceChunker.quiet``): "!" and "?" end one; "." does unless an abbreviation
+    or a single letter (``_is_abbreviation``) or a number (a decimal may follow) stands before it."""
+    end = text.rstrip().rstrip(CLOSERS + CJK_CLOSERS)
+    if not end:
+        return False
+    if end[-1] in "!?" or end[-1] in CJK_STOPS:
+        return True
+    if end[-1] != ".":
+        return False
+    stop = len(end.rstrip("."))
+    word = _word_before(end, stop)
+    return bool(word) and not word[-1].isdigit() and not _is_abbreviation(end, stop)
+
+
 def sentence_cuts(text: str, final: bool = False) -> tuple[list[int], int]:
     """Return (cut positions, scanned_until).
 
@@ -69,7 +88,7 @@ def sentence_cuts(text: str, final: bool = False) -> tuple[list[int], int]:
             continue
         if ch in CJK_STOPS:
             j = i + 1
-            while j < n and (text[j] in CJK_STOPS or text[j] in CLOSERS or text[j] in "」』）"):
+            while j < n and (text[j] in CJK_STOPS or text[j] in CLOSERS or text[j] in CJK_CLOSERS):
                 j += 1
             if j >= n and not final:
                 return cuts, i

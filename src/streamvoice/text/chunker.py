@@ -24,18 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from streamvoice.text.boundaries import (
-    ABBREVIATIONS,
     CJK_STOPS,
-    CLOSERS,
-    TITLES,
     clause_cuts,
+    ends_sentence,
     phrase_cuts,
     sentence_cuts,
     word_cuts,
 )
 from streamvoice.text.markdown import clean_token
-
-CLOSERS_AT_END = CLOSERS + "」』）"
 
 Measure = Callable[[str], int]
 # A run of text this long with no whitespace is cleaned and cut as if a space followed it: no real word is
@@ -111,8 +107,7 @@ class IncrementalSentenceChunker:
         case; the rules that keep "Dr." or "3." from ending one still apply (a title, a single letter or a
         number before the stop: no cut). The one decision that depends on timing rather than text, so
         callers make it only after ``QUIET_CUT_S`` of silence."""
-        tail = (self._pending + self._raw).rstrip()
-        if not _ends_sentence(tail):
+        if not ends_sentence(self._pending + self._raw):
             return []
         self._clean(final=True)
         pieces = self._cut(final=False)
@@ -238,23 +233,6 @@ class IncrementalSentenceChunker:
 # (``quiet``). It costs at most this much first audio for a reply that stops there (without it: never,
 # until the stream ends), and nothing when more text follows sooner.
 QUIET_CUT_S = 0.2
-
-
-def _ends_sentence(text: str) -> bool:
-    """Does ``text`` end with a sentence end that no rule would keep going (``quiet``)?"""
-    end = text.rstrip(CLOSERS_AT_END)
-    if not end:
-        return False
-    if end[-1] in "!?" or end[-1] in CJK_STOPS:
-        return True
-    if end[-1] != ".":
-        return False
-    body = end.rstrip(".")
-    word = body.rsplit(None, 1)[-1].lstrip("\"'([{«“‘*_") if body.split() else ""
-    if not word or word[-1].isdigit():
-        return False  # "at 3." may go on as "3.5"
-    lowered = word.lower()
-    return not (lowered in TITLES or lowered in ABBREVIATIONS or (len(word) == 1 and word.isalpha()))
 
 
 def _last_space_end(text: str) -> int:
