@@ -100,31 +100,17 @@ for name in BLOCKED:
 {guard}
 from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
-from streamvoice.server import ServerConfig
-from streamvoice.server.runner import build_server
-from streamvoice.asgi import LoopbackServer, free_port
+from tests.helpers import speak, start_speech_server
 
-engine = KokoroEngine.load({model_dir!r})
-port = free_port()
-drainer = build_server(ServerConfig(port=port, warm_up=True), engine, log_level="warning")
-server = LoopbackServer(drainer.app, port, server=drainer.server).start()
+server = start_speech_server(KokoroEngine.load({model_dir!r}))
 
 async def main():
     out = {{}}
     async with connect(server.ws_url) as ws:
         for voice, text in {requests!r}:
-            await ws.send(json.dumps({{"text": text, "voice": voice, "id": voice}}))
-            audio = 0
-            while True:
-                frame = await ws.recv()
-                if isinstance(frame, bytes):
-                    audio += len(frame)
-                    continue
-                event = json.loads(frame)
-                if event["type"] in ("synthesis_complete", "error"):
-                    out[voice] = {{"type": event["type"], "code": event.get("code"),
-                                  "message": event.get("message"), "audio": audio}}
-                    break
+            event, pcm = await speak(ws, {{"text": text, "voice": voice, "id": voice}})
+            out[voice] = {{"type": event["type"], "code": event.get("code"),
+                          "message": event.get("message"), "audio": int(pcm.size)}}
     print("RESULT " + json.dumps(out))
 
 asyncio.run(main())

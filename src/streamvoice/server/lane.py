@@ -21,6 +21,7 @@ from streamvoice.engine.planning import Piece
 from streamvoice.engine.split_kokoro import RunStop
 from streamvoice.engine.timing import pause_samples
 from streamvoice.engine.windows import THROUGHPUT_PLAN
+from streamvoice.protocol import MAX_SPEED, MIN_SPEED
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import Requeue
 
@@ -177,7 +178,7 @@ class Lane:
                 work.windows = service.engine.stream_piece(
                     work.piece,
                     work.request.voice,
-                    max(0.5, min(2.0, work.request.speed * work.piece.rate)),
+                    max(MIN_SPEED, min(MAX_SPEED, work.request.speed * work.piece.rate)),
                     service.config.stream_windows,
                     plan,
                     cap=self._window_cap,

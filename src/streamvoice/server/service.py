@@ -229,8 +229,15 @@ class SpeechService:
         Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
         """
         loop = asyncio.get_running_loop()
-        try:
-            segments = to_segments(request.text, request.ssml, request.lexicon, request.lang == "en-gb")
+        try:  # on the planning thread, like the rest of planning: SSML and lexicons are not the loop's work
+            segments = await loop.run_in_executor(
+                self._planner,
+                to_segments,
+                request.text,
+                request.ssml,
+                request.lexicon,
+                request.lang == "en-gb",
+            )
         except MarkupError as exc:
             raise ProtocolError(ErrorCode.INVALID_SSML, str(exc)) from None
         planned = 0

@@ -57,18 +57,13 @@ async def first_audio(
     """Take a listener slot (refused at once when none is free: an HTTP caller cannot be told it waits),
     plan the text and wait for its first item before any header is sent, so that what can go wrong early
     (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
-    stream. The caller releases ``slot`` when the answer ends; here only when this fails."""
-    try:
-        slot.admit(can_wait=False)
-        pieces = service.audio_pieces(request)
-    except BaseException:
-        slot.release()
-        raise
+    stream. The caller owns ``slot``: it releases it when the answer ends, or when this raises."""
+    slot.admit(can_wait=False)
+    pieces = service.audio_pieces(request)
     try:
         return await anext(pieces), pieces
     except BaseException:
         await pieces.aclose()
-        slot.release()
         raise
 
 

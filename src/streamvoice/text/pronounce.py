@@ -16,6 +16,7 @@ whole: ``SAY`` (a written form and what to say), ``PHONEMES`` (a written form an
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
@@ -142,10 +143,7 @@ def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
     if not lexicon:
         return text
     by_lower = {w.lower(): s for w, s in lexicon.items()}
-    pattern = re.compile(
-        r"(?<![\w" + MARKS + r"])(" + "|".join(re.escape(w) for w in sorted(lexicon, key=len, reverse=True)) + r")(?![\w])",
-        re.IGNORECASE,
-    )  # fmt: skip
+    pattern = _lexicon_pattern(tuple(sorted(lexicon, key=len, reverse=True)))
 
     def replace(m: re.Match[str]) -> str:
         said = lexicon.get(m[1]) or by_lower[m[1].lower()]
@@ -154,6 +152,14 @@ def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
         return say_span(m[1], said)
 
     return _outside_spans(text, lambda part: pattern.sub(replace, part))
+
+
+@functools.lru_cache(maxsize=64)
+def _lexicon_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern per lexicon, longest words first, compiled once (a server's or a session's lexicon
+    is the same for each of its messages, and 512 entries take a moment to compile)."""
+    alternatives = "|".join(re.escape(w) for w in words)
+    return re.compile(r"(?<![\w" + MARKS + r"])(" + alternatives + r")(?![\w])", re.IGNORECASE)
 
 
 def _outside_spans(text: str, change: Callable[[str], str]) -> str:

@@ -3,6 +3,7 @@ so listing voices or refusing one costs nothing."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from dataclasses import dataclass
 
@@ -35,7 +36,9 @@ class PackStatus:
     missing: tuple[str, ...]
 
 
+@functools.cache
 def status(pack: str) -> PackStatus:
+    """Found once per process: packs are installed or not before it starts, and every request asks."""
     _, modules = NEEDS[pack]
     missing = tuple(m for m in modules if not _findable(m))
     return PackStatus(pack, not missing, missing)
