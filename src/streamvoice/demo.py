@@ -83,28 +83,33 @@ def local_stack(llm_args: list[str] | None = None, quiet: bool = True) -> Iterat
                 p.kill()
 
 
-def listener_track(run: RunResult) -> np.ndarray:
-    """The audio as a listener heard it, from the moment the question was asked: each chunk plays when
-    it arrives, or when the one before it ends if that is later (a stall is silence in the file)."""
-    audio = np.frombuffer(run.pcm, dtype="<i2")
-    out = np.zeros(0, dtype="<i2")
+def placements(run: RunResult) -> list[tuple[int, int]]:
+    """(first sample, samples) of each chunk as a listener hears it, from the moment the question was
+    asked: a chunk plays when it arrives, or when the one before it ends if that is later."""
+    spans, end = [], 0
     for t_ms, size in run.arrivals:
-        chunk, audio = audio[: size // 2], audio[size // 2 :]
-        start = max(int(t_ms * SAMPLE_RATE / 1000), out.size)
-        if start > out.size:
-            out = np.concatenate([out, np.zeros(start - out.size, dtype="<i2")])
-        out = np.concatenate([out, chunk])
+        start = max(int(t_ms * SAMPLE_RATE / 1000), end)
+        end = start + size // 2
+        spans.append((start, size // 2))
+    return spans
+
+
+def listener_track(run: RunResult) -> np.ndarray:
+    """The audio as the listener heard it: the wait before it and any stall are silence in the file."""
+    audio = np.frombuffer(run.pcm, dtype="<i2")
+    spans = placements(run)
+    out = np.zeros(spans[-1][0] + spans[-1][1] if spans else 0, dtype="<i2")
+    taken = 0
+    for start, n in spans:
+        chunk = audio[taken : taken + n]
+        out[start : start + chunk.size] = chunk
+        taken += n
     return out
 
 
 def playback(run: RunResult) -> list[tuple[float, float]]:
     """(start s, duration s) of each chunk as it plays (the timeline's audio bars)."""
-    spans, end = [], 0.0
-    for t_ms, size in run.arrivals:
-        start = max(t_ms / 1000, end)
-        end = start + size / 2 / SAMPLE_RATE
-        spans.append((start, end - start))
-    return spans
+    return [(start / SAMPLE_RATE, n / SAMPLE_RATE) for start, n in placements(run)]
 
 
 def write_wav(path: Path, samples: np.ndarray) -> None:
