@@ -264,7 +264,9 @@ async def test_unstreamed_captioned_speech_is_counted_and_cancelled(engine: Koko
 # --- 24. the session cap holds for simultaneous requests, and the agent's turn cap too ------------------------
 
 
-async def test_simultaneous_requests_respect_the_caps(engine: KokoroEngine) -> None:
+async def test_simultaneous_requests_respect_the_caps(
+    engine: KokoroEngine, speech_server: RunningServer
+) -> None:
     server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, max_sessions=4)
     try:
         async with httpx.AsyncClient(timeout=120) as client:
@@ -282,10 +284,10 @@ async def test_simultaneous_requests_respect_the_caps(engine: KokoroEngine) -> N
                 await wait_for(lambda: metric(server, "streamvoice_active_streams") == 0, timeout=10)
     finally:
         await asyncio.to_thread(server.stop)
-    unreachable = f"http://127.0.0.1:{free_port()}"  # each admitted turn ends quickly in an error event
-    agent = await asyncio.to_thread(
-        start_agent, ScriptedTextSource("One two three four five."), unreachable, max_concurrent_turns=2
-    )
+    # Each admitted turn lasts seconds (its LLM's first token comes after 2 s), so all eight requests
+    # arrive while the first two are held: a turn that ended at once could free its place for a ninth.
+    slow = ScriptedTextSource("One two three four five.", ttft_s=2.0)
+    agent = await asyncio.to_thread(start_agent, slow, speech_server.url, max_concurrent_turns=2)
     try:
         async with httpx.AsyncClient(timeout=60) as client:
             answers = await asyncio.gather(
