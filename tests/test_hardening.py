@@ -267,7 +267,10 @@ async def test_unstreamed_captioned_speech_is_counted_and_cancelled(engine: Koko
 async def test_simultaneous_requests_respect_the_caps(
     engine: KokoroEngine, speech_server: RunningServer
 ) -> None:
-    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, max_sessions=4)
+    # The session cap alone (admission, on by default, would turn callers away before it: test_admission).
+    server = await asyncio.to_thread(
+        start_speech_server, engine, warm_up=False, max_sessions=4, admission="off"
+    )
     try:
         async with httpx.AsyncClient(timeout=120) as client:
             for path, body in (

@@ -240,16 +240,22 @@ def _ping(url: str) -> int | None:
 async def test_concurrent_sessions_every_message_once_in_order(speech_server: RunningServer) -> None:
     sessions, messages = 10, 5
 
-    async def one(s: int) -> None:
+    async def one(s: int) -> int:
         async with connect(speech_server.ws_url) as ws:
             for m in range(messages):
                 await ws.send(json.dumps({"text": f"Number {m}.", "id": f"{s}-{m}"}))
             controls, audio = await collect(ws, messages, timeout=300)
-        done = [c for c in controls if c["type"] == "synthesis_complete"]
-        assert [c["id"] for c in done] == [f"{s}-{m}" for m in range(messages)]
+        # One answer per message, in order: its audio, or (admission is on by default, and ten listeners
+        # at once are past what 2 cores keep fed) server_busy once its wait in the queue ran out.
+        answered = [c for c in controls if c["type"] in ("synthesis_complete", "error")]
+        assert [c["id"] for c in answered] == [f"{s}-{m}" for m in range(messages)]
+        assert all(c["code"] == "server_busy" for c in answered if c["type"] == "error")
+        done = [c for c in answered if c["type"] == "synthesis_complete"]
         assert all(c["bytes"] == audio[c["id"]] for c in done)
+        return len(done)
 
-    await asyncio.gather(*(one(s) for s in range(sessions)))
+    served = await asyncio.gather(*(one(s) for s in range(sessions)))
+    assert sum(served) >= 2 * messages  # at least the listeners admitted first were served whole
 
 
 FRAMES = st.one_of(

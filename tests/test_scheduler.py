@@ -17,11 +17,13 @@ from streamvoice.engine.planning import Piece
 from streamvoice.protocol import DEFAULT_PAUSES, Pauses
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.lane import (
+    COST_SPREAD,
     LARGEST_WINDOW_FRAMES,
     MAX_UNSENT_S,
     PAST_CAPACITY_WINDOW_FRAMES,
     SMALLEST_WINDOW_FRAMES,
     Lane,
+    window_frames,
 )
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import PieceAudio
@@ -120,10 +122,9 @@ class _Service:
     window_cost: WindowCost = field(default_factory=lambda: WindowCost(rtf=0.3))
     overloaded: bool = False
     active_lanes: int = 0
+    trace: list[Any] | None = None
 
-    def observe_decode(
-        self, seconds: float, audio_s: float, alone: bool = False, piece_start: bool = False
-    ) -> None:
+    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         pass
 
     def lane_activity(self, delta: int) -> None:
@@ -223,31 +224,58 @@ async def test_windows_are_sized_for_throughput_past_capacity_and_for_the_waitin
     service.scheduler.stop()
 
 
-async def test_listeners_all_behind_get_windows_no_smaller_than_they_can_sustain() -> None:
-    """Two listeners behind: the waiting one is due already, and this one has no audio left either; windows
-    stay large enough that the machine makes audio faster than both play it (with 12-frame windows two
-    listeners who fell behind together stayed behind: 6-12 s of stalls). A listener with audio to spare
-    still shrinks its window for the one waiting."""
+def test_a_window_never_asks_for_more_decoding_than_the_audio_buffered() -> None:
+    """A piece's second window once took 0.18-0.22 s to decode after a first window of 0.185 s of audio:
+    a gap in the middle of a word. Each window now fits in what its listener has buffered (and, when
+    another listener waits, in what that one has left less its own smallest window), with the measured
+    spread of window costs to spare."""
+    cost = WindowCost(rtf=0.33)  # 2 cores: 40 frames ~0.33 s
+    for own_s in (0.3, 0.5, 0.8):
+        frames = window_frames(cost, own_s=own_s, waiting_s=None, floor=cost.floor_frames(1))
+        assert SMALLEST_WINDOW_FRAMES <= frames <= LARGEST_WINDOW_FRAMES
+        assert COST_SPREAD * cost.seconds(frames) <= own_s
+    assert window_frames(cost, own_s=5.0, waiting_s=None, floor=0.0) == LARGEST_WINDOW_FRAMES
+    # Another listener runs out in 0.6 s: this window and that one's smallest both end before then.
+    frames = window_frames(cost, own_s=5.0, waiting_s=0.6, floor=cost.floor_frames(2))
+    assert COST_SPREAD * (cost.seconds(frames) + cost.seconds(SMALLEST_WINDOW_FRAMES)) <= 0.6
+    assert frames > SMALLEST_WINDOW_FRAMES
+
+
+def test_listeners_with_work_never_get_windows_smaller_than_they_can_sustain() -> None:
+    """Two listeners short of audio: windows stay large enough that the machine makes audio faster than
+    both play it, whatever the budgets say. Smaller windows cost more per second of audio: two listeners
+    whose buffers shrank together had their windows shrunk further and stayed behind (6-12 s of stalls
+    with 12-frame windows)."""
+    cost = WindowCost(rtf=0.4)  # 40 frames: 0.1 s fixed + 0.3 s; 12 frames: 0.19 s
+    floor = cost.floor_frames(2)
+    assert floor is not None and floor > SMALLEST_WINDOW_FRAMES
+    for own_s, waiting_s in ((0.0, 0.0), (-0.5, 0.1), (2.0, 0.0), (0.2, None)):
+        frames = window_frames(cost, own_s=own_s, waiting_s=waiting_s, floor=floor)
+        assert frames >= floor
+        assert 2 * cost.seconds(frames) <= frames * 0.025  # both keep up
+    # One listener short of audio gets the smallest window worth a call; no size sustains three: the largest.
+    assert (
+        window_frames(cost, own_s=0.0, waiting_s=None, floor=cost.floor_frames(1)) == SMALLEST_WINDOW_FRAMES
+    )
+    assert cost.floor_frames(3) is None
+    assert window_frames(cost, own_s=0.0, waiting_s=0.0, floor=None) == LARGEST_WINDOW_FRAMES
+
+
+async def test_a_lane_sizes_its_window_from_its_own_buffer_and_the_listener_waiting() -> None:
     service = _Service()
-    service.window_cost = WindowCost(rtf=0.4)  # 40 frames: 0.1 s fixed + 0.3 s; 12 frames: 0.19 s
+    service.window_cost = WindowCost(rtf=0.33)
+    service.active_lanes = 1
     lane = Lane(service)  # type: ignore[arg-type]
+    lane.play_end = time.monotonic() + 0.3
+    assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # 0.3 s buffered: not a 40-frame window
+    lane.play_end = time.monotonic() + 5.0
+    assert lane._window_cap() == LARGEST_WINDOW_FRAMES
     blocker = threading.Event()
     service.scheduler = SynthesisScheduler(workers=1)
     service.scheduler.start()
     service.scheduler.submit(blocker.wait)  # holds the worker
-    waiting = service.scheduler.submit(lambda: None, deadline=time.monotonic())  # out of audio already
-    service.active_lanes = 1
-    alone = lane._window_cap()
-    assert alone == SMALLEST_WINDOW_FRAMES  # one listener: the smallest window serves the waiting one soonest
-    service.active_lanes = 2
-    floor = service.window_cost.floor_frames(2)
-    assert floor is not None and lane._window_cap() >= floor > SMALLEST_WINDOW_FRAMES
-    cost = service.window_cost
-    assert 2 * cost.seconds(lane._window_cap()) <= lane._window_cap() * 0.025  # both keep up
-    service.active_lanes = 3  # no size sustains three: the largest the deadline policy allows
-    assert lane._window_cap() == LARGEST_WINDOW_FRAMES
-    lane.play_end = time.monotonic() + 2.0  # this listener has 2 s to play: it can afford to let one in
-    assert lane._window_cap() == SMALLEST_WINDOW_FRAMES
+    waiting = service.scheduler.submit(lambda: None, deadline=time.monotonic() + 0.4)
+    assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # it lets the listener due soon in
     blocker.set()
     await waiting
     service.scheduler.stop()

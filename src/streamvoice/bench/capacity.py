@@ -5,16 +5,21 @@ session. A simulated real-time player per listener starts at its first audio and
 is *kept fed* when its speech is heard within 1 s and its player waits at most 100 ms in total. Compared
 side by side in one run, each on a fresh server:
 
-- ``fifo``: one model worker with all cores, arrival order (the baseline);
-- ``deadline``: the same worker, earliest playback deadline first (the default);
+- ``default``: the server as shipped: the deadline scheduler and admission (``queue``) counting what this
+  machine sustains (0.85 of the audio its full windows make per second);
+- ``fifo``: one model worker with all cores, arrival order, no admission (the baseline);
+- ``deadline``: the same worker, earliest playback deadline first, no admission;
 - ``deadline-2w``: two model workers with one ONNX Runtime thread each;
 - ``deadline-batch``: ``--batch`` model workers (2) sharing one batched decoder
   (``STREAMVOICE_DECODE_BATCH``): windows of one size from several listeners go in one call;
-- ``admission``: ``deadline`` plus admission control (``STREAMVOICE_ADMISSION=queue``): listeners beyond the
-  measured capacity wait (told at once) or are refused, instead of slowing everyone.
+- ``admission``: ``default`` with a longer bound on the wait (30 s): listeners beyond the measured capacity
+  wait (told at once) and are served when a slot frees, instead of slowing everyone.
 
 Also per option: throughput at saturation (audio seconds produced per wall second with ``--max-k``
 listeners sending whole answers at once) against the single-call limit (one call after another: 1 / RTF).
+
+``--trace`` records every decoded window (its size, its cost, what its listener had buffered) in the
+JSON, beside each listener's stalls: what explains a run where someone stalls.
 
 ``--repeat N`` runs each K N times on the same server (one run can mislead: a load near the machine's limit
 can go either way) and adds a table of how many runs kept everyone fed. ``--cpu-load F`` runs a busy loop
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import multiprocessing
 import statistics
 import time
@@ -59,20 +65,24 @@ STAGGER_S = 1.0
 HEARD_TARGET_S = 1.0
 STALL_TARGET_S = 0.1  # total waiting of a listener's player
 OPTIONS: dict[str, dict[str, Any]] = {
-    "fifo": {"scheduler": "fifo"},
-    "deadline": {"scheduler": "deadline"},
-    "deadline-2w": {"scheduler": "deadline", "synth_workers": 2, "ort_threads": 1},
-    "deadline-batch": {"scheduler": "deadline", "decode_batch": 2},
+    "default": {},  # as shipped: deadline scheduling and admission (queue) on the measured capacity
+    "fifo": {"scheduler": "fifo", "admission": "off"},
+    "deadline": {"scheduler": "deadline", "admission": "off"},
+    "deadline-2w": {"scheduler": "deadline", "synth_workers": 2, "ort_threads": 1, "admission": "off"},
+    "deadline-batch": {"scheduler": "deadline", "decode_batch": 2, "admission": "off"},
     "admission": {"scheduler": "deadline", "admission": "queue", "admission_wait_s": 30.0},
 }
 
 
 async def listener(url: str, i: int, rate: float) -> dict[str, Any]:
     await asyncio.sleep(i * STAGGER_S)
+    joined = time.monotonic()
     run = await run_answer(url, ANSWER, rate)
     refused = [p for p in run["pieces"] if p.get("error") == "server_busy"]
     play = playback(run["chunks"])
     return {
+        "joined": joined,
+        "stall_spans": stall_spans(play["spans"]),
         "heard_s": run["heard_s"],
         "starvation_s": play["starvation_s"],
         "audio_s": sum(s for _, s in run["chunks"]),
@@ -80,6 +90,11 @@ async def listener(url: str, i: int, rate: float) -> dict[str, Any]:
         "queued": run.get("told_s") is not None and not refused,  # told to wait, then served
         "told_s": run.get("told_s"),
     }
+
+
+def stall_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Where the player waited: (start, seconds), from the first audio."""
+    return [(end, start - end) for (_, end), (start, _) in itertools.pairwise(spans) if start > end + 1e-3]
 
 
 async def run_k(url: str, k: int, rate: float) -> list[dict[str, Any]]:
@@ -108,6 +123,27 @@ def single_call_limit(engine: KokoroEngine) -> float:
     started = time.perf_counter()
     audio_s = sum(chunk.size for chunk in engine.stream(ANSWER)) / engine.sample_rate
     return audio_s / (time.perf_counter() - started)
+
+
+def trace_rows(
+    trace: list[tuple[float, int, float, float, float, bool, int]],
+    began: float,
+    listeners: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The service's window trace, times from the run's start, lanes numbered in order of appearance."""
+    lanes: dict[int, int] = {}
+    return [
+        {
+            "t": round(t - began, 3),
+            "lane": lanes.setdefault(lane, len(lanes)),
+            "frames": frames,
+            "work_s": round(work, 4),
+            "buffered_s": round(buffered, 3),
+            "piece_start": start,
+            "active": active,
+        }
+        for t, lane, frames, work, buffered, start, active in trace
+    ]
 
 
 def summarise(option: str, k: int, listeners: list[dict[str, Any]]) -> dict[str, Any]:
@@ -217,6 +253,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--cpu-load", type=float, default=0.0, help="busy loop beside the server, share of one core"
     )
     parser.add_argument("--plot", type=Path, default=None)
+    parser.add_argument(
+        "--trace", action="store_true",
+        help="record every decoded window (size, cost, the listener's buffer) per run, in the JSON",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     with co_tenant(args.cpu_load):
         return measure(args)
@@ -251,16 +291,25 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             options = replace(options, providers=providers)
         engine = KokoroEngine.load(None, None, options)
         limit = single_call_limit(engine)
-        with LoopbackServer(create_app(config, engine=engine)) as server:
+        app = create_app(config, engine=engine)
+        with LoopbackServer(app) as server:
             asyncio.run(run_k(server.url, 1, args.rate))  # warm-up: the decoding speed is measured
+            service = app.state.service
             for k in ks:
                 for run in range(args.repeat):
+                    service.trace = [] if args.trace else None
+                    began = time.monotonic()
                     listeners = asyncio.run(run_k(server.url, k, args.rate))
-                    raw[f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")] = listeners
+                    key = f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")
+                    raw[key] = listeners
+                    if service.trace is not None:
+                        raw[key + "/trace"] = trace_rows(service.trace, began, listeners)
                     rows.append({**summarise(option, k, listeners), "run": run})
                     print(
                         f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}, "
-                        f"all stalls {rows[-1]['stall_sum_ms']:.0f} ms",
+                        f"all stalls {rows[-1]['stall_sum_ms']:.0f} ms, capacity {service.capacity()}, "
+                        f"rtf {service.decode_speed.rtf:.3f}, window {service.window_cost.fixed_s * 1000:.0f} ms + "
+                        f"{service.window_cost.per_frame_s * 1000:.2f} ms/frame",
                         flush=True,
                     )
             saturated = asyncio.run(saturate(server.url, max(ks)))

@@ -440,6 +440,31 @@ class KokoroEngine:
             seconds += audio.size / SAMPLE_RATE
         return seconds
 
+    def time_windows(self, voice: str = DEFAULT_VOICE, frames: int = 40) -> list[tuple[float, float]]:
+        """(seconds of audio, seconds of work) of each full-size window of the calibration text, each
+        piece's first window left out. Blocking.
+
+        What a listener's steady windows cost on this machine, measured alone: the warm-up's own speed
+        includes loading every language's G2P, the front model and small first windows, and read ~0.45 s
+        of work per second of audio where full windows take ~0.33 (2 cores), enough to size a server for
+        one listener where it keeps two fed."""
+        spec = self.parse_voice(voice)
+        lang = default_lang(spec)
+        plan = WindowPlan(first=frames, second=frames, growth=1.0, largest=frames)
+        timed: list[tuple[float, float]] = []
+        for piece in self.planner.plan(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang):
+            windows = self.stream_piece(piece, spec, 1.0, plan=plan)
+            first = True
+            while True:
+                started = time.perf_counter()
+                window = next(windows, None)
+                if window is None:
+                    break
+                if not first and window.size >= frames * SAMPLES_PER_FRAME * 3 // 4:
+                    timed.append((window.size / SAMPLE_RATE, time.perf_counter() - started))
+                first = False
+        return timed
+
 
 # What a voice agent says all day: a greeting and an offer to help, per language.
 CALIBRATION_TEXT = {

@@ -27,11 +27,17 @@ Decision = Literal["admitted", "queued", "refused"]
 SPEED_HORIZON_S = 30.0
 
 
-def measured_capacity(workers: int, decode_rtf: float) -> int:
-    """Real-time listeners whose decoding fits in ``workers``' time at ``decode_rtf`` (>= 1)."""
+# Share of the workers' time the admitted listeners' steady decoding may take: the rest is for the front
+# model, piece starts, planning, the event loop and a machine that drifts slower than it measured.
+SUSTAINED_SHARE = 0.85
+
+
+def measured_capacity(workers: int, decode_rtf: float, share: float = SUSTAINED_SHARE) -> int:
+    """Real-time listeners whose decoding fits in ``share`` of ``workers``' time at ``decode_rtf`` seconds
+    of work per second of audio; never fewer than one (a slow machine still serves someone)."""
     if decode_rtf <= 0:
         return workers
-    return max(1, math.floor(workers / decode_rtf))
+    return max(1, math.floor(share * workers / decode_rtf + 1e-9))
 
 
 class DecodeSpeed:

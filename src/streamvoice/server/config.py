@@ -35,9 +35,10 @@ class ServerConfig:
     decode_batch: int = 1
     decode_batch_linger_ms: float = 10.0  # how long a window waits for company while other work runs
     scheduler: str = "deadline"  # or "fifo"
-    # Admission of real-time listeners: "off", "refuse" (server_busy when full) or "queue" (wait, bounded,
-    # told at once); capacity from ADMISSION_LISTENERS, or measured (0) from the decoding speed.
-    admission: str = "off"
+    # Admission of real-time listeners: "queue" (wait, bounded, told at once), "refuse" (server_busy when
+    # full) or "off"; capacity from ADMISSION_LISTENERS, or measured (0): 0.85 of the audio this machine's
+    # full windows make per second. On by default: past it, every listener stalls, not only the newcomer.
+    admission: str = "queue"
     admission_listeners: int = 0
     admission_queue: int = 8
     admission_wait_s: float = 10.0

@@ -20,13 +20,14 @@ from numpy.typing import NDArray
 from streamvoice.engine.planning import Piece
 from streamvoice.engine.split_kokoro import RunStop
 from streamvoice.engine.timing import pause_samples
-from streamvoice.engine.windows import THROUGHPUT_PLAN
+from streamvoice.engine.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN
 from streamvoice.protocol import MAX_SPEED, MIN_SPEED
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import Requeue
 
 if TYPE_CHECKING:
     from streamvoice.server.service import ResolvedRequest, SpeechService
+    from streamvoice.server.window_cost import WindowCost
 
 
 @dataclass
@@ -37,28 +38,40 @@ class _Work:
     windows: Generator[NDArray[np.float32]] | None = None
     samples: int = 0
     busy_s: float = 0.0
+    # The last window's (seconds of work, seconds of audio, alone), observed once the next one comes: a
+    # piece's last window decodes its trailing context and the frames trimmed after the speech, so its
+    # kept audio says little about its cost (a 15-frame tail took as long as a 40-frame window).
+    pending: tuple[float, float, bool] | None = None
     stop: RunStop = field(default_factory=RunStop)  # ends its model run in flight when it is abandoned
 
 
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5
-# A window cannot be interrupted: a newcomer's first audio, or another listener's next window, waits for
-# the one being decoded. So a window is sized, when it starts, to end before the most urgent waiting
-# listener runs out of audio (with a margin for that listener's own next window); never below the
-# smallest size worth a call, nor, when this listener is out of audio too, below the size at which the
-# listeners with work are sustainable (see ``window_cost``: smaller windows cost more per second of audio,
-# so shrinking them for listeners who are all behind kept them behind); and never above 40 frames (1 s of audio, ~0.4 s of decoding on 2 cores)
-# even when alone, because a newcomer may arrive at any moment.
+# A window's size is decided when it starts, from two budgets: it must end before this listener's own audio
+# runs out (a piece's second window once took 16 frames' decoding, 0.18-0.22 s, after a first window of
+# 0.185 s of audio: a 10-35 ms gap in the middle of a word, traced in ``bench.capacity --trace``), and,
+# while another listener waits, early enough that that listener's smallest window still ends before its
+# audio does. Each budget is divided by ``COST_SPREAD``: the 99th percentile of a window's measured cost over
+# the fitted one (1.22 in the same trace). Within those budgets a window is as large as it may be, up to 40
+# frames (1 s of audio, ~0.35 s of decoding on 2 cores): a newcomer's first window waits for it.
+#
+# Never below the size at which the listeners with work are sustainable (see ``window_cost``): smaller
+# windows cost more per second of audio. Before this floor held at every size, windows shrank to what the
+# budgets allowed whenever a deadline was near; with two listeners every size under ~27 frames makes less
+# audio than they play, so their buffers shrank together, the budgets shrank the windows further, and the
+# pair could not climb back (the state the README called bistable). With the floor, two listeners decoded
+# at any allowed size take at most 0.85 of the worker, so their buffers grow back after every dip.
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
+COST_SPREAD = 1.2
 FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
-WINDOW_MARGIN_S = 0.3
 # Past capacity (two or more listeners with work beyond what the server keeps fed), short windows save
 # nobody: every listener falls behind anyway, and each short window costs its fixed part and its context
 # again, so the machine makes less audio exactly when it is short of it (at saturation, 0.6 of the
 # single-call limit with short windows). Then windows and piece plans are sized for throughput. The test
 # is a count, not a symptom (a late turn), on purpose: long windows make turns late, so a symptom would keep
-# the server in this state after the load had gone. Admission keeps admitted listeners out of it.
+# the server in this state after the load had gone. Admission (on by default) keeps admitted listeners out
+# of it.
 PAST_CAPACITY_WINDOW_FRAMES = 120
 # Decoded audio a listener has not taken yet (unsent) beyond which its lane stops decoding until the sender
 # catches up: what a slow or stalled reader can make the server hold is bounded per listener.
@@ -69,6 +82,17 @@ RESUME_UNSENT_S = 3.0
 # With decoder batching, capped windows take one of a few sizes, so that different listeners' windows meet
 # in one call (a batch holds windows of one size).
 BATCH_BUCKETS = (SMALLEST_WINDOW_FRAMES, 16, 24, 32, LARGEST_WINDOW_FRAMES)
+
+
+def window_frames(cost: WindowCost, own_s: float, waiting_s: float | None, floor: float | None) -> int:
+    """The next window's size: what fits in this listener's buffered audio (``own_s``) and, when another
+    listener waits, in its buffer less its own smallest window (``waiting_s``: seconds until it runs out),
+    clamped between the sustainable ``floor`` (None: no size is sustainable, so the largest) and 40 frames."""
+    budget = own_s
+    if waiting_s is not None:
+        budget = min(budget, waiting_s - COST_SPREAD * cost.seconds(SMALLEST_WINDOW_FRAMES))
+    lowest = max(SMALLEST_WINDOW_FRAMES, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES)
+    return min(LARGEST_WINDOW_FRAMES, max(lowest, cost.frames_within(budget / COST_SPREAD)))
 
 
 def batch_bucket(frames: int) -> int:
@@ -170,6 +194,7 @@ class Lane:
             return 0
         service = self._service
         started = time.perf_counter()
+        buffered_s = self.play_end - time.monotonic()
         alone = service.scheduler.alone
         try:
             if work.windows is None:
@@ -195,6 +220,7 @@ class Lane:
             return Requeue(time.monotonic())
         work.busy_s += time.perf_counter() - started
         if window is None:
+            work.pending = None  # the piece's tail: not a measure of the window size's cost
             service.metrics.observe_model_call(work.busy_s, work.samples / service.engine.sample_rate)
             # The pause the piece's punctuation calls for: generated silence, no model work.
             if work.piece.pause_ms is not None:  # an SSML <break>
@@ -213,9 +239,19 @@ class Lane:
             self._unsent += window.size
         work.sink.push(window)
         alone = alone and service.scheduler.alone
-        service.observe_decode(
-            time.perf_counter() - started, window.size / service.engine.sample_rate, alone, work.samples == 0
+        if work.pending is not None:
+            service.observe_decode(*work.pending)
+        # A piece's first window runs the front model too: a cost of the piece, not of the window's size.
+        work.pending = (
+            None
+            if work.samples == 0
+            else (time.perf_counter() - started, window.size / service.engine.sample_rate, alone)
         )
+        if service.trace is not None:
+            service.trace.append(
+                (time.monotonic(), id(self), window.size / SAMPLES_PER_FRAME, time.perf_counter() - started,
+                 buffered_s, work.samples == 0, service.active_lanes)
+            )  # fmt: skip
         work.samples += window.size
         self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
         return Requeue(self.play_end)
@@ -224,23 +260,17 @@ class Lane:
         service = self._service
         scheduler = service.scheduler
         due = scheduler.earliest_waiting()
-        if due is None:
-            return LARGEST_WINDOW_FRAMES
         if scheduler.policy != "deadline":
-            return FIFO_SHARED_WINDOW_FRAMES
+            return LARGEST_WINDOW_FRAMES if due is None else FIFO_SHARED_WINDOW_FRAMES
         if service.overloaded:
             return PAST_CAPACITY_WINDOW_FRAMES
         cost = service.window_cost
-        now = time.monotonic()
-        slack = due - now - WINDOW_MARGIN_S
-        frames = max(SMALLEST_WINDOW_FRAMES, cost.frames_within(slack))
-        if slack < 0 and self.play_end - now < WINDOW_MARGIN_S:
-            # The waiting listener runs out of audio whatever this window's size, and so does this one:
-            # a smaller window only trades one's stall for the other's at a higher cost per second of audio.
-            # Never so small that the listeners with work need more than the machine: nobody would catch up.
-            floor = cost.floor_frames(service.active_lanes)
-            frames = max(frames, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES)
-        frames = min(LARGEST_WINDOW_FRAMES, frames)
+        frames = window_frames(
+            cost,
+            own_s=self.play_end - time.monotonic(),
+            waiting_s=None if due is None else due - time.monotonic(),
+            floor=cost.floor_frames(service.active_lanes),
+        )
         return batch_bucket(frames) if service.config.decode_batch > 1 else frames
 
     def _drop_current(self) -> None:

@@ -10,7 +10,6 @@ import asyncio
 import json
 import logging
 import threading
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -97,6 +96,10 @@ class SpeechService:
         self.decode_speed = DecodeSpeed(INITIAL_RTF)
         self.window_cost = WindowCost(INITIAL_RTF)
         self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
+        # When a list: every decoded window as (monotonic end, lane, frames, seconds of work, audio the
+        # listener had buffered when it started, piece start, listeners with work), for ``bench.capacity
+        # --trace``: what explains a run where listeners stall.
+        self.trace: list[tuple[float, int, float, float, float, bool, int]] | None = None
         self._active_lanes = 0  # listeners with work to decode right now
         self._lanes_lock = threading.Lock()
         self.admission = Admission(
@@ -143,19 +146,14 @@ class SpeechService:
         with self._lanes_lock:
             self._active_lanes += delta
 
-    def observe_decode(
-        self, seconds: float, audio_s: float, alone: bool = False, piece_start: bool = False
-    ) -> None:
-        """``alone``: no other model work ran or waited meanwhile, so this is the machine's own speed
-        (what capacity is sized with; contended windows would make the estimate fall with load). Only
-        full-size windows count there: a piece's small first windows cost ~2x per second of audio, and
-        mixing them in put the estimate (0.50 s per s on 2 cores) on the edge between 1 and 2 listeners
-        when two are kept fed; full windows (~0.36) say 2 with a margin either side. A piece's first
-        window also runs the front model, a cost of the piece, not of the window's size: the window cost
-        leaves it out (with it, the fixed part read twice its size)."""
+    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
+        """A window of a piece, neither its first (which runs the front model, a cost of the piece) nor its
+        last (which decodes the trimmed tail). ``alone``: no other model work ran or waited meanwhile, so
+        this is the machine's own speed; contended windows would make the estimate fall with load. Only
+        full-size windows count for the capacity: small windows cost ~2x per second of audio, and mixing
+        them in put the estimate on the edge between 1 and 2 listeners when two are kept fed."""
         if alone and audio_s > 0:
-            if not piece_start:
-                self.window_cost.observe(audio_s / FRAME_S, seconds)
+            self.window_cost.observe(audio_s / FRAME_S, seconds)
             if audio_s >= STEADY_WINDOW_S:
                 self.decode_speed.observe(seconds, audio_s)
 
@@ -171,13 +169,20 @@ class SpeechService:
         stats_dir = Path(self.config.voice_stats_dir) if self.config.voice_stats_dir else None
         found = await self.scheduler.submit(lambda: prepare_voice_stats(self.engine, stats_dir), deadline=0.0)
         log.info("voice statistics: %s", found)
-        started = time.perf_counter()
-        audio_s = await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
-        if audio_s > 0:  # a first measure of this machine's speed, until real windows refine it
-            rtf = (time.perf_counter() - started) / audio_s
+        await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
+        # A first measure of this machine's speed, until real windows refine it: full-size windows timed
+        # alone, what a listener's steady decoding costs (and what admission counts listeners with).
+        timed = await self.scheduler.submit(lambda: self.engine.time_windows(voices[0]), deadline=0.0)
+        audio_s = sum(audio for audio, _ in timed)
+        if audio_s > 0:
+            rtf = sum(work for _, work in timed) / audio_s
             self.decode_speed.reset(rtf)
             self.window_cost.reset(rtf)
-            log.info("warm-up: %.2f s of compute per second of audio", rtf)
+            log.info(
+                "full windows: %.3f s of compute per second of audio; admission counts %d listener(s)",
+                rtf,
+                self.capacity(),
+            )
         self.ready = True
 
     def resolve(
