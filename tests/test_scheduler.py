@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Generator
@@ -279,3 +280,15 @@ async def test_a_lane_sizes_its_window_from_its_own_buffer_and_the_listener_wait
     blocker.set()
     await waiting
     service.scheduler.stop()
+
+
+def test_a_piece_start_keeps_its_listener_fed_before_the_floor() -> None:
+    """A piece's first window left 0.185 s of audio; with two listeners the floor asked for a second window
+    that decodes longer than that (a gap inside the first word). At a piece's start the listener's own
+    buffer wins; past it the floor does."""
+    cost = WindowCost(rtf=0.33)
+    floor = cost.floor_frames(2)
+    assert floor is not None and COST_SPREAD * cost.seconds(math.ceil(floor)) > 0.185
+    starting = window_frames(cost, own_s=0.185, waiting_s=None, floor=floor, starting=True)
+    assert starting == SMALLEST_WINDOW_FRAMES < floor
+    assert window_frames(cost, own_s=0.185, waiting_s=None, floor=floor) >= floor

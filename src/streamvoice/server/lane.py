@@ -84,15 +84,25 @@ RESUME_UNSENT_S = 3.0
 BATCH_BUCKETS = (SMALLEST_WINDOW_FRAMES, 16, 24, 32, LARGEST_WINDOW_FRAMES)
 
 
-def window_frames(cost: WindowCost, own_s: float, waiting_s: float | None, floor: float | None) -> int:
+def window_frames(
+    cost: WindowCost, own_s: float, waiting_s: float | None, floor: float | None, starting: bool = False
+) -> int:
     """The next window's size: what fits in this listener's buffered audio (``own_s``) and, when another
     listener waits, in its buffer less its own smallest window (``waiting_s``: seconds until it runs out),
-    clamped between the sustainable ``floor`` (None: no size is sustainable, so the largest) and 40 frames."""
+    clamped between the sustainable ``floor`` (None: no size is sustainable, so the largest) and 40 frames.
+
+    ``starting``: the piece has less than a window of audio out. Its first windows are small by plan
+    (below the floor with two listeners), and what they have buffered is all the listener has: there the
+    listener's own budget beats the floor (the floor there turned a 12-frame second window into 16 and a
+    43 ms gap). Past them, a listener short of audio is behind, and the floor keeps it from staying so."""
     budget = own_s
     if waiting_s is not None:
         budget = min(budget, waiting_s - COST_SPREAD * cost.seconds(SMALLEST_WINDOW_FRAMES))
     lowest = max(SMALLEST_WINDOW_FRAMES, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES)
-    return min(LARGEST_WINDOW_FRAMES, max(lowest, cost.frames_within(budget / COST_SPREAD)))
+    frames = min(LARGEST_WINDOW_FRAMES, max(lowest, cost.frames_within(budget / COST_SPREAD)))
+    if starting and own_s > 0:
+        frames = min(frames, max(SMALLEST_WINDOW_FRAMES, cost.frames_within(own_s / COST_SPREAD)))
+    return frames
 
 
 def batch_bucket(frames: int) -> int:
@@ -270,6 +280,8 @@ class Lane:
             own_s=self.play_end - time.monotonic(),
             waiting_s=None if due is None else due - time.monotonic(),
             floor=cost.floor_frames(service.active_lanes),
+            starting=self._current is not None
+            and self._current.samples < LARGEST_WINDOW_FRAMES * SAMPLES_PER_FRAME,
         )
         return batch_bucket(frames) if service.config.decode_batch > 1 else frames
 
