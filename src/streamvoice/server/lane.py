@@ -57,10 +57,11 @@ BUFFERED_ENOUGH_S = 1.5
 #
 # Never below the size at which the listeners with work are sustainable (see ``window_cost``): smaller
 # windows cost more per second of audio. Before this floor held at every size, windows shrank to what the
-# budgets allowed whenever a deadline was near; with two listeners every size under ~27 frames makes less
-# audio than they play, so their buffers shrank together, the budgets shrank the windows further, and the
-# pair could not climb back (the state the README called bistable). With the floor, two listeners decoded
-# at any allowed size take at most 0.85 of the worker, so their buffers grow back after every dip.
+# budgets allowed whenever a deadline was near; with two listeners sizes under ~14 frames make less audio
+# than they play and sizes under the floor (~19-25 frames on 2 cores) leave nothing for piece starts, so
+# their buffers shrank together, the budgets shrank the windows further, and the pair could not climb back
+# (the state once called bistable). With the floor, two listeners decoded at any allowed size take at most
+# 0.85 of the worker, so their buffers grow back after every dip.
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
 COST_SPREAD = 1.2
