@@ -61,8 +61,11 @@ class WindowPlan:
             limit = cap() if cap is not None else None
             n = size if limit is None else max(1, min(size, limit))
             end = min(frames, start + n)
-            if frames - end < n // 2:  # fold a small tail into this window
-                end = frames
+            if frames - end < n // 2:  # a small tail would be left
+                if limit is None or frames - start <= limit:
+                    end = frames  # fold it into this window
+                else:  # within the cap, two halves: folded, a capped window grew by half again (a 46-frame
+                    end = start + (frames - start + 1) // 2  # tail under a 31-frame cap: a 240 ms stall)
             yield start, end
             start, count = end, count + 1
             size = self.second if count == 1 else min(self.largest, max(size + 1, int(size * self.growth)))

@@ -55,13 +55,13 @@ BUFFERED_ENOUGH_S = 1.5
 # the fitted one (1.22 in the same trace). Within those budgets a window is as large as it may be, up to 40
 # frames (1 s of audio, ~0.35 s of decoding on 2 cores): a newcomer's first window waits for it.
 #
-# Never below the size at which the listeners with work are sustainable (see ``window_cost``): smaller
-# windows cost more per second of audio. Before this floor held at every size, windows shrank to what the
-# budgets allowed whenever a deadline was near; with two listeners sizes under ~14 frames make less audio
-# than they play and sizes under the floor (~19-25 frames on 2 cores) leave nothing for piece starts, so
-# their buffers shrank together, the budgets shrank the windows further, and the pair could not climb back
-# (the state once called bistable). With the floor, two listeners decoded at any allowed size take at most
-# 0.85 of the worker, so their buffers grow back after every dip.
+# While the listener waiting is short of audio too, never below the size at which the listeners with work
+# are sustainable (see ``window_cost``): smaller windows cost more per second of audio. With two listeners
+# sizes under ~14 frames make less audio than they play, and sizes under the floor (~19-31 frames on 2
+# cores) leave nothing for piece starts; when both were short, windows sized to their short budgets
+# shrank their buffers together, the budgets shrank the windows further, and the pair could not climb
+# back (the state once called bistable). While the other listener has audio to spare, the floor would
+# only turn this listener's small window into a gap, and the other's spare pays for it.
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40
 COST_SPREAD = 1.2
@@ -85,25 +85,24 @@ RESUME_UNSENT_S = 3.0
 BATCH_BUCKETS = (SMALLEST_WINDOW_FRAMES, 16, 24, 32, LARGEST_WINDOW_FRAMES)
 
 
-def window_frames(
-    cost: WindowCost, own_s: float, waiting_s: float | None, floor: float | None, starting: bool = False
-) -> int:
+def window_frames(cost: WindowCost, own_s: float, waiting_s: float | None, floor: float | None) -> int:
     """The next window's size: what fits in this listener's buffered audio (``own_s``) and, when another
     listener waits, in its buffer less its own smallest window (``waiting_s``: seconds until it runs out),
-    clamped between the sustainable ``floor`` (None: no size is sustainable, so the largest) and 40 frames.
+    up to 40 frames.
 
-    ``starting``: the piece has less than a window of audio out. Its first windows are small by plan
-    (below the floor with two listeners), and what they have buffered is all the listener has: there the
-    listener's own budget beats the floor (the floor there turned a 12-frame second window into 16 and a
-    43 ms gap). Past them, a listener short of audio is behind, and the floor keeps it from staying so."""
+    While the listener waiting is short of audio too (less than a full window's decoding), no smaller than
+    the sustainable ``floor`` (None: no size is sustainable, so the largest): both are short, and windows
+    sized to short budgets cost more per second of audio than the pair plays, so both would only fall
+    further behind. While the other has audio to spare, it pays for this listener's small windows: a
+    newcomer, or a piece's start (traced: the floor there turned a 12-frame second window into 16 frames
+    and a 43 ms gap, and later a 31-frame window into a 240 ms stall while the other listener had 1 s)."""
     budget = own_s
     if waiting_s is not None:
         budget = min(budget, waiting_s - COST_SPREAD * cost.seconds(SMALLEST_WINDOW_FRAMES))
-    lowest = max(SMALLEST_WINDOW_FRAMES, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES)
-    frames = min(LARGEST_WINDOW_FRAMES, max(lowest, cost.frames_within(budget / COST_SPREAD)))
-    if starting and own_s > 0:
-        frames = min(frames, max(SMALLEST_WINDOW_FRAMES, cost.frames_within(own_s / COST_SPREAD)))
-    return frames
+    lowest = SMALLEST_WINDOW_FRAMES
+    if waiting_s is not None and waiting_s < COST_SPREAD * cost.seconds(LARGEST_WINDOW_FRAMES):
+        lowest = max(lowest, math.ceil(floor) if floor is not None else LARGEST_WINDOW_FRAMES)
+    return min(LARGEST_WINDOW_FRAMES, max(lowest, cost.frames_within(budget / COST_SPREAD)))
 
 
 def batch_bucket(frames: int) -> int:
@@ -281,8 +280,6 @@ class Lane:
             own_s=self.play_end - time.monotonic(),
             waiting_s=None if due is None else due - time.monotonic(),
             floor=cost.floor_frames(service.active_lanes),
-            starting=self._current is not None
-            and self._current.samples < LARGEST_WINDOW_FRAMES * SAMPLES_PER_FRAME,
         )
         return batch_bucket(frames) if service.config.decode_batch > 1 else frames
 
