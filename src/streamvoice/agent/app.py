@@ -155,8 +155,7 @@ class AgentApp(BedrockAgentCoreApp):
         generator (two such callers made every later turn ``server_busy`` for good). Here the turn's events
         stream from this loop with a send timeout, and the turn ends when the response does, however."""
         try:
-            if not bearer_authorized(request.headers.get("authorization"), self.config.auth_token):
-                raise ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+            require_bearer(request, self.config.auth_token)
             # JSON only: a cross-site page can POST text/plain without asking (no CORS preflight) and so
             # spend this agent's LLM credit; application/json needs a preflight only allowed origins pass.
             media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -272,8 +271,10 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
 
     async def voices(request: Request) -> Response:
         """The speech server's voices for the page's picker (the page never talks to it directly)."""
-        if not bearer_authorized(request.headers.get("authorization"), cfg.auth_token):
-            return error_response(ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"))
+        try:
+            require_bearer(request, cfg.auth_token)
+        except ProtocolError as exc:
+            return error_response(exc)
         headers = {"Authorization": f"Bearer {cfg.speech_token}"} if cfg.speech_token else {}
         try:
             async with httpx.AsyncClient(timeout=10) as http:
@@ -290,6 +291,12 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
     app.add_route("/voices", voices, methods=["GET"])
     app.routes.append(Mount("/static", app=StaticFiles(directory=str(WEB_DIR)), name="static"))
     return app
+
+
+def require_bearer(request: Request, token: str | None) -> None:
+    """The one check of an HTTP caller's token, for every route that spends the agent's LLM or speech."""
+    if not bearer_authorized(request.headers.get("authorization"), token):
+        raise ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
 
 
 # A browser cannot set headers on a WebSocket; it offers the token as a subprotocol pair instead:
