@@ -126,9 +126,7 @@ def single_call_limit(engine: KokoroEngine) -> float:
 
 
 def trace_rows(
-    trace: list[tuple[float, int, float, float, float, bool, int]],
-    began: float,
-    listeners: list[dict[str, Any]],
+    trace: list[tuple[float, int, float, float, float, bool, int]], began: float
 ) -> list[dict[str, Any]]:
     """The service's window trace, times from the run's start, lanes numbered in order of appearance."""
     lanes: dict[int, int] = {}
@@ -303,7 +301,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     key = f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")
                     raw[key] = listeners
                     if service.trace is not None:
-                        raw[key + "/trace"] = trace_rows(service.trace, began, listeners)
+                        raw[key + "/trace"] = trace_rows(service.trace, began)
                     rows.append({**summarise(option, k, listeners), "run": run})
                     print(
                         f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}, "

@@ -238,9 +238,7 @@ class KokoroEngine:
             lang = "en-us"
         speech: NormStats | None = None
         silence: NormStats | None = None
-        for piece in self.planner.plan(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang)[
-            :CALIBRATION_PIECES
-        ]:
+        for piece in self.planner.plan(calibration_text(lang), lang)[:CALIBRATION_PIECES]:
             feeds, style = self._feeds(piece.tokens, self.style_pack(spec), 1.0)
             feats = split.features(feeds)
             durations = split.durations(feats)
@@ -426,7 +424,7 @@ class KokoroEngine:
         """
         for lang in SUPPORTED_LANGS:  # each installed language's G2P loads now, not on a caller's time
             if self.g2p.installed(lang):
-                self.g2p.phonemize(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang)
+                self.g2p.phonemize(calibration_text(lang), lang)
         seconds = 0.0
         for voice in voices:
             spec = self.parse_voice(voice)
@@ -434,7 +432,7 @@ class KokoroEngine:
                 if self.memory.get(self.parse_voice(name)) is None:
                     self.calibrate(name)
             lang = default_lang(spec)
-            audio = self.synthesize(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), voice, lang=lang)
+            audio = self.synthesize(calibration_text(lang), voice, lang=lang)
             if audio.size == 0 or not np.isfinite(audio).all() or float(np.abs(audio).max()) < 1e-4:
                 raise EngineError(f"warm-up synthesis with {voice} produced no audible audio")
             seconds += audio.size / SAMPLE_RATE
@@ -454,7 +452,7 @@ class KokoroEngine:
         spec = self.parse_voice(voice)
         lang = default_lang(spec)
         plan = WindowPlan(first=frames, second=frames, growth=1.0, largest=frames)
-        pieces = self.planner.plan(CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"]), lang)
+        pieces = self.planner.plan(calibration_text(lang), lang)
         timed: list[tuple[float, float]] = []
         for piece in pieces * passes:
             windows = self.stream_piece(piece, spec, 1.0, plan=plan)
@@ -481,3 +479,8 @@ CALIBRATION_TEXT = {
     "pt-br": "Obrigado por ligar. Posso ajudar com o seu pedido, a sua conta ou qualquer outra coisa hoje.",
     "cmn": "感谢您的来电。今天我可以帮您处理订单。",
 }
+
+
+def calibration_text(lang: str) -> str:
+    """The greeting a voice is calibrated, warmed and timed with in ``lang`` (English where none is set)."""
+    return CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"])

@@ -64,8 +64,10 @@ class WindowPlan:
             if frames - end < n // 2:  # a small tail would be left
                 if limit is None or frames - start <= limit:
                     end = frames  # fold it into this window
-                else:  # within the cap, two halves: folded, a capped window grew by half again (a 46-frame
-                    end = start + (frames - start + 1) // 2  # tail under a 31-frame cap: a 240 ms stall)
+                else:
+                    # Folded, a capped window grew by half again (a 46-frame tail under a 31-frame cap:
+                    # another listener's 240 ms stall): the rest goes in two halves, each within the cap.
+                    end = start + (frames - start + 1) // 2
             yield start, end
             start, count = end, count + 1
             size = self.second if count == 1 else min(self.largest, max(size + 1, int(size * self.growth)))

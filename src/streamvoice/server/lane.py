@@ -249,21 +249,20 @@ class Lane:
             self._unsent += window.size
         work.sink.push(window)
         alone = alone and service.scheduler.alone
+        elapsed_s = time.perf_counter() - started
+        audio_s = window.size / service.engine.sample_rate
         if work.pending is not None:
             service.observe_decode(*work.pending)
         # A piece's first window runs the front model too: a cost of the piece, not of the window's size.
-        work.pending = (
-            None
-            if work.samples == 0
-            else (time.perf_counter() - started, window.size / service.engine.sample_rate, alone)
-        )
+        work.pending = None if work.samples == 0 else (elapsed_s, audio_s, alone)
+        now = time.monotonic()
         if service.trace is not None:
             service.trace.append(
-                (time.monotonic(), id(self), window.size / SAMPLES_PER_FRAME, time.perf_counter() - started,
-                 buffered_s, work.samples == 0, service.active_lanes)
+                (now, id(self), window.size / SAMPLES_PER_FRAME, elapsed_s, buffered_s, work.samples == 0,
+                 service.active_lanes)
             )  # fmt: skip
         work.samples += window.size
-        self.play_end = max(self.play_end, time.monotonic()) + window.size / service.engine.sample_rate
+        self.play_end = max(self.play_end, now) + audio_s
         return Requeue(self.play_end)
 
     def _window_cap(self) -> int:
@@ -275,10 +274,11 @@ class Lane:
         if service.overloaded:
             return PAST_CAPACITY_WINDOW_FRAMES
         cost = service.window_cost
+        now = time.monotonic()
         frames = window_frames(
             cost,
-            own_s=self.play_end - time.monotonic(),
-            waiting_s=None if due is None else due - time.monotonic(),
+            own_s=self.play_end - now,
+            waiting_s=None if due is None else due - now,
             floor=cost.floor_frames(service.active_lanes),
         )
         return batch_bucket(frames) if service.config.decode_batch > 1 else frames
