@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from streamvoice.asgi import LoopbackServer, free_port
+from streamvoice.asgi import free_port
+from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
 from streamvoice.server.runner import DrainingServer, build_server

@@ -157,9 +157,9 @@ async def test_the_server_as_shipped_admits_what_it_measures_and_tells_the_next_
         timed = await asyncio.to_thread(engine.time_windows)
         rtf = sum(work for _, work in timed) / sum(audio for audio, _ in timed)
         assert service.config.admission == "queue"
-        assert service.decode_speed.rtf == pytest.approx(rtf, rel=0.25)
+        assert service.load.decode_speed.rtf == pytest.approx(rtf, rel=0.25)
         capacity = metric(server, "streamvoice_capacity_listeners")
-        assert capacity == measured_capacity(1, service.decode_speed.rtf) >= 1
+        assert capacity == measured_capacity(1, service.load.decode_speed.rtf) >= 1
         ws_url = server.url.replace("http", "ws") + "/invocations-bidirectional-stream"
         async with contextlib.AsyncExitStack() as stack:
             admitted = [await stack.enter_async_context(connect(ws_url)) for _ in range(int(capacity))]

@@ -82,7 +82,7 @@ def test_batch_waits_for_the_whole_answer(scripted_agent: RunningServer) -> None
 def test_local_model_end_to_end_with_speech_to_text(
     speech_server: RunningServer, local_llm, transcriber
 ) -> None:  # type: ignore[no-untyped-def]
-    from streamvoice.text.wer import word_error_rate
+    from streamvoice.bench.wer import word_error_rate
 
     agent = start_agent(local_llm, speech_server.url)
     try:

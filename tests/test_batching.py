@@ -19,13 +19,13 @@ import pytest
 from numpy.typing import NDArray
 from websockets.asyncio.client import connect
 
-from streamvoice.audio.quality import log_spectral_distance
+from streamvoice.bench.spectral import log_spectral_distance
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.engine.windows import WindowPlan
 from streamvoice.server.config import ConfigError, ServerConfig
-from streamvoice.server.lane import BATCH_BUCKETS, batch_bucket
-from streamvoice.text.wer import word_error_rate
+from streamvoice.server.window_sizing import BATCH_BUCKETS, batch_bucket
 from tests.helpers import RunningServer, collect, metric, start_speech_server
 
 SENTENCES = {
@@ -47,7 +47,7 @@ def stream(engine: KokoroEngine, voice: str, text: str, plan: WindowPlan) -> NDA
 
 
 def test_kokoro_decoder_takes_a_batch(engine: KokoroEngine) -> None:
-    split = engine._split
+    split = engine.split
     assert split is not None and split.batchable
     batch_dims = [i.shape[0] for i in split.decoder.get_inputs()]
     assert set(batch_dims) == {"batch"}
@@ -57,7 +57,7 @@ def test_batched_rows_are_the_same_speech_as_windows_decoded_alone(
     engine: KokoroEngine,
     transcriber,  # type: ignore[no-untyped-def]
 ) -> None:
-    split = engine._split
+    split = engine.split
     assert split is not None
     alone = {voice: stream(engine, voice, text, PLAN) for voice, text in SENTENCES.items()}
     other = {voice: stream(engine, voice, text, OTHER_PLAN) for voice, text in SENTENCES.items()}

@@ -13,10 +13,10 @@ import pytest
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.audio.levels import heard_onset
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.client.agent_turns import RunResult, measure
 from streamvoice.demo import WARM_PROMPT, write_outputs
 from streamvoice.protocol import SAMPLE_RATE
-from streamvoice.text.wer import word_error_rate
 from tests.helpers import RunningServer, start_agent
 
 ANSWER = (

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.kokoro import MODEL_MAX_TOKENS
 from streamvoice.engine.planning import SAFE_MAX_TOKENS, split_phonemes
 from streamvoice.engine.voices import VoiceError
-from streamvoice.text.wer import word_error_rate
 
 LONG = " ".join(
     [

@@ -439,7 +439,7 @@ def test_blends_fill_no_shared_table(engine: KokoroEngine) -> None:
             assert engine.memory.recorder(spec) is None  # blends are never learnt
     from streamvoice.engine.kokoro import BLEND_STYLE_CACHE
 
-    assert len(engine._style_cache) <= BLEND_STYLE_CACHE
+    assert engine.cached_styles <= BLEND_STYLE_CACHE
     assert set(engine.memory._stats) <= engine.voice_names
     # a blend of two known voices derives its statistics from theirs (no cold path)
     known = [v for v in engine.voice_names if engine.memory.get(engine.parse_voice(v)) is not None]

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
+from streamvoice.bench.wer import character_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.g2p import packs
-from streamvoice.text.wer import character_error_rate
 from tests.helpers import RunningServer, speak
 
 # (voice, Whisper's language code, sentences, the highest mean CER accepted). Japanese and Mandarin were

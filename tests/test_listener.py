@@ -14,12 +14,12 @@ import soxr
 from pesq import pesq
 
 from streamvoice.audio.levels import leading_silence_ms, silent_gaps, trailing_silence_ms
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.client.speech import SpeechClient, SpeechError, SynthesisResult
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.timing import RELEASE_MS
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.protocol import Pauses
-from streamvoice.text.wer import word_error_rate
 from tests.helpers import RunningServer
 
 pytestmark = pytest.mark.slow

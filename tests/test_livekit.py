@@ -10,8 +10,8 @@ import pytest
 from livekit.agents import APIConnectOptions, APIError
 from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
 
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.integrations.livekit import TTS
-from streamvoice.text.wer import word_error_rate
 from tests.helpers import RunningServer
 
 NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)

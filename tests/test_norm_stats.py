@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from streamvoice.audio.quality import log_spectral_distance
+from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, add_prior_inputs, find_norms
 
@@ -127,19 +127,19 @@ def test_a_graph_without_norms_is_left_alone() -> None:
 
 
 def test_kokoro_decoder_has_all_its_norms_rewritten(engine: KokoroEngine) -> None:
-    split = engine._split
+    split = engine.split
     assert split is not None
     assert split.norms == 54  # encode + 4 decode blocks (2 each), 6 resblocks x 6, 2 noise blocks x 6
 
 
 def test_whole_piece_statistics_make_windows_match_whole_piece_audio(engine: KokoroEngine) -> None:
     """With the piece's own statistics as the prior for what is not decoded yet, windows come closer."""
-    split = engine._split
+    split = engine.split
     assert split is not None
     spec = engine.parse_voice("af_heart")
     piece = engine.planner.plan("The museum opens at nine, and tours start every half hour.", "en-us")[0]
     pack = engine.style_pack(spec)
-    feeds, style = engine._feeds(piece.tokens, pack, 1.0)
+    feeds, style = engine.feeds(piece.tokens, pack, 1.0)
     feats = split.features(feeds)
     whole, stats = split.whole(feats, style)
     oracle = np.concatenate(

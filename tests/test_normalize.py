@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from streamvoice.bench.wer import words
 from streamvoice.engine import KokoroEngine
 from streamvoice.text.normalize import normalize, say, spoken_text
 from streamvoice.text.numbers import cardinal, ordinal, year
-from streamvoice.text.wer import words
 
 CATEGORIES: dict[str, list[tuple[str, str]]] = {
     "money": [

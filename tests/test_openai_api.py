@@ -13,9 +13,9 @@ import numpy as np
 import openai
 import pytest
 
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.protocol import ErrorCode, Limits, ProtocolError
 from streamvoice.server.openai_api import OPENAI_VOICES, speech_request, usage
-from streamvoice.text.wer import word_error_rate
 from tests.helpers import RunningServer
 
 KNOWN = frozenset({"af_heart", "am_michael", "af_alloy", "bf_emma"})

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from websockets.asyncio.client import connect
 
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.text.normalize import normalize, spoken_text
 from streamvoice.text.pronounce import MarkupError, ipa_to_kokoro, parse_ssml, say_as, to_segments
-from streamvoice.text.wer import word_error_rate
 from tests.helpers import RunningServer, speak, start_speech_server
 
 
@@ -161,6 +161,6 @@ def test_ssml_on_the_openai_route_and_a_server_lexicon(
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     with pytest.raises(ValueError, match="LEXICON_FILE"):
-        from streamvoice.server.service import load_lexicon
+        from streamvoice.server.requests import load_lexicon
 
         load_lexicon(str(bad))

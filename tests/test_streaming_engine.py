@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamvoice.audio.quality import log_spectral_distance
+from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
@@ -140,7 +140,7 @@ def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
 
 @pytest.mark.slow
 def test_windowed_speech_transcribes_like_whole(engine: KokoroEngine, transcriber) -> None:  # type: ignore[no-untyped-def]
-    from streamvoice.text.wer import word_error_rate
+    from streamvoice.bench.wer import word_error_rate
 
     spec = engine.parse_voice("af_heart")
     piece = engine.planner.plan(SENTENCE, "en-us")[0]

@@ -24,9 +24,9 @@ from wyoming.tts import (
 )
 
 from streamvoice.asgi import free_port
+from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.server.config import ConfigError, ServerConfig
-from streamvoice.text.wer import word_error_rate
 from tests.helpers import RunningServer, metric, start_speech_server, wait_for
 
 ANSWER = (

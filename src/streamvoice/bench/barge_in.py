@@ -25,9 +25,10 @@ from wyoming.audio import AudioChunk
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
-from streamvoice.asgi import LoopbackServer, free_port
+from streamvoice.asgi import free_port
 from streamvoice.audio.levels import heard_onset
 from streamvoice.bench.common import machine, stats, table, write_result
+from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import SAMPLE_RATE
 from streamvoice.server import ServerConfig

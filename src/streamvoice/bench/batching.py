@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.spectral import log_spectral_distance
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.engine.split_kokoro import SplitKokoro
@@ -40,11 +41,11 @@ CONTEXT = 4
 
 
 def _features(engine: KokoroEngine, voice: str, text: str) -> tuple[dict[str, Any], NDArray[np.float32]]:
-    split = engine._split
+    split = engine.split
     assert split is not None
     spec = engine.parse_voice(voice)
     piece = engine.planner.plan(text, engine.resolve_lang(spec, None))[0]
-    feeds, style = engine._feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
     return split.features(feeds), style
 
 
@@ -60,7 +61,7 @@ def _concurrently(split: SplitKokoro, jobs: list[tuple[Any, ...]]) -> float:
 
 
 def cost(engine: KokoroEngine, sizes: list[int], max_batch: int, repeat: int) -> list[dict[str, Any]]:
-    split = engine._split
+    split = engine.split
     assert split is not None
     inputs = [(_features(engine, voice, text), voice) for voice, text in SENTENCES]
     rows: list[dict[str, Any]] = []
@@ -111,9 +112,9 @@ def _stream(
 
 def fidelity(engine: KokoroEngine, size: int) -> list[dict[str, Any]]:
     from streamvoice.bench.asr import Transcriber
-    from streamvoice.text.wer import word_error_rate
+    from streamvoice.bench.wer import word_error_rate
 
-    split = engine._split
+    split = engine.split
     assert split is not None
     plan = WindowPlan(first=size, second=size, growth=1.0, largest=size)
     other = WindowPlan(first=size + 4, second=size + 4, growth=1.0, largest=size + 4)
@@ -190,7 +191,7 @@ def main() -> None:
     providers = tuple(args.providers.split(",")) if args.providers else None
     engine = KokoroEngine.load(options=EngineOptions(providers=providers))
     engine.warm_up(tuple(voice for voice, _ in SENTENCES))
-    if engine._split is None or not engine._split.batchable:
+    if engine.split is None or not engine.split.batchable:
         raise SystemExit("this model's decoder cannot be batched")
     print(f"providers: {engine.providers}")
     costs = cost(engine, [int(s) for s in args.sizes.split(",")], args.max_batch, args.repeat)
@@ -202,6 +203,54 @@ def main() -> None:
         print()
         print(table(result["fidelity"], FIDELITY_COLUMNS))
     print(f"\nwrote {write_result('batching', result)}")
+
+
+def report(d: dict[str, Any]) -> str:
+    cost = [
+        [
+            str(r["window_frames"]),
+            str(r["batch"]),
+            md_value(r["ms_per_call"], 1),
+            md_value(r["ms_per_window"], 1),
+            md_value(r["gain_per_window"], 2),
+            md_value(r["audio_s_per_s"], 2),
+        ]
+        for r in d["cost"]
+    ]
+    text = f"Providers: {', '.join(d['providers'])}.\n\n" + md_table(
+        ["window (frames, + 4 of context each side)", "batch", "ms per call", "ms per window", "gain per window",
+         "audio s per s"],
+        cost,
+    )  # fmt: skip
+    if "fidelity" in d:
+        rows = [
+            [
+                r["voice"],
+                md_value(r["wer_alone"], 2),
+                md_value(r["wer_batched"], 2),
+                md_value(r["lsd_batched_vs_alone_db"], 2),
+                md_value(r["lsd_two_windowings_db"], 2),
+                md_value(r["mean_batch"], 2),
+            ]
+            for r in d["fidelity"]
+        ]
+        text += (
+            "\n\nThe same sentences streamed alone and all at once through the batcher (24-frame windows): "
+            "word error rate by Whisper against the text, and the log-spectral distance between the two "
+            "renditions next to the distance between two windowings of the same piece decoded alone.\n\n"
+            + md_table(
+                [
+                    "voice",
+                    "WER alone",
+                    "WER batched",
+                    "LSD batched vs alone dB",
+                    "LSD two windowings dB",
+                    "windows per call",
+                ],
+                rows,
+            )
+        )
+    return text
 
 
 if __name__ == "__main__":

@@ -43,9 +43,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import stats, table, write_result
 from streamvoice.bench.continuity import playback, run_answer
+from streamvoice.bench.loopback import LoopbackServer
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ProtocolError
@@ -295,19 +296,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             service = app.state.service
             for k in ks:
                 for run in range(args.repeat):
-                    service.trace = [] if args.trace else None
+                    service.load.trace = [] if args.trace else None
                     began = time.monotonic()
                     listeners = asyncio.run(run_k(server.url, k, args.rate))
                     key = f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")
                     raw[key] = listeners
-                    if service.trace is not None:
-                        raw[key + "/trace"] = trace_rows(service.trace, began)
+                    if service.load.trace is not None:
+                        raw[key + "/trace"] = trace_rows(service.load.trace, began)
                     rows.append({**summarise(option, k, listeners), "run": run})
                     print(
                         f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}, "
-                        f"all stalls {rows[-1]['stall_sum_ms']:.0f} ms, capacity {service.capacity()}, "
-                        f"rtf {service.decode_speed.rtf:.3f}, window {service.window_cost.fixed_s * 1000:.0f} ms + "
-                        f"{service.window_cost.per_frame_s * 1000:.2f} ms/frame",
+                        f"all stalls {rows[-1]['stall_sum_ms']:.0f} ms, capacity {service.load.capacity()}, "
+                        f"rtf {service.load.decode_speed.rtf:.3f}, window {service.load.window_cost.fixed_s * 1000:.0f} ms + "
+                        f"{service.load.window_cost.per_frame_s * 1000:.2f} ms/frame",
                         flush=True,
                     )
             saturated = asyncio.run(saturate(server.url, max(ks)))
@@ -395,6 +396,102 @@ def draw(rows: list[dict[str, Any]], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")
+
+
+def report(d: dict[str, Any]) -> str:
+    if "throughput" not in d:  # a result from before the options were compared
+        return "_rerun: this result predates the current benchmark_\n"
+    rows = [
+        [
+            r["option"],
+            str(r["k"]),
+            str(r["admitted"]),
+            str(r.get("queued", 0)),
+            str(r["refused"]),
+            md_value(r["heard_p50"]),
+            md_value(r["heard_p95"]),
+            md_value(r["heard_max"]),
+            md_value(r["stall_max_ms"]),
+            md_value(r["stall_sum_ms"]),
+            md_value(r["told_max_ms"]),
+            md_value(r["all_fed"]),
+        ]
+        for r in d["rows"]
+    ]
+    best = max(t["single_call_audio_per_s"] for t in d["throughput"])
+    limits = [
+        [
+            t["option"],
+            str(t["real_time_listeners"]),
+            md_value(t["single_call_audio_per_s"], 2),
+            md_value(t["saturated_audio_per_s"], 2),
+            md_value(t["ratio"], 2),
+            md_value(t["saturated_audio_per_s"] / best, 2),
+            md_value(t.get("windows_per_call"), 2),
+        ]
+        for t in d["throughput"]
+    ]
+    return (
+        f"Listeners join {d['stagger_s']:g} s apart; each eight-sentence answer is written at {d['rate']:g} "
+        "tokens/s into one session. Kept fed: heard within 1 s and at most 100 ms of stalls in total. Admitted: "
+        "served without waiting; queued: told at once to wait, served when a slot freed (not counted as "
+        "admitted); refused: told server_busy."
+        + (f" A busy loop took {d['cpu_load']:g} of one core beside the server." if d.get("cpu_load") else "")
+        + "\n\n"
+        + md_table(
+            [
+                "option",
+                "K",
+                "admitted",
+                "queued",
+                "refused",
+                "heard p50 ms",
+                "p95 ms",
+                "max ms",
+                "worst listener stalls ms",
+                "all stalls ms",
+                "told queued/refused ms",
+                "every admitted listener fed",
+            ],
+            rows,
+        )
+        + "\n\n"
+        + md_table(
+            [
+                "option",
+                "listeners kept fed",
+                "single-call limit (audio s/s)",
+                "at saturation (audio s/s)",
+                "ratio",
+                "of the best single-call limit",
+                "windows per batched call",
+            ],
+            limits,
+        )
+        + _repeats(d)
+        + "\n\n![capacity](img/capacity.png)"
+    )
+
+
+def _repeats(d: dict[str, Any]) -> str:
+    if not d.get("repeats"):
+        return ""
+    rows = [
+        [r["option"], str(r["k"]), str(r["runs"]), str(r["fed_runs"]), md_value(r["stall_sum_median_ms"]),
+         md_value(r["stall_sum_max_ms"])]
+        for r in d["repeats"]
+    ]  # fmt: skip
+    return f"\n\nEach K was run {d['repeat']} times on the same server:\n\n" + md_table(
+        [
+            "option",
+            "K",
+            "runs",
+            "runs with every admitted listener fed",
+            "all stalls ms, median run",
+            "worst run",
+        ],
+        rows,
+    )
 
 
 if __name__ == "__main__":

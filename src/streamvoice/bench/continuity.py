@@ -18,8 +18,9 @@ from typing import Any
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.agent.pipeline import AGENT_POLICY
-from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import heard_onset_s, table, write_result
+from streamvoice.bench.loopback import LoopbackServer
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import SAMPLE_RATE
@@ -214,6 +215,29 @@ def draw(results: dict[str, Any], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["design"],
+            str(r["pieces"]),
+            md_value(r["first_audio_ms"]),
+            md_value(r.get("heard_ms")),
+            md_value(r["starvation_ms"]),
+            str(r["stalls"]),
+            md_value(r["audio_s"], 1),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"Ten-sentence answer at {d['rate']:g} tokens/s.\n\n"
+        + md_table(
+            ["design", "pieces", "first audio ms", "heard onset ms", "starvation ms", "stalls", "audio s"],
+            rows,
+        )
+        + "\n\nTimeline per piece (generation, synthesis and sending, playback):\n\n![timeline](img/continuity.png)"
+    )
 
 
 if __name__ == "__main__":

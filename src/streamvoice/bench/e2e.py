@@ -16,8 +16,9 @@ from typing import Any
 
 from streamvoice.agent.llm import LlamaCppSource, ScriptedTextSource, TextSource
 from streamvoice.agent.pipeline import AGENT_POLICY, SpeechPipeline, TurnOptions
-from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import heard_onset_s, stats, table, write_result
+from streamvoice.bench.loopback import LoopbackServer
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
@@ -144,6 +145,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     path = write_result("e2e", {"runs": args.runs, "rows": rows, "raw": raw})
     print(f"wrote {path}")
     return {"rows": rows}
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["source"],
+            r["mode"],
+            md_value(r["first_audio_p50"]),
+            md_value(r.get("heard_p50")),
+            md_value(r.get("text_to_heard_p50")),
+            md_value(r["total_p50"]),
+            md_value(r["batch_over_mode"], 2) + "x",
+            md_value(r.get("batch_over_mode_heard"), 2) + "x",
+            str(r["errors"]),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"{d['runs']} runs per mode, alternating order. Heard onset: when a player starting at the first byte "
+        "plays the first audible sample; from the LLM's first text, the part of the latency that is ours.\n\n"
+        + md_table(
+            [
+                "LLM source",
+                "mode",
+                "first audio p50 ms",
+                "heard onset p50 ms",
+                "first text to heard p50 ms",
+                "total p50 ms",
+                "batch / mode",
+                "batch / mode, heard",
+                "errors",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

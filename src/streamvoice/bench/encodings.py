@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from streamvoice.audio.encoders import make_encoder
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             b64 += len(base64.b64encode(data))
             delays.append(delay)
             if transcriber is not None:
-                from streamvoice.text.wer import word_error_rate
+                from streamvoice.bench.wer import word_error_rate
 
                 errors.append(word_error_rate(text, transcriber.transcribe(decode(fmt, data))))
         rows.append(
@@ -156,6 +157,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     path = write_result("encodings", {"clips": len(clips), "seconds": seconds, "rows": rows})
     print(f"wrote {path}")
     return {"rows": rows}
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["format"],
+            md_value(r["bytes"]),
+            md_value(r["base64_bytes"]),
+            md_value(r["kbps"], 1),
+            md_value(r["encoder_delay_ms"]),
+            md_value(r["wer"], 3),
+            md_value(r["reference_bytes"]),
+            md_value(r["reference_base64"]),
+            md_value(r["reference_kbps"], 1),
+        ]
+        for r in d["rows"]
+    ]
+    return f"{d['clips']} clips, {d['seconds']:.1f} s of speech.\n\n" + md_table(
+        [
+            "format",
+            "bytes",
+            "base64 bytes",
+            "kbps",
+            "encoder delay ms",
+            "WER",
+            "reference bytes",
+            "reference base64",
+            "reference kbps",
+        ],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import httpx
 
 from streamvoice.asgi import free_port
 from streamvoice.bench.common import FOUR_SENTENCES, heard_onset_s, stats, table, write_result
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import prepare
@@ -261,6 +262,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload = {"trials": args.trials, "tokens_per_s": args.tokens_per_s, "text": FOUR_SENTENCES, "rows": rows}
     print("wrote", write_result("integrations", payload))
     return payload
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["group"],
+            r["surface"],
+            md_value(r["first_byte_ms"], 0),
+            md_value(r["heard_ms"], 0),
+            md_value(r["heard_p95_ms"], 0),
+            "-" if r["text_done_ms"] is None else md_value(r["text_done_ms"], 0),
+            md_value(r["audio_s"], 1),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"The four-sentence reply through every surface of one server (Wyoming in the same process), PCM "
+        f"24 kHz, {d['trials']} trials each (p50 unless marked). Whole text: timed from the request. Streamed "
+        f"text: the reply written word by word at {d['tokens_per_s']:g} words/s, timed from the first word; "
+        "speech heard before the last word is sent is the point.\n\n"
+        + md_table(
+            ["input", "surface", "first byte ms", "heard ms", "heard p95 ms", "last word sent ms", "audio s"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.spectral import log_spectral_distance
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_split import split_model
 
@@ -181,11 +182,11 @@ def main() -> None:
     args = parser.parse_args()
     engine = KokoroEngine.load()
     engine.warm_up((VOICE,))
-    split = engine._split
+    split = engine.split
     assert split is not None
     spec = engine.parse_voice(VOICE)
     piece = engine.planner.plan(TEXT, engine.resolve_lang(spec, None))[0]
-    feeds, style = engine._feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
     feats = split.features(feeds)
     prior = engine.voice_stats(VOICE)
     assert prior is not None
@@ -235,6 +236,28 @@ def main() -> None:
     ]
     print(table(rows, columns))
     print("wrote", write_result("kernels", {"context_frames": CONTEXT, "rows": rows}))
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["variant"],
+            str(r["window_frames"]),
+            md_value(r["ms"], 1),
+            md_value(r["vs_exported"], 2),
+            md_value(r["lsd_db"], 2),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"One decoder call per window ({d['context_frames']} frames of context each side), median time, "
+        "for rewrites of the same decoder graph, and the spectral distance of their audio to the "
+        "graph as exported.\n\n"
+        + md_table(
+            ["decoder graph", "window (frames)", "ms per window", "time vs exported", "LSD vs exported dB"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

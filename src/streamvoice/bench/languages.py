@@ -21,9 +21,9 @@ from typing import Any
 
 from streamvoice.bench.asr import Transcriber
 from streamvoice.bench.common import machine, table, write_result
+from streamvoice.bench.wer import character_error_rate, words
 from streamvoice.engine import KokoroEngine
 from streamvoice.text.normalize import say
-from streamvoice.text.wer import character_error_rate, words
 
 SENTENCES: dict[str, tuple[str, str, list[str]]] = {
     "en-us": (

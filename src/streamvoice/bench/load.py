@@ -21,8 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from streamvoice.asgi import LoopbackServer, free_port
+from streamvoice.asgi import free_port
 from streamvoice.bench.common import stats, write_result
+from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig
 from streamvoice.server.runner import build_server

@@ -20,6 +20,7 @@ import numpy as np
 
 from streamvoice.audio.encoders import make_encoder
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE
@@ -56,7 +57,7 @@ def timed(fn: Callable[[], Any], repeat: int = 5) -> float:
 
 def serve_and_speak(seconds: float) -> None:
     """The workload py-spy samples: the whole speech path, server and client, as a user drives it."""
-    from streamvoice.asgi import LoopbackServer
+    from streamvoice.bench.loopback import LoopbackServer
     from streamvoice.client.speech import speak
     from streamvoice.server import ServerConfig, create_app
 
@@ -116,9 +117,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "ms": timed(lambda: engine.planner.plan(TEXT, "en-us")),
         },
     ]
-    split = engine._split
+    split = engine.split
     if split is not None:
-        feeds, style = engine._feeds(piece.tokens, pack, 1.0)
+        feeds, style = engine.feeds(piece.tokens, pack, 1.0)
         feats = split.features(feeds)
         frames = int(feats[split.boundary.asr].shape[2])
         rows.append(
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # ONNX Runtime's default lets idle intra-op threads spin; the engine turns that off. The front and
         # the decoder are two sessions with a thread pool each: on the first-audio path (front, then the
         # first window) a spinning front pool takes CPU from the decoder's.
-        spinning = KokoroEngine(engine.files, replace(EngineOptions(), spin=True))._split
+        spinning = KokoroEngine(engine.files, replace(EngineOptions(), spin=True)).split
         assert spinning is not None
         for label, split_ in (
             ("idle threads sleep (ours)", split),
@@ -184,6 +185,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.flame:
         flame(args.flame, args.seconds)
     return {"rows": rows}
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["step"],
+            md_value(r["ms"], 2 if r["ms"] < 10 else 0),
+            md_value(r["per_frame_ms"], 2) if r.get("per_frame_ms") else "",
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"One {d['tokens']}-token piece, {d['audio_s']:.2f} s of audio; medians.\n\n"
+        + md_table(["step", "ms", "ms per 25 ms frame"], rows)
+        + (_decoder_prose(d["decoder"]) if d.get("decoder") else "\n\n")
+        + "`python -m streamvoice.bench.profile --flame docs/img/flame.svg` records a py-spy flame graph of a "
+        "real server on loopback answering a client (MP3) for 20 s, start-up included: `SplitKokoro.decode` "
+        "(ONNX Runtime's `Session.run`, on the model worker thread) against the event loop (WebSocket, "
+        "encoding, scheduling) and the warm-up. ONNX Runtime's own frames show as addresses: the wheel ships "
+        "without symbols.\n\n"
+        "![flame graph](img/flame.svg)"
+    )
+
+
+def _decoder_prose(c: dict[str, float]) -> str:
+    return (
+        f"\n\nThe decoder is {c['share_of_whole_call']:.0%} of a whole-piece call: a fixed "
+        f"{c['fixed_ms']:.0f} ms per call, then {c['ms_per_frame']:.1f} ms per 25 ms frame (the whole call's "
+        f"real-time factor: {c['real_time_factor']:.2f}). The phonemiser, planning and encoders are noise next "
+        "to it, so the first audio of a piece costs the front plus one small window, and each extra window "
+        "costs the fixed part plus its context again.\n\n"
+    )
 
 
 if __name__ == "__main__":

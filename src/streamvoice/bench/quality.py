@@ -20,6 +20,7 @@ import soxr
 from numpy.typing import NDArray
 
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import prepare
 
@@ -132,6 +133,48 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     path = write_result("quality", result)
     print(f"\nwrote {path}")
     return result
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["voice"],
+            md_value(r["pesq_first"], 2),
+            md_value(r["pesq_warm"], 2),
+            md_value(r["pesq_cold"], 2),
+            md_value(r["dnsmos_streamed"], 2),
+            md_value(r["dnsmos_whole"], 2),
+        ]
+        for r in d["rows"]
+    ]
+    m = d["summary"]
+    rows.append(
+        [
+            "**mean**",
+            md_value(m["pesq_first_use"], 2),
+            md_value(m["pesq_warm"], 2),
+            md_value(m["pesq_cold"], 2),
+            md_value(m["dnsmos_streamed"], 2),
+            md_value(m["dnsmos_whole"], 2),
+        ]
+    )
+    return (
+        f"{len(d['sentences'])} sentences per voice, each streamed and compared with the same piece decoded whole. "
+        "First use: the voice's very first piece on a fresh engine (statistics from the cache); cold path: "
+        "the same piece with no statistics, what the cache avoids.\n\n"
+        + md_table(
+            [
+                "voice",
+                "PESQ first use",
+                "PESQ warm",
+                "PESQ cold path",
+                "DNSMOS streamed",
+                "DNSMOS whole piece",
+            ],
+            rows,
+        )
+        + f"\n\nDNSMOS drop from streaming: {m['dnsmos_drop']:.3f}."
+    )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ import asyncio
 import time
 from typing import Any
 
-from streamvoice.asgi import LoopbackServer
 from streamvoice.bench.common import FOUR_SENTENCES, heard_onset_s, stats, table, write_result
+from streamvoice.bench.loopback import LoopbackServer
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import DEFAULT_VOICE
@@ -184,6 +185,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     path = write_result("transport", result)
     print(f"\nwrote {path}")
     return result
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["case"],
+            md_value(r["mean"], 1),
+            md_value(r["p50"], 1),
+            md_value(r["p95"], 1),
+            f"{r['of_baseline']:.1%}",
+            md_value(r.get("overhead"), 2),
+            md_value(r.get("heard_mean"), 1),
+        ]
+        for r in d["rows"]
+    ]
+    return (
+        f"Texts: the AWS reference sample's shape, a {len(d['texts']['whole block'])}-character four-sentence block; "
+        f'first sentence: "{d["texts"]["first sentence"]}"; our fast first piece: "{d["texts"]["fast first piece"]}". '
+        f"{d['trials']} trials each, all measurements interleaved in one loop.\n\n"
+        + md_table(
+            [
+                "case",
+                "first byte mean ms",
+                "p50 ms",
+                "p95 ms",
+                "of the reference design",
+                "session / bare engine",
+                "heard onset mean ms",
+            ],
+            rows,
+        )
+        + f"\n\nAWS reference sample (published, {d['reference']['hardware']}): whole block {d['reference']['whole_block_ms']} ms, first sentence "
+        f"{d['reference']['first_sentence_ms']} ms "
+        f"({d['reference']['first_sentence_ms'] / d['reference']['whole_block_ms']:.1%} of the block)."
+    )
 
 
 if __name__ == "__main__":

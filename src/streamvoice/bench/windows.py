@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.audio.quality import log_spectral_distance
 from streamvoice.bench.common import stats, table, write_result
+from streamvoice.bench.spectral import log_spectral_distance
+from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan
@@ -149,7 +150,7 @@ def quality(plan: WindowPlan, runs: list[dict[str, Any]], transcriber: Any) -> d
         other_pairs += [(step_energy(windowed, pos), step_energy(whole, pos)) for pos in far]
         lsd.append(log_spectral_distance(windowed, whole))
         if transcriber is not None:
-            from streamvoice.text.wer import word_error_rate
+            from streamvoice.bench.wer import word_error_rate
 
             wer_whole.append(word_error_rate(run["text"], transcriber.transcribe(whole)))
             wer_windowed.append(word_error_rate(run["text"], transcriber.transcribe(windowed)))
@@ -283,6 +284,61 @@ def draw_seams(engine: KokoroEngine, run: dict[str, Any], folder: Path) -> None:
     out = folder / "seams.png"
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")
+
+
+def report(d: dict[str, Any]) -> str:
+    warm = d["summary"]
+    cold = warm.get("cold", {})
+
+    def row(label: str, value: Any) -> list[str]:
+        return [label, value(warm), value(cold) if cold else "-"]
+
+    rows = [
+        row("whole-piece synthesis (ms, mean)", lambda s: md_value(s["whole_ms"]["mean"])),
+        row("windowed: first audio (ms, mean)", lambda s: md_value(s["first_ms"]["mean"])),
+        row("first audio / whole piece (target <= 35%)", lambda s: f"{s['first_over_whole']:.1%}"),
+        row("windowed: all audio (ms, mean)", lambda s: md_value(s["total_ms"]["mean"])),
+        row("total / whole piece (target <= 1.15x)", lambda s: f"{s['total_over_whole']:.2f}x"),
+        row(
+            "worst lateness of a window vs real-time playback (ms)", lambda s: md_value(s["max_lateness_ms"])
+        ),
+        row("same length as whole-piece audio", lambda s: md_value(s["all_same_length"])),
+        row(
+            "word error rate, whole / windowed",
+            lambda s: f"{md_value(s['wer_whole'], 3)} / {md_value(s['wer_windowed'], 3)}",
+        ),
+        row(
+            "log-spectral distance windowed vs whole (dB, speech frames)",
+            lambda s: md_value(s["log_spectral_distance_db"]["mean"], 2),
+        ),
+        row(
+            "HF step energy windowed / whole, summed: at seams, elsewhere",
+            lambda s: (
+                f"{md_value(s['seam_step_energy_ratio'], 2)}, {md_value(s['elsewhere_step_energy_ratio'], 2)}"
+            ),
+        ),
+        row(
+            "HF step energy windowed / whole, median per position: at seams, elsewhere",
+            lambda s: (
+                f"{md_value(s.get('seam_step_energy_median_ratio'), 2)}, "
+                f"{md_value(s.get('elsewhere_step_energy_median_ratio'), 2)}"
+            ),
+        ),
+        row(
+            "plan: first, second, growth, context, first window's lookahead",
+            lambda s: "{first}, {second}, {growth}, {context}, {lookahead}".format(**s["window_plan"]),
+        ),
+    ]
+    return (
+        f"~{warm['tokens_mean']:.0f}-token pieces, {len(d['runs'])} syntheses, alternating modes. **warm**: the "
+        "voice's decoder statistics are known (after warm-up or any earlier piece; every warm run starts "
+        "from the warm-up's statistics alone, never from earlier runs of the same sentences); **cold**: "
+        "the voice's first piece.\n\n"
+        + md_table(["metric", "warm", "cold"], rows)
+        + "\n\nThe decoder is deterministic (two whole-piece calls give identical samples), so any distance "
+        "is the windowing's. Spectrograms around the first seams, whole piece (top) and windowed, warm "
+        "(bottom):\n\n![seams](img/seams.png)"
+    )
 
 
 if __name__ == "__main__":

@@ -175,6 +175,17 @@ class KokoroEngine:
     def streams_in_piece(self) -> bool:
         return self._split is not None
 
+    @property
+    def split(self) -> SplitKokoro | None:
+        """The front and decoder sessions when this export streams in-piece (None: whole-piece only): the
+        low-level API that benchmarks and tests drive directly (features, windows, batches)."""
+        return self._split
+
+    @property
+    def cached_styles(self) -> int:
+        """Blended style vectors held (bounded by ``BLEND_STYLE_CACHE``)."""
+        return len(self._style_cache)
+
     def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]:
         """Model runs on this thread inside the block end early once ``stop.stop()`` is called."""
         if self._split is None:
@@ -197,9 +208,10 @@ class KokoroEngine:
         batcher = self._split.batcher if self._split is not None else None
         return (batcher.calls, batcher.rows) if batcher is not None else (0, 0)
 
-    def _feeds(
+    def feeds(
         self, tokens: tuple[int, ...] | list[int], pack: NDArray[np.float32], speed: float
     ) -> tuple[dict[str, NDArray[Any]], NDArray[np.float32]]:
+        """The front model's inputs for these tokens at this speed, and the style row they select."""
         n = len(tokens)
         if not 0 < n <= MODEL_MAX_TOKENS:
             raise EngineError(f"a model call takes 1-{MODEL_MAX_TOKENS} tokens, got {n}")
@@ -239,7 +251,7 @@ class KokoroEngine:
         speech: NormStats | None = None
         silence: NormStats | None = None
         for piece in self.planner.plan(calibration_text(lang), lang)[:CALIBRATION_PIECES]:
-            feeds, style = self._feeds(piece.tokens, self.style_pack(spec), 1.0)
+            feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
             feats = split.features(feeds)
             durations = split.durations(feats)
             first, last = decode_range(durations, piece.voiced, split.frames(feats))
@@ -275,7 +287,7 @@ class KokoroEngine:
         if self._split is None or not windowed:
             yield self.synthesize_tokens(tokens, pack, speed, voice_key)
             return
-        feeds, style = self._feeds(tokens, pack, speed)
+        feeds, style = self.feeds(tokens, pack, speed)
         feats = self._split.features(feeds)
         for audio, _ in self._windows(feats, style, plan, voice_key, cap, None, None):
             yield audio
@@ -325,7 +337,7 @@ class KokoroEngine:
                 on_words(words)
             yield audio
             return
-        feeds, style = self._feeds(piece.tokens, pack, speed)
+        feeds, style = self.feeds(piece.tokens, pack, speed)
         feats = self._split.features(feeds)
         durations = self._split.durations(feats)
         span = decode_range(durations, piece.voiced, self._split.frames(feats))
@@ -356,7 +368,7 @@ class KokoroEngine:
         speed: float,
         voice_key: str | None = None,
     ) -> tuple[NDArray[np.float32], NDArray[np.int64] | None]:
-        feeds, style = self._feeds(tokens, pack, speed)
+        feeds, style = self.feeds(tokens, pack, speed)
         started = time.perf_counter()
         durations = None
         if self._split is not None:

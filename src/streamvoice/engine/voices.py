@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streamvoice.protocol import MAX_VOICE_CHARS
+
 # Kokoro's first letter is the language, the second the voice's gender.
 LANGUAGES: dict[str, tuple[str, str]] = {
     "a": ("en-us", "American English"),
@@ -70,7 +72,6 @@ def default_lang(spec: VoiceSpec) -> str:
     return describe(spec.primary).lang
 
 
-MAX_SPEC_CHARS = 256
 MAX_WEIGHT = 1000.0
 # Linear-time pieces only: a name is two letters, "_", then letters, digits or "_"; a weight is a plain
 # decimal. Each is matched whole against one part, never searched, so no input can make them backtrack.
@@ -83,8 +84,8 @@ def parse_voice_spec(spec: str, known: frozenset[str] | set[str]) -> VoiceSpec:
         raise VoiceError(
             "voice must be a non-empty string such as 'af_heart' or 'af_heart*0.7+am_michael*0.3'"
         )
-    if len(spec) > MAX_SPEC_CHARS:
-        raise VoiceError(f"voice is {len(spec)} characters long; the limit is {MAX_SPEC_CHARS}")
+    if len(spec) > MAX_VOICE_CHARS:
+        raise VoiceError(f"voice is {len(spec)} characters long; the limit is {MAX_VOICE_CHARS}")
     raw_parts = spec.split("+")
     if len(raw_parts) > MAX_BLEND_PARTS:
         raise VoiceError(f"a blend may mix at most {MAX_BLEND_PARTS} voices")

@@ -15,8 +15,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.norm_stats import NormStats
+from streamvoice.protocol import SAMPLE_RATE
 
-SAMPLES_PER_FRAME = 600  # 24 kHz audio, 40 aligned frames per second
+SAMPLES_PER_FRAME = 600  # the model's duration unit: 40 aligned frames per second of its 24 kHz audio
+FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 25 ms
+FRAMES_PER_SECOND = SAMPLE_RATE // SAMPLES_PER_FRAME
 
 
 WindowCap = Callable[[], int | None]

@@ -40,16 +40,17 @@ from streamvoice.protocol import (
     Synthesize,
     encode_event,
     message_from_object,
-    parse_json_object,
 )
-from streamvoice.server import openai_api
+from streamvoice.server import captioned, openai_api
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of, unavailable
+from streamvoice.server.http_front import start_answer
 from streamvoice.server.metrics import Metrics
-from streamvoice.server.service import SessionDefaults, SpeechService
+from streamvoice.server.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.service import SpeechService
 from streamvoice.server.session import BidiSession
-from streamvoice.server.streams import TimedStream, audio_body, first_audio, sse_body
-from streamvoice.server.wyoming import WyomingServer
+from streamvoice.server.streams import TimedStream, audio_body, sse_body
+from streamvoice.server.wyoming_server import WyomingServer
 
 log = logging.getLogger("streamvoice.server")
 
@@ -107,6 +108,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             Route("/metrics", metrics, methods=["GET"]),
             WebSocketRoute(WS_PATH, bidi),
             *openai_api.ROUTES,
+            *captioned.ROUTES,
         ],
         lifespan=lifespan,
         middleware=[
@@ -147,34 +149,25 @@ async def metrics(request: Request) -> Response:
     return PlainTextResponse(service.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
+def _invocation(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
+    """``POST /invocations``: one synthesize message (``type`` optional); SSE when ``"stream": "sse"``."""
+    sse = obj.get("stream") == "sse"
+    obj.setdefault("type", "synthesize")
+    msg = message_from_object(obj, service.config.limits)
+    if not isinstance(msg, Synthesize):
+        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
+    return service.requests.message(msg, SessionDefaults()), sse
+
+
 async def invocations(request: Request) -> Response:
-    service = service_of(request)
-    if not authorized(request, service):
-        return error_response(UNAUTHORIZED)
-    try:
-        slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
-    except ProtocolError as exc:
-        return error_response(exc)
-    assert service is not None
-    try:
-        obj = parse_json_object(await request.body(), service.config.limits)
-        obj.setdefault("type", "synthesize")
-        msg = message_from_object(obj, service.config.limits)
-        if not isinstance(msg, Synthesize):
-            raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
-        resolved = service.resolve_message(msg, SessionDefaults())
-        first, pieces = await first_audio(service, resolved, slot)
-    except ProtocolError as exc:
-        slot.release()
-        service.metrics.count_error(str(exc.code))
-        return error_response(exc)
-    except BaseException:
-        slot.release()
-        raise
-    sse = obj.get("stream") == "sse" or "text/event-stream" in request.headers.get("accept", "")
-    body = sse_body(resolved, first, pieces) if sse else audio_body(resolved, first, pieces)
+    started = await start_answer(request, _invocation)
+    if isinstance(started, Response):
+        return started
+    resolved, service = started.resolved, started.service
+    sse = started.parsed or "text/event-stream" in request.headers.get("accept", "")
+    body = (sse_body if sse else audio_body)(resolved, started.first, started.pieces)
     media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=slot.release)
+    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=started.release)
 
 
 async def bidi(ws: WebSocket) -> None:

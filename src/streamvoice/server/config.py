@@ -13,6 +13,9 @@ from urllib.parse import ParseResult, urlparse
 
 from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
+from streamvoice.server.admission import Mode
+from streamvoice.server.scheduler import Policy
+from streamvoice.text.chunker import QUIET_CUT_S
 
 MAX_DECODE_BATCH = 16  # each row is a model worker thread
 
@@ -34,11 +37,11 @@ class ServerConfig:
     # model workers. A GPU's lever; on a small CPU it buys little (bench.batching, docs/benchmarks.md).
     decode_batch: int = 1
     decode_batch_linger_ms: float = 10.0  # how long a window waits for company while other work runs
-    scheduler: str = "deadline"  # or "fifo"
+    scheduler: Policy = "deadline"  # or "fifo"
     # Admission of real-time listeners: "queue" (wait, bounded, told at once), "refuse" (server_busy when
     # full) or "off"; capacity from ADMISSION_LISTENERS, or measured (0): 0.85 of the audio this machine's
     # full windows make per second. On by default: past it, every listener stalls, not only the newcomer.
-    admission: str = "queue"
+    admission: Mode = "queue"
     admission_listeners: int = 0
     admission_queue: int = 8
     admission_wait_s: float = 10.0
@@ -85,7 +88,7 @@ class ServerConfig:
     stream_text_timeout_s: float = 30.0
     # A streamed sentence whose text stops after its final stop is spoken after this much quiet instead
     # of waiting for a next character that may never come (0: wait for the next character or the end).
-    stream_quiet_cut_ms: int = 200
+    stream_quiet_cut_ms: int = round(QUIET_CUT_S * 1000)
     lexicon_file: str | None = None  # JSON word -> "/phonemes/" or respelling, for every request
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
@@ -112,6 +115,8 @@ class ServerConfig:
             raise ConfigError(
                 f"STREAMVOICE_DECODE_BATCH must be 1-{MAX_DECODE_BATCH} (windows per decoder call; 1 = off)"
             )
+        if self.scheduler not in ("deadline", "fifo"):
+            raise ConfigError(f"STREAMVOICE_SCHEDULER must be deadline or fifo, not {self.scheduler!r}")
         if self.admission not in ("off", "refuse", "queue"):
             raise ConfigError(f"STREAMVOICE_ADMISSION must be off, refuse or queue, not {self.admission!r}")
         if self.wyoming_uri is not None:

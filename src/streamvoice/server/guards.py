@@ -39,8 +39,8 @@ class Slot:
     """A caller's room in the server, held from the moment it is asked for until ``release``.
 
     Counted against ``max_sessions`` when reserved, before any body is parsed or audio made, so callers
-    arriving together cannot all pass the check before any of them is counted (12 simultaneous requests
-    all got 200 with a cap of 4 when streams were counted at their first audio). It is also the key of the
+    arriving together cannot all pass the check before any of them is counted
+    (``test_simultaneous_requests_respect_the_caps``). It is also the key of the
     listener slot it takes in admission, so one ``release`` gives back both, and releasing twice is safe:
     every surface calls it in a ``finally`` and again from its stream's close.
     """

@@ -14,13 +14,10 @@ our stable codes (``protocol.error_body``), and ``x-request-id`` on every answer
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
-import json
 import math
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -33,21 +30,22 @@ from streamvoice.asgi import error_response
 from streamvoice.engine.g2p.packs import NEEDS as LANGUAGE_PACKS
 from streamvoice.engine.g2p.packs import status as pack_status
 from streamvoice.engine.voices import LANGUAGES
+from streamvoice.engine.windows import FRAMES_PER_SECOND
 from streamvoice.protocol import (
     DEFAULT_VOICE,
-    MAX_SPEED,
-    MIN_SPEED,
     SAMPLE_RATE,
     ErrorCode,
     Limits,
     ProtocolError,
     check_text,
-    parse_json_object,
+    validate_speed,
 )
-from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of
+from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of
+from streamvoice.server.http_front import Started, start_answer
 from streamvoice.server.piece_audio import Words
-from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
-from streamvoice.server.streams import Item, TimedStream, audio_body, encoded, first_audio, sse_event
+from streamvoice.server.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.service import SpeechService
+from streamvoice.server.streams import Item, TimedStream, audio_body, encoded, sse_event
 
 FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 CONTENT_TYPES = {
@@ -77,7 +75,6 @@ OPENAI_VOICES = {
     "cedar": "am_fenrir",
 }
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-FRAMES_PER_SECOND = 40  # Kokoro's duration unit (600 samples at 24 kHz): what ``usage`` counts as output
 CREATED = 1_735_689_600  # 2025-01-01, Kokoro v1.0's weights; /v1/models must say something
 
 
@@ -135,22 +132,11 @@ def speech_request(obj: dict[str, Any], known: frozenset[str], limits: Limits) -
             "response_format",
         )
     speed = obj.get("speed", 1.0)
-    if speed is None:
-        speed = 1.0
-    # A huge JSON integer overflows math.isfinite (and float()): compare it as the int it is.
-    number = isinstance(speed, int | float) and not isinstance(speed, bool)
-    if not number or (isinstance(speed, float) and not math.isfinite(speed)):
-        raise _bad(
-            ErrorCode.INVALID_SPEED, f'"speed" must be a number from {MIN_SPEED} to {MAX_SPEED}', "speed"
-        )
-    if not MIN_SPEED <= speed <= MAX_SPEED:
-        shown = f"{float(speed):g}" if abs(speed) < 1e6 else "(a huge number)"
-        raise _bad(
-            ErrorCode.INVALID_SPEED,
-            f'"speed" {shown} is outside what Kokoro speaks well ({MIN_SPEED}-{MAX_SPEED}; OpenAI allows '
-            "0.25-4.0 but this server does not stretch audio). 1.0 is normal pace.",
-            "speed",
-        )
+    try:
+        speed = validate_speed(1.0 if speed is None else speed)
+    except ProtocolError as exc:
+        exc.param = "speed"
+        raise
     stream_format = obj.get("stream_format") or "audio"
     if stream_format not in STREAM_FORMATS:
         raise _bad(ErrorCode.INVALID_FIELD, '"stream_format" must be "audio" or "sse"', "stream_format")
@@ -184,35 +170,14 @@ def usage(text: str, samples: int, sample_rate: int) -> dict[str, int]:
 # --- routes ---------------------------------------------------------------------------------------------
 
 
-def _request_id(request: Request) -> dict[str, str]:
+def request_id_headers(request: Request) -> dict[str, str]:
     return {"x-request-id": request.headers.get("x-request-id") or f"req_{uuid.uuid4().hex[:20]}"}
 
 
-@dataclass
-class _Started:
-    service: SpeechService
-    speech: SpeechRequest
-    resolved: ResolvedRequest
-    first: Item
-    pieces: AsyncGenerator[Item]
-    release: Callable[[], None]  # gives the listener slot back when the answer ends
-
-
-async def _start(request: Request, headers: dict[str, str]) -> _Started | Response:
-    """Auth, the slot, the body, and the first audio: everything that can still be an HTTP error. The
-    slot is reserved before the body is parsed, so the cap holds for callers arriving together."""
-    service = service_of(request)
-    if not authorized(request, service):
-        return error_response(UNAUTHORIZED, headers)
+def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, SpeechRequest]:
+    speech = speech_request(obj, service.engine.voice_names, service.config.limits)
     try:
-        slot = reserve(service)
-    except ProtocolError as exc:
-        return error_response(exc, headers)
-    assert service is not None
-    try:
-        obj = parse_json_object(await request.body(), service.config.limits)
-        speech = speech_request(obj, service.engine.voice_names, service.config.limits)
-        resolved = service.resolve(
+        resolved = service.requests.resolve(
             speech.input,
             SessionDefaults(),
             speech.voice,
@@ -221,25 +186,24 @@ async def _start(request: Request, headers: dict[str, str]) -> _Started | Respon
             speech.lang,
             ssml=speech.ssml,
         )
-        first, pieces = await first_audio(service, resolved, slot)
     except ProtocolError as exc:
-        slot.release()
         if exc.param is None and exc.code == ErrorCode.UNKNOWN_VOICE:
             exc.param = "voice"
-        service.metrics.count_error(str(exc.code))
-        return error_response(exc, headers)
-    except BaseException:
-        slot.release()
         raise
-    return _Started(service, speech, resolved, first, pieces, slot.release)
+    return resolved, speech
+
+
+async def start_speech(request: Request, headers: dict[str, str]) -> Started[SpeechRequest] | Response:
+    """An OpenAI speech body through the front door (``http_front``): its first audio, or the error."""
+    return await start_answer(request, _speech, headers)
 
 
 async def speech(request: Request) -> Response:
-    headers = _request_id(request)
-    started = await _start(request, headers)
+    headers = request_id_headers(request)
+    started = await start_speech(request, headers)
     if isinstance(started, Response):
         return started
-    speech, resolved, config = started.speech, started.resolved, started.service.config
+    speech, resolved, config = started.parsed, started.resolved, started.service.config
     if speech.stream_format == "sse":
         samples = SampleCount()
         chunks = encoded(resolved, started.first, samples.count(started.pieces))
@@ -254,77 +218,8 @@ async def speech(request: Request) -> Response:
     return TimedStream(body, media, metrics, config.send_timeout_s, headers, started.release)
 
 
-async def captioned_speech(request: Request) -> Response:
-    """Kokoro-FastAPI's captioned speech: with ``stream`` (default) NDJSON lines ``{"audio", "audio_format",
-    "timestamps"}`` as audio is ready, each piece's words (seconds) on its first chunk; else one JSON."""
-    headers = _request_id(request)
-    started = await _start(request, headers)
-    if isinstance(started, Response):
-        return started
-    fmt = started.speech.response_format
-    captions = _captions(encoded(started.resolved, started.first, started.pieces))
-    if started.speech.stream:
-        lines = _captioned_lines(captions, fmt)
-        config = started.service.config
-        return TimedStream(
-            lines,
-            "application/x-ndjson",
-            started.service.metrics,
-            config.send_timeout_s,
-            headers,
-            started.release,
-        )
-    try:
-        audio, stamps = await _until_disconnect(request, _gather(captions))
-    except ClientLeft:
-        return Response(status_code=499)  # nobody reads it; the work behind it is already released
-    finally:
-        started.release()
-    body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": fmt}
-    return JSONResponse({**body, "timestamps": stamps}, headers=headers)
-
-
-class ClientLeft(Exception):
-    """The caller closed the connection before its whole answer was ready."""
-
-
-async def _gather(
-    captions: AsyncGenerator[tuple[bytes, list[dict[str, Any]]]],
-) -> tuple[bytearray, list[dict[str, Any]]]:
-    audio, stamps = bytearray(), []
-    async with aclosing(captions) as each:
-        async for data, words in each:
-            audio += data
-            stamps += words
-    return audio, stamps
-
-
-async def _until_disconnect[T](request: Request, work: Awaitable[T]) -> T:
-    """``work``, cancelled the moment the client disconnects: an answer sent whole is made before anything
-    is written, so no failed send would ever tell that nobody waits for it (three abandoned 10k-character
-    requests kept both cores busy for 9.5 minutes)."""
-    task = asyncio.ensure_future(work)
-
-    async def client_left() -> None:
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(client_left())
-    try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        watcher.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-    if task.cancelled():
-        raise ClientLeft
-    return task.result()
-
-
 async def voices(request: Request) -> Response:
-    headers = _request_id(request)
+    headers = request_id_headers(request)
     service = service_of(request)
     if not authorized(request, service):
         return error_response(UNAUTHORIZED, headers)
@@ -351,7 +246,7 @@ async def voices(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    headers = _request_id(request)
+    headers = request_id_headers(request)
     if not authorized(request, service_of(request)):
         return error_response(UNAUTHORIZED, headers)
     data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "streamvoice"} for m in MODELS]
@@ -362,7 +257,6 @@ ROUTES = [
     Route("/v1/audio/speech", speech, methods=["POST"]),
     Route("/v1/audio/voices", voices, methods=["GET"]),
     Route("/v1/models", models, methods=["GET"]),
-    Route("/dev/captioned_speech", captioned_speech, methods=["POST"]),
 ]
 
 
@@ -403,33 +297,3 @@ async def _speech_sse(
         yield sse_event({"type": "error", "error": _failure(exc)})
         return
     yield sse_event({"type": "speech.audio.done", "usage": done_usage()})
-
-
-async def _captions(
-    chunks: AsyncGenerator[bytes | Words],
-) -> AsyncGenerator[tuple[bytes, list[dict[str, Any]]]]:
-    """Each encoded chunk with the words (Kokoro-FastAPI's shape, seconds) of the piece it begins."""
-    pending: list[dict[str, Any]] = []
-    async with aclosing(chunks):
-        async for data in chunks:
-            if isinstance(data, Words):
-                pending += [
-                    {
-                        "word": w.word,
-                        "start_time": round(w.start_ms / 1000, 3),
-                        "end_time": round(w.end_ms / 1000, 3),
-                    }
-                    for w in data.times
-                ]
-                continue
-            yield data, pending
-            pending = []
-
-
-async def _captioned_lines(
-    captions: AsyncGenerator[tuple[bytes, list[dict[str, Any]]]], fmt: str
-) -> AsyncGenerator[bytes]:
-    async with aclosing(captions):
-        async for data, words in captions:
-            line = {"audio": base64.b64encode(data).decode("ascii"), "audio_format": fmt, "timestamps": words}
-            yield (json.dumps(line) + "\n").encode()

@@ -6,15 +6,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import WordTime
-
-if TYPE_CHECKING:
-    from streamvoice.server.lane import Lane
 
 _END: Final = object()  # the piece's last window was delivered
 _CANCELLED: Final = object()
@@ -27,6 +24,14 @@ class Words:
     times: list[WordTime]
 
 
+class Decoder(Protocol):
+    """What decodes the piece (a listener's lane), told when its audio is taken or abandoned."""
+
+    def taken(self, samples: int) -> None: ...
+
+    def abandoned(self, sink: PieceAudio) -> None: ...
+
+
 class PieceAudio:
     """One piece's audio as the worker thread decodes it, window by window, handed to the event loop.
 
@@ -35,7 +40,7 @@ class PieceAudio:
     can stop decoding for a listener whose audio is piling up unsent.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, lane: Lane | None = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, lane: Decoder | None = None) -> None:
         self._loop = loop
         self._lane = lane
         self._queue: asyncio.Queue[Any] = asyncio.Queue()

@@ -14,20 +14,14 @@ that goes wrong with one frame becomes an ``error`` frame and the session goes o
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import enum
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
 
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from starlette.websockets import WebSocket
 
-from streamvoice.audio.output import AudioOutput
-from streamvoice.engine.alignment import as_json, shift
 from streamvoice.protocol import (
     Ack,
-    Alignment,
     Cancel,
     Close,
     Configure,
@@ -35,72 +29,20 @@ from streamvoice.protocol import (
     ErrorEvent,
     ProtocolError,
     ServerEvent,
-    SynthesisComplete,
-    SynthesisStarted,
     Synthesize,
     decode_client_frame,
     encode_event,
 )
-from streamvoice.server.lane import Lane
-from streamvoice.server.piece_audio import PieceAudio, Words
-from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
+from streamvoice.server.requests import SessionDefaults, configured, configured_body
+from streamvoice.server.service import SpeechService
+from streamvoice.server.session_message import JobState, Message, answer
+from streamvoice.server.ws_output import Disconnected, WebSocketOutput
 
 log = logging.getLogger("streamvoice.session")
 
-AUDIO_FRAME_BYTES = 32 * 1024
 # Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
 # the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
 MAX_PENDING_REPLIES = 1024
-
-
-class JobState(enum.Enum):
-    QUEUED = "queued"  # accepted; planning and synthesis may already run
-    STARTED = "started"  # synthesis_started sent
-    STREAMING = "streaming"  # audio sent
-    DONE = "done"  # synthesis_complete sent
-    FAILED = "failed"  # error sent
-    CANCELLED = "cancelled"  # cancel or disconnect; answered ``cancelled`` if the client is still there
-
-
-# The only moves a message makes; every change of state goes through ``_Job.advance``.
-_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.QUEUED: frozenset({JobState.STARTED, JobState.FAILED, JobState.CANCELLED}),
-    JobState.STARTED: frozenset({JobState.STREAMING, JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
-    JobState.STREAMING: frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
-}
-
-
-@dataclass(eq=False)
-class _Job:
-    sequence: int
-    id: str | None
-    request: ResolvedRequest
-    received_at: float
-    state: JobState = JobState.QUEUED
-    plan: asyncio.Task[None] | None = None
-    # Pieces' audio as planning submits them, then ``None``: the writer's end-of-plan marker.
-    ready: asyncio.Queue[PieceAudio | None] = field(default_factory=asyncio.Queue)
-    streams: list[PieceAudio] = field(default_factory=list)
-    answered: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def cancelled(self) -> bool:
-        return self.state is JobState.CANCELLED
-
-    def advance(self, to: JobState) -> bool:
-        """Move to ``to`` if that is a legal move from here; a finished message never changes again."""
-        if to not in _TRANSITIONS.get(self.state, frozenset()):
-            return False
-        self.state = to
-        if to in (JobState.FAILED, JobState.CANCELLED):  # stop whatever still works for this message
-            if self.plan is not None:
-                self.plan.cancel()
-            for stream in self.streams:
-                stream.cancel()
-        return True
-
-    def cancel(self) -> None:
-        self.advance(JobState.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -120,25 +62,28 @@ class _DrainCheck:
     """Queued when a drain begins: the writer ends the session once nothing is queued behind it."""
 
 
-class _Disconnected(Exception):
-    pass
-
-
 class BidiSession:
     def __init__(self, ws: WebSocket, service: SpeechService, session_id: str) -> None:
         self.ws = ws
         self.service = service
         self.session_id = session_id
         self.defaults = SessionDefaults()
-        self.lane: Lane = service.lane()
-        self._outbox: asyncio.Queue[_Job | _Reply | _End | _DrainCheck] = asyncio.Queue()
-        self._open: list[_Job] = []  # accepted, not yet answered
+        self.utterances = service.utterances()
+        self._outbox: asyncio.Queue[Message | _Reply | _End | _DrainCheck] = asyncio.Queue()
+        self._open: list[Message] = []  # accepted, not yet answered
         self._sequence = 0
-        self._last_job: _Job | None = None
         self._started = time.monotonic()
         self._draining = False
-        # When the audio sent so far will have played out at the listener, if playback started on arrival.
-        self._playout_end = 0.0
+        config = service.config
+        self.output = WebSocketOutput(
+            ws,
+            service.metrics,
+            service.sample_rate,
+            config.send_timeout_s,
+            config.max_send_ahead_s,
+            on_stalled=self._cancel_all,
+            name=f"session={session_id}",
+        )
 
     @property
     def busy(self) -> bool:
@@ -192,16 +137,8 @@ class BidiSession:
         while True:
             lifetime_left = cfg.session_lifetime_s - (time.monotonic() - self._started)
             if lifetime_left <= 0:
-                await self._outbox.put(
-                    _End(
-                        1000,
-                        "session lifetime reached",
-                        ErrorEvent(
-                            ErrorCode.SESSION_EXPIRED,
-                            f"sessions last at most {cfg.session_lifetime_s:g} s; open a new session to go on",
-                        ),
-                    )
-                )
+                why = f"sessions last at most {cfg.session_lifetime_s:g} s; open a new session to go on"
+                await self._outbox.put(_closing(ErrorCode.SESSION_EXPIRED, "session lifetime reached", why))
                 return
             try:
                 message = await asyncio.wait_for(
@@ -210,15 +147,8 @@ class BidiSession:
             except TimeoutError:
                 if self._open or time.monotonic() - self._started >= cfg.session_lifetime_s:
                     continue  # busy, or the lifetime check above ends the session
-                await self._outbox.put(
-                    _End(
-                        1000,
-                        "idle timeout",
-                        ErrorEvent(
-                            ErrorCode.IDLE_TIMEOUT, f"no message for {cfg.idle_timeout_s:g} s; session closed"
-                        ),
-                    )
-                )
+                why = f"no message for {cfg.idle_timeout_s:g} s; session closed"
+                await self._outbox.put(_closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
                 return
             if message["type"] == "websocket.disconnect":
                 self._cancel_all()
@@ -257,9 +187,7 @@ class BidiSession:
                 await self._configure(msg)
             case Cancel(id=target):
                 # No id: everything open (barge-in); an id: that message only, the rest goes on.
-                ids = self._cancel(
-                    [j for j in self._open if target is None or (j.id == target and not j.cancelled)]
-                )
+                ids = self._cancel(target)
                 await self._outbox.put(_Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
             case Close():
                 await self._outbox.put(
@@ -302,17 +230,16 @@ class BidiSession:
             )
             return
         try:
-            request = self.service.resolve_message(msg, self.defaults)
+            request = self.service.requests.message(msg, self.defaults)
         except ProtocolError as exc:
             await self._reply_error(exc, sequence)
             return
         if not await self._admit(msg.id, sequence):
             return
-        job = _Job(sequence, msg.id, request, time.monotonic())
-        job.plan = asyncio.create_task(self._plan_and_submit(job, self._last_job))
-        ready = job.ready
-        job.plan.add_done_callback(lambda _: ready.put_nowait(None))  # runs even if cancelled unstarted
-        self._last_job = job
+        previous = self._open[-1] if self._open else None
+        utterance = self.utterances.start(request, msg.id, gate=lambda: self._gate(previous))
+        utterance.say()
+        job = Message(sequence, msg.id, request, time.monotonic(), utterance)
         self._open.append(job)
         self.service.metrics.count_message()
         await self._outbox.put(job)
@@ -337,75 +264,43 @@ class BidiSession:
             await self._outbox.put(_Reply(Ack("queued", detail)))
         return True
 
-    async def _plan_and_submit(self, job: _Job, previous: _Job | None) -> None:
-        if previous is not None and previous.plan is not None:
-            # One planner per session, in message order, so deadlines follow speaking order and a client
-            # cannot occupy the planning thread with many messages at once.
-            await asyncio.wait({previous.plan})
-        if previous is not None and not self.service.config.pipeline:
-            # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
-            await previous.answered.wait()
+    async def _gate(self, previous: Message | None) -> None:
+        """Before a message is planned: the one before it is planned (one planner per session, in message
+        order, so deadlines follow speaking order and a client cannot occupy the planning thread with many
+        messages at once), and a listener slot is held."""
+        if previous is not None:
+            await previous.utterance.planned()
+            if not self.service.config.pipeline:
+                # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
+                await previous.answered.wait()
         admission = self.service.admission
         await admission.wait(self)  # server_busy (answered for this message) if no slot frees in time
         if not admission.holds(self):
             raise admission.busy("this session's wait for a listener slot ran out")
-        await self.service.plan_into(job.request, self.lane, job.streams, job.ready)
 
     async def _configure(self, msg: Configure) -> None:
-        changes: dict[str, Any] = {
-            k: v
-            for k, v in (
-                ("voice", msg.voice),
-                ("speed", msg.speed),
-                ("format", msg.format),
-                ("lang", msg.lang),
-                ("sample_rate", msg.sample_rate),
-            )
-            if v is not None
-        }
-        if msg.pauses is not None:
-            changes["pauses"] = replace(self.defaults.pauses or self.service.config.pauses, **msg.pauses)
-        if msg.lexicon is not None:
-            changes["lexicon"] = msg.lexicon
-        candidate = replace(self.defaults, **changes)
+        pauses = self.service.config.pauses
+        candidate = configured(self.defaults, msg, pauses)
         try:
-            self.service.resolve("x", candidate)
+            self.service.requests.resolve("x", candidate)
         except ProtocolError as exc:
             await self._reply_error(exc, None)
             return
         self.defaults = candidate
-        pauses = candidate.pauses or self.service.config.pauses
-        await self._outbox.put(
-            _Reply(
-                Ack(
-                    "configured",
-                    {
-                        "voice": candidate.voice,
-                        "speed": candidate.speed,
-                        "format": candidate.format,
-                        "lang": candidate.lang,
-                        "sample_rate": candidate.sample_rate,
-                        "pauses": asdict(pauses),
-                        "lexicon_entries": len(candidate.lexicon),
-                    },
-                )
-            )
-        )
+        await self._outbox.put(_Reply(Ack("configured", configured_body(candidate, pauses))))
 
     def _cancel_all(self) -> list[str | None]:
-        return self._cancel(list(self._open))
+        return self._cancel(None)
 
-    def _cancel(self, jobs: list[_Job]) -> list[str | None]:
-        """Cancel these open messages; their ids.
-
-        Only when the message being spoken is among them does the listener's playback restart (what is
-        queued after it was not playing yet).
-        """
-        if jobs and self._open[0] in jobs:
-            self.lane.restart_playback()
-            self._playout_end = time.monotonic()
+    def _cancel(self, target: str | None) -> list[str | None]:
+        """Cancel the open messages (``target`` None) or the one with that id; their ids."""
+        speaking = self._open[0].utterance if self._open else None
+        cancelled = self.utterances.cancel(target)
+        if speaking in cancelled:
+            self.output.restart_playout()  # the listener's playback starts again (barge-in)
+        jobs = [j for j in self._open if j.utterance in cancelled]
         for job in jobs:
-            job.cancel()
+            job.advance(JobState.CANCELLED)
         return [job.id for job in jobs]
 
     # -- writing ------------------------------------------------------------------------------------
@@ -429,132 +324,45 @@ class BidiSession:
                     await self._run_job(item)
                 finally:
                     item.answered.set()
+                    self.utterances.done(item.utterance)
                     if item in self._open:
                         self._open.remove(item)
                     if not self._open:
                         self.service.admission.idle(self)  # the slot goes unless the next sentence comes
-        except _Disconnected:
+        except Disconnected:
             self._cancel_all()
 
-    async def _run_job(self, job: _Job) -> None:
+    async def _run_job(self, job: Message) -> None:
         """Send one message's answer: its audio then ``synthesis_complete``, or exactly one ``error``."""
+        metrics = self.service.metrics
         try:
-            sent, samples, pieces = await self._stream_audio(job)
-        except _Disconnected:
+            await answer(job, self.output, metrics, self.service.sample_rate)
+        except Disconnected:
             raise
-        except Exception as exc:
-            log.error("model call failed session=%s seq=%d: %r", self.session_id, job.sequence, exc)
-            if not job.cancelled:
-                await self._fail(
-                    job,
-                    ErrorCode.SYNTHESIS_FAILED,
-                    "the speech model failed on this message; later messages are unaffected",
+        except Exception as exc:  # a bug while answering: this message fails, the session goes on
+            log.error(
+                "session=%s seq=%d: answering failed: %s", self.session_id, job.sequence, type(exc).__name__
+            )
+            if job.advance(JobState.FAILED):
+                metrics.count_error(str(ErrorCode.SYNTHESIS_FAILED))
+                failed = ErrorEvent(
+                    str(ErrorCode.SYNTHESIS_FAILED), "could not answer this message", job.id, job.sequence
                 )
-                return
-        if job.cancelled:
-            await self._send_error(job, ErrorCode.CANCELLED, "cancelled before it finished")
-        elif (failure := self._planning_failure(job)) is not None:
-            await self._fail(job, failure.code, failure.message)
-        elif job.advance(JobState.DONE):
-            audio_ms = round(samples * 1000 / self.service.engine.sample_rate, 1)
-            await self._send_event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, pieces))
-
-    async def _stream_audio(self, job: _Job) -> tuple[int, int, int]:
-        """Each piece's windows as planning submits them, encoded and sent; (bytes, samples, pieces)."""
-        request = job.request
-        output = AudioOutput(request.format, request.sample_rate)
-        sent = samples = pieces = 0
-        while (stream := await job.ready.get()) is not None and not job.cancelled:
-            if job.advance(JobState.STARTED):
-                await self._send_event(
-                    SynthesisStarted(job.id, job.sequence, request.format, request.sample_rate)
-                )
-            pieces += 1
-            piece_start_ms = samples * 1000 / self.service.engine.sample_rate
-            async for audio in stream.windows():
-                if job.cancelled:
-                    break
-                if isinstance(audio, Words):
-                    if audio.times:
-                        words = as_json(shift(audio.times, piece_start_ms))
-                        await self._send_event(Alignment(job.id, job.sequence, words))
-                    continue
-                data = output.encode(audio)
-                if data and job.advance(JobState.STREAMING):
-                    self.service.metrics.observe_first_audio(time.monotonic() - job.received_at)
-                sent += await self._send_audio(data, audio.size)
-                samples += audio.size
-        if not job.cancelled and job.state is not JobState.QUEUED:
-            sent += await self._send_audio(output.flush(), 0)
-        return sent, samples, pieces
-
-    def _planning_failure(self, job: _Job) -> ProtocolError | None:
-        """What planning raised, as the error to answer (a bug becomes ``synthesis_failed``)."""
-        assert job.plan is not None and job.plan.done()
-        failure = job.plan.exception()
-        if failure is None or isinstance(failure, ProtocolError):
-            return failure
-        log.error("planning failed session=%s seq=%d", self.session_id, job.sequence, exc_info=failure)
-        return ProtocolError(ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis")
-
-    async def _fail(self, job: _Job, code: ErrorCode | str, message: str) -> None:
-        if job.advance(JobState.FAILED):
-            await self._send_error(job, code, message)
-
-    async def _send_error(self, job: _Job, code: ErrorCode | str, message: str) -> None:
-        self.service.metrics.count_error(str(code))
-        await self._send_event(ErrorEvent(str(code), message, job.id, job.sequence))
-
-    async def _send_audio(self, data: bytes, samples: int) -> int:
-        """Send encoded audio, never more than ``max_send_ahead_s`` ahead of the listener's playback.
-
-        Whatever is sent sits in socket buffers in front of the server's keepalive pings; a listener that
-        reads at playback speed would otherwise fall further behind every second until a ping times out.
-        """
-        now = time.monotonic()
-        ahead = self._playout_end - now - self.service.config.max_send_ahead_s
-        if ahead > 0:
-            await asyncio.sleep(ahead)
-            now = time.monotonic()
-        self._playout_end = max(self._playout_end, now) + samples / self.service.engine.sample_rate
-        for start in range(0, len(data), AUDIO_FRAME_BYTES):
-            await self._send(data[start : start + AUDIO_FRAME_BYTES])
-        return len(data)
+                await self._send_event(failed)
 
     async def _send_event(self, event: ServerEvent) -> None:
-        await self._send(encode_event(event))
-
-    async def _send(self, data: str | bytes) -> None:
-        if self.ws.application_state != WebSocketState.CONNECTED:
-            raise _Disconnected
-        send = self.ws.send_text(data) if isinstance(data, str) else self.ws.send_bytes(data)
-        try:
-            # A client that stops reading fills the socket buffer and blocks this send; waiting forever
-            # would pin the session's audio in memory. No progress at all for this long: give up and say why.
-            await asyncio.wait_for(send, timeout=self.service.config.send_timeout_s)
-        except TimeoutError:
-            log.warning("session=%s: client stopped reading for %.0f s; closing", self.session_id,
-                        self.service.config.send_timeout_s)  # fmt: skip
-            self.service.metrics.count_error("slow_consumer")
-            self._cancel_all()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.ws.close(1008, "client stopped reading audio"), timeout=2)
-            raise _Disconnected from None
-        except (WebSocketDisconnect, RuntimeError, OSError) as exc:
-            raise _Disconnected from exc
+        await self.output.send(encode_event(event))
 
     async def _end(self, item: _End) -> None:
-        with contextlib.suppress(_Disconnected):
-            if item.event is not None:
-                await self._send_event(item.event)
-        with contextlib.suppress(RuntimeError, OSError):
-            if self.ws.application_state == WebSocketState.CONNECTED:
-                await self.ws.close(item.code, item.reason)
+        last = encode_event(item.event) if item.event is not None else None
+        await self.output.close(item.code, item.reason, last)
+
+
+def _closing(code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> _End:
+    """The session ends with this error told, then this close code and reason."""
+    return _End(close_code, reason, ErrorEvent(code, message))
 
 
 def _going_away() -> _End:
-    return _End(
-        1001,
-        "server shutting down",
-        ErrorEvent(ErrorCode.GOING_AWAY, "the server is shutting down; reconnect to go on"),
-    )
+    message = "the server is shutting down; reconnect to go on"
+    return _closing(ErrorCode.GOING_AWAY, "server shutting down", message, 1001)

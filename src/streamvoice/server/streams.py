@@ -20,7 +20,9 @@ from streamvoice.engine.alignment import as_json
 from streamvoice.server.guards import Slot
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import Words
-from streamvoice.server.service import ResolvedRequest, SpeechService
+from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.service import SpeechService
+from streamvoice.server.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
 
 log = logging.getLogger("streamvoice.server")
 
@@ -59,12 +61,24 @@ async def first_audio(
     (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
     stream. The caller owns ``slot``: it releases it when the answer ends, or when this raises."""
     slot.admit(can_wait=False)
-    pieces = service.audio_pieces(request)
+    utterance = service.utterance(request)
+    utterance.say()
+    pieces = audio_items(utterance)
     try:
         return await anext(pieces), pieces
     except BaseException:
         await pieces.aclose()
         raise
+
+
+async def audio_items(utterance: Utterance) -> AsyncGenerator[Item]:
+    """The utterance's audio and word times; its one error raised (the status may still be unsent)."""
+    async with aclosing(utterance.events()) as events:  # a caller that leaves stops the work at once
+        async for event in events:
+            if isinstance(event, Failed):
+                raise event.error
+            if not isinstance(event, PieceStarted | PieceEnded | Completed):
+                yield event
 
 
 async def _chain(first: Item, rest: AsyncIterator[Item]) -> AsyncIterator[Item]:

@@ -27,33 +27,33 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from contextlib import aclosing
 from typing import Any
 
+import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
-from wyoming.server import AsyncEventHandler, AsyncServer
+from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from streamvoice import __version__
 from streamvoice.audio.encoders import to_pcm16
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_voice
 from streamvoice.server.guards import Slot, reserve
-from streamvoice.server.piece_audio import PieceAudio, Words
-from streamvoice.server.service import ResolvedRequest, SessionDefaults, SpeechService
+from streamvoice.server.requests import SessionDefaults
+from streamvoice.server.service import SpeechService
+from streamvoice.server.utterance import Failed, PieceEnded, Utterance
 from streamvoice.server.wyoming_wire import WireError, WireLimits, read_event
-from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.wyoming")
 
-DEFAULT_URI = "tcp://127.0.0.1:10200"
 WIDTH, CHANNELS = 2, 1  # 16-bit mono PCM, constant for the connection (Home Assistant writes one header)
 KOKORO = Attribution(name="hexgrad (Kokoro-82M)", url="https://huggingface.co/hexgrad/Kokoro-82M")
 
 
-def info(service: SpeechService) -> Info:
+def describe(service: SpeechService) -> Info:
     voices = [
         TtsVoice(
             name=v.name,
@@ -75,69 +75,6 @@ def info(service: SpeechService) -> Info:
         supports_synthesize_streaming=True,
     )
     return Info(tts=[program])
-
-
-class Utterance:
-    """Text in, pieces out: one lane, planned in order, each piece queued as soon as its text is complete.
-
-    One-shot requests are an utterance fed once and finished.
-    """
-
-    def __init__(self, service: SpeechService, template: ResolvedRequest, slot: Slot) -> None:
-        self.service = service
-        self.template = template
-        self.slot = slot  # released when its audio ends, whatever way
-        self.chars = 0  # text fed so far (a streamed utterance is capped at ``max_stream_chars``)
-        self.chunker = IncrementalSentenceChunker(FAST_FIRST)
-        self.lane = service.lane()
-        self.texts: asyncio.Queue[str | None] = asyncio.Queue()
-        self.ready: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
-        self.submitted: list[PieceAudio] = []
-        self.spoken = 0  # pieces with something speakable
-        self._quiet_s = service.config.stream_quiet_cut_ms / 1000
-        self._quiet: asyncio.TimerHandle | None = None
-        self._planner = asyncio.create_task(self._plan())
-        self._planner.add_done_callback(lambda _: self.ready.put_nowait(None))
-
-    def feed(self, text: str, streaming: bool = False) -> None:
-        self.chars += len(text)
-        for piece in self.chunker.feed(text):
-            self.texts.put_nowait(piece)
-        if streaming and self._quiet_s > 0:  # a sentence that ends here is spoken if nothing follows soon
-            if self._quiet is not None:
-                self._quiet.cancel()
-            self._quiet = asyncio.get_running_loop().call_later(self._quiet_s, self._went_quiet)
-
-    def _went_quiet(self) -> None:
-        self._quiet = None
-        for piece in self.chunker.quiet():
-            self.texts.put_nowait(piece)
-
-    def finish(self) -> None:
-        if self._quiet is not None:
-            self._quiet.cancel()
-            self._quiet = None
-        for piece in self.chunker.flush():
-            self.texts.put_nowait(piece)
-        self.texts.put_nowait(None)
-
-    async def _plan(self) -> None:
-        while (text := await self.texts.get()) is not None:
-            if not any(ch.isalnum() for ch in text):
-                continue  # bare punctuation between deltas: nothing to say
-            request = replace(self.template, text=text)
-            before = len(self.submitted)
-            with contextlib.suppress(ProtocolError):  # a chunk of bare punctuation: nothing to say
-                await self.service.plan_into(request, self.lane, self.submitted, self.ready)
-            self.spoken += len(self.submitted) > before
-
-    def cancel(self) -> None:
-        if self._quiet is not None:
-            self._quiet.cancel()
-        self._planner.cancel()
-        for piece in self.submitted:
-            piece.cancel()
-        self.slot.release()
 
 
 class Refused:
@@ -167,7 +104,7 @@ class SpeechHandler(AsyncEventHandler):
         self._stream: Utterance | Refused | None = None
         self._stream_timer: asyncio.TimerHandle | None = None
         self._speaking: asyncio.Task[None] | None = None
-        self._utterances: set[Utterance] = set()
+        self._utterances: dict[Utterance, Slot] = {}  # each holds its slot until its last audio
         config = service.config
         self._wire = WireLimits(max_data_bytes=config.max_message_bytes)
 
@@ -224,8 +161,8 @@ class SpeechHandler(AsyncEventHandler):
                     discarded += len(chunk)
 
     async def write_event(self, event: Event) -> None:
-        """Every write is bounded: a client that reads nothing for ``send_timeout_s`` is disconnected (it
-        kept its stream, and the audio it held, for 65 s and more)."""
+        """Every write is bounded: a client that reads nothing for ``send_timeout_s`` is disconnected, and
+        the stream and audio it held go with it."""
         try:
             async with asyncio.timeout(self.service.config.send_timeout_s):
                 await async_write_event(event, self.writer)
@@ -239,7 +176,7 @@ class SpeechHandler(AsyncEventHandler):
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
-            await self.write_event(info(self.service).event())
+            await self.write_event(describe(self.service).event())
         elif SynthesizeStart.is_type(event.type):
             start = SynthesizeStart.from_event(event)
             await self._begin(start.voice, streaming=True)
@@ -266,8 +203,8 @@ class SpeechHandler(AsyncEventHandler):
             check_text(one.text, self.service.config.limits)
             utterance = await self._begin(one.voice, streaming=False)
             if utterance is not None:
-                utterance.feed(one.text)
-                utterance.finish()
+                utterance.append(one.text)  # through the chunker, as a stream would be: fast first piece
+                utterance.end()
         else:
             log.debug("ignoring wyoming event %s", event.type)
         return True
@@ -287,7 +224,7 @@ class SpeechHandler(AsyncEventHandler):
                 f"this streamed utterance passed {cap} characters; what came before is spoken, the rest "
                 "is dropped. Start a new synthesize-start for more.",
             )
-        utterance.feed(text, streaming=True)
+        utterance.append(text)
         self._arm_stream_timer()
 
     def _arm_stream_timer(self) -> None:
@@ -298,7 +235,7 @@ class SpeechHandler(AsyncEventHandler):
 
     def _stream_went_quiet(self) -> None:
         """No text for ``stream_text_timeout_s``: speak what came and end the stream, so a client that sent
-        synthesize-start and nothing more does not hold its slot (four such sockets filled the server)."""
+        synthesize-start and nothing more does not hold its slot."""
         if not isinstance(self._stream, Utterance):
             return
         self._end_stream()
@@ -313,7 +250,7 @@ class SpeechHandler(AsyncEventHandler):
             self._stream_timer.cancel()
             self._stream_timer = None
         if isinstance(self._stream, Utterance):
-            self._stream.finish()
+            self._stream.end()
 
     async def _begin(self, voice: Any, streaming: bool) -> Utterance | None:
         if self._speaking is not None and not self._speaking.done():
@@ -326,7 +263,7 @@ class SpeechHandler(AsyncEventHandler):
             lang = voice.language if voice is not None and voice.language else None
             if lang is not None and not isinstance(lang, str):
                 raise ProtocolError(ErrorCode.INVALID_FIELD, '"voice.language" must be a string')
-            template = self.service.resolve(" ", SessionDefaults(), name, None, "pcm", lang)
+            template = self.service.requests.resolve(" ", SessionDefaults(), name, None, "pcm", lang)
         except ProtocolError as exc:
             if slot is not None:
                 slot.release()  # an unknown voice leaked its listener slot before
@@ -334,8 +271,8 @@ class SpeechHandler(AsyncEventHandler):
             if streaming:
                 self._stream = Refused()
             return None
-        utterance = Utterance(self.service, template, slot)
-        self._utterances.add(utterance)
+        utterance = self.service.utterance(template)
+        self._utterances[utterance] = slot
         if streaming:
             self._stream = utterance
             self._arm_stream_timer()
@@ -344,38 +281,32 @@ class SpeechHandler(AsyncEventHandler):
 
     async def _speak(self, utterance: Utterance, streaming: bool) -> None:
         """Write the utterance's audio as it is decoded: per piece while streaming, as one otherwise."""
-        metrics = self.service.metrics
         started = False
         try:
-            while (piece := await utterance.ready.get()) is not None:
-                async for window in piece.windows():
-                    if isinstance(window, Words) or window.size == 0:
-                        continue
-                    if not started:
+            async with aclosing(utterance.events()) as events:
+                async for event in events:
+                    if isinstance(event, np.ndarray) and event.size:
+                        if not started:
+                            await self.write_event(
+                                AudioStart(rate=self.rate, width=WIDTH, channels=CHANNELS).event()
+                            )
+                            started = True
+                        pcm = to_pcm16(event).tobytes()
                         await self.write_event(
-                            AudioStart(rate=self.rate, width=WIDTH, channels=CHANNELS).event()
+                            AudioChunk(rate=self.rate, width=WIDTH, channels=CHANNELS, audio=pcm).event()
                         )
-                        started = True
-                    pcm = to_pcm16(window).tobytes()
-                    await self.write_event(
-                        AudioChunk(rate=self.rate, width=WIDTH, channels=CHANNELS, audio=pcm).event()
-                    )
-                if streaming and started:
-                    await self.write_event(AudioStop().event())
-                    started = False
-            if not utterance.spoken and not streaming:
-                await self._error(
-                    ErrorCode.EMPTY_TEXT, "the text has nothing speakable (no letters or digits)"
-                )
-        except ProtocolError as exc:
-            metrics.count_error(str(exc.code))
-            await self._error(exc.code, exc.message)
+                    elif isinstance(event, PieceEnded) and streaming and started:
+                        await self.write_event(AudioStop().event())  # per piece, as wyoming-piper does
+                        started = False
+                    elif isinstance(event, Failed) and not _quietly_ended(event.error, streaming):
+                        await self._error(event.error.code, event.error.message)
         except (ConnectionError, OSError):
             utterance.cancel()
             return
         finally:
-            self._utterances.discard(utterance)
-            utterance.slot.release()
+            slot = self._utterances.pop(utterance, None)
+            if slot is not None:
+                slot.release()
         if started:
             await self.write_event(AudioStop().event())
         if streaming:
@@ -389,54 +320,13 @@ class SpeechHandler(AsyncEventHandler):
         """The client left (Home Assistant cancels this way): nothing more is decoded for it."""
         if self._stream_timer is not None:
             self._stream_timer.cancel()
-        for utterance in list(self._utterances):
+        for utterance, slot in list(self._utterances.items()):
             utterance.cancel()
+            slot.release()
         if self._speaking is not None:
             self._speaking.cancel()
 
 
-class WyomingServer:
-    """The Wyoming listener, started and stopped with the speech server's lifespan."""
-
-    def __init__(self, uri: str, service: SpeechService) -> None:
-        self.uri = uri
-        self.service = service
-        self._server = AsyncServer.from_uri(uri)
-        self.max_connections = connection_cap(service.config.wyoming_max_connections)
-        self.connections = 0
-
-    def _handler(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> SpeechHandler:
-        """Over the cap, the connection is told ``server_busy`` and closed at once: idle sockets never pile
-        up to the descriptor limit (1,100 of them made HTTP time out and wrote 118 MB of EMFILE lines)."""
-        refuse = None
-        if self.connections >= self.max_connections:
-            refuse = ProtocolError(
-                ErrorCode.SERVER_BUSY,
-                f"this server holds {self.max_connections} Wyoming connections; close one or retry later",
-            )
-        self.connections += 1
-        return SpeechHandler(reader, writer, self.service, refuse, on_close=self._closed)
-
-    def _closed(self) -> None:
-        self.connections -= 1
-
-    async def start(self) -> None:
-        # start(), not run(): run() would take over SIGTERM, which belongs to the HTTP server's drain.
-        await self._server.start(self._handler)
-        log.info("wyoming: listening on %s (at most %d connections)", self.uri, self.max_connections)
-
-    async def stop(self) -> None:
-        await self._server.stop()
-
-
-def connection_cap(configured: int) -> int:
-    """The configured cap, kept well under the process's descriptor limit (HTTP needs its share)."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, ValueError, OSError):
-        return configured
-    if soft == resource.RLIM_INFINITY or soft <= 0:
-        return configured
-    return max(1, min(configured, soft // 4))
+def _quietly_ended(error: ProtocolError, streaming: bool) -> bool:
+    """Errors a Wyoming client is not told: its own cancel, or a stream that carried nothing speakable."""
+    return error.code == ErrorCode.CANCELLED or (streaming and error.code == ErrorCode.EMPTY_TEXT)

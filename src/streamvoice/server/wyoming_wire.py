@@ -2,8 +2,7 @@
 
 A Wyoming event is a JSON header line, then ``data_length`` bytes of JSON data, then ``payload_length``
 bytes of payload. The ``wyoming`` package's reader trusts both lengths (``readexactly`` of whatever the
-client declares: a header declaring 4 GB followed by 1 GB took the server's RSS from 0.8 to 2.7 GB) and
-takes floats and lists for them. This reader takes whole non-negative integers within caps only, and says
+client declares, so memory follows the client's word) and takes floats and lists for them. This reader takes whole non-negative integers within caps only, and says
 whether the connection can go on after a bad event: a header it can parse has told it where the next
 event starts, so its data and payload can be skipped; a length it refuses means the stream can no
 longer be framed, and the connection is closed after the answer.

@@ -1,0 +1,64 @@
+"""The one way an HTTP speech answer starts, for ``/invocations`` and the OpenAI-style routes alike: the
+token, a slot, the body, the request, then the first audio; everything that can still be an HTTP error
+with a status happens here, and the slot is released on every path that does not hand it on.
+
+The slot is reserved before the body is read, so the session cap holds for callers arriving together; the
+first audio is awaited before any header is sent, so a full server, nothing speakable or a failed
+synthesis is a status, not a cut stream. A new HTTP surface supplies ``parse`` (its body to a request)
+and renders ``Started`` as its body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from streamvoice.asgi import error_response
+from streamvoice.protocol import ProtocolError, parse_json_object
+from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of
+from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.service import SpeechService
+from streamvoice.server.streams import Item, first_audio
+
+
+@dataclass
+class Started[T]:
+    service: SpeechService
+    parsed: T  # what the surface's ``parse`` made of the body, beside the request
+    resolved: ResolvedRequest
+    first: Item
+    pieces: AsyncGenerator[Item]
+    release: Callable[[], None]  # gives the slot back when the answer ends
+
+
+async def start_answer[T](
+    request: Request,
+    parse: Callable[[dict[str, Any], SpeechService], tuple[ResolvedRequest, T]],
+    headers: dict[str, str] | None = None,
+) -> Started[T] | Response:
+    """The answer's first audio, or the error response to send instead (in ``asgi.error_response``'s
+    shape, with the surface's ``headers``)."""
+    service = service_of(request)
+    if not authorized(request, service):
+        return error_response(UNAUTHORIZED, headers)
+    try:
+        slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
+    except ProtocolError as exc:
+        return error_response(exc, headers)
+    assert service is not None
+    try:
+        obj = parse_json_object(await request.body(), service.config.limits)
+        resolved, parsed = parse(obj, service)
+        first, pieces = await first_audio(service, resolved, slot)
+    except ProtocolError as exc:
+        slot.release()
+        service.metrics.count_error(str(exc.code))
+        return error_response(exc, headers)
+    except BaseException:
+        slot.release()
+        raise
+    return Started(service, parsed, resolved, first, pieces, slot.release)

@@ -1,0 +1,73 @@
+"""How busy the model is, as the server measures it: listeners with work, the speed of full windows, the cost
+of a window by its size, and the capacity in real-time listeners that follows from them.
+
+Lanes report here (``lane_activity``, ``observe_decode``); admission and window sizing read from here.
+Only windows decoded with nothing else running are measured (``alone``): contended ones are slower, and
+counting them would make the capacity fall exactly when the server is busy.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from streamvoice.engine.windows import FRAME_S
+from streamvoice.server.admission import DecodeSpeed, measured_capacity
+from streamvoice.server.window_sizing import WindowCost
+
+STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
+INITIAL_RTF = 0.5  # seconds of work per second of audio assumed before the warm-up measures it
+# One decoded window, for ``bench.capacity --trace``: (monotonic end, lane, frames, seconds of work, audio
+# its listener had buffered when it started, the piece's first window, listeners with work).
+TraceRow = tuple[float, int, float, float, float, bool, int]
+
+
+class Load:
+    def __init__(self, workers: int, configured_listeners: int = 0, rtf: float = INITIAL_RTF) -> None:
+        self.workers = workers
+        self.configured_listeners = configured_listeners  # 0: measured
+        # Both start pessimistic and follow the machine: the speed of full-size windows (what admission
+        # sizes with) and the cost of a window by its size (what windows are sized with).
+        self.decode_speed = DecodeSpeed(rtf)
+        self.window_cost = WindowCost(rtf)
+        self.trace: list[TraceRow] | None = None  # a list: every decoded window is recorded
+        self._active_lanes = 0
+        self._lock = threading.Lock()
+
+    def capacity(self) -> int:
+        """Real-time listeners this server keeps fed: configured, or measured from the decoding speed."""
+        return self.configured_listeners or measured_capacity(self.workers, self.decode_speed.rtf)
+
+    @property
+    def active_lanes(self) -> int:
+        """Listeners with work to decode right now."""
+        return self._active_lanes
+
+    @property
+    def overloaded(self) -> bool:
+        """At least two more listeners have work to decode than the server keeps fed: windows then go for
+        throughput (``window_sizing``). One beyond is not enough: the capacity is an estimate, and a server
+        wrongly in this state stalls listeners it could keep fed on long windows, while wrongly out of it,
+        it only stays as it was."""
+        return self._active_lanes > self.capacity() + 1
+
+    def lane_activity(self, delta: int) -> None:
+        with self._lock:
+            self._active_lanes += delta
+
+    def calibrate(self, rtf: float) -> None:
+        """A fresh measure of full windows timed alone (the warm-up's): both estimates start again from it."""
+        self.decode_speed.reset(rtf)
+        self.window_cost.reset(rtf)
+
+    def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
+        """A window of a piece, neither its first (which runs the front model, a cost of the piece) nor its
+        last (which decodes the trimmed tail). Only full-size windows count for the capacity: small ones
+        cost ~2x per second of audio, and mixing them in would put the estimate between two counts."""
+        if alone and audio_s > 0:
+            self.window_cost.observe(audio_s / FRAME_S, seconds)
+            if audio_s >= STEADY_WINDOW_S:
+                self.decode_speed.observe(seconds, audio_s)
+
+    def record(self, row: TraceRow) -> None:
+        if self.trace is not None:
+            self.trace.append(row)

@@ -1,0 +1,153 @@
+"""What a caller asked for, made concrete: a voice spec, a language, a format and rate, pauses, a lexicon.
+
+Every surface parses its own wire into fields and hands them here, so "what a valid request is" has one
+answer: an unknown voice is ``unknown_voice``, a language without its pack ``language_unavailable``, a rate
+the format cannot carry ``invalid_field``, whichever door the request came in by.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from streamvoice.engine.g2p import LanguagePackMissing
+from streamvoice.engine.kokoro import EngineError, KokoroEngine
+from streamvoice.engine.voices import VoiceError, VoiceSpec
+from streamvoice.protocol import (
+    DEFAULT_FORMAT,
+    DEFAULT_VOICE,
+    SAMPLE_RATE,
+    Configure,
+    ErrorCode,
+    Pauses,
+    ProtocolError,
+    Synthesize,
+    check_rate_for_format,
+    output_rate,
+)
+from streamvoice.text.pronounce import check_lexicon
+
+
+@dataclass(frozen=True)
+class SessionDefaults:
+    """What a caller set once and later messages inherit (a session's ``configure``; empty elsewhere)."""
+
+    voice: str = DEFAULT_VOICE
+    speed: float = 1.0
+    format: str = DEFAULT_FORMAT
+    lang: str | None = None
+    sample_rate: int | None = None  # None: the format's own default (8 kHz for G.711, else 24 kHz)
+    pauses: Pauses | None = None  # None: the server's
+    lexicon: Mapping[str, str] = field(default_factory=dict)  # the session's; over the server's
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    text: str
+    voice: VoiceSpec
+    speed: float
+    format: str
+    lang: str
+    sample_rate: int = SAMPLE_RATE
+    pauses: Pauses = field(default_factory=Pauses)
+    ssml: bool | None = None  # None: SSML when the text starts with <speak>
+    lexicon: Mapping[str, str] = field(default_factory=dict)  # the server's, then the session's
+
+
+class Resolver:
+    """Fields over defaults over the server's settings, checked against what the engine has."""
+
+    def __init__(self, engine: KokoroEngine, pauses: Pauses, lexicon: Mapping[str, str]) -> None:
+        self.engine = engine
+        self.pauses = pauses
+        self.lexicon = lexicon
+
+    def resolve(
+        self,
+        text: str,
+        defaults: SessionDefaults,
+        voice: str | None = None,
+        speed: float | None = None,
+        fmt: str | None = None,
+        lang: str | None = None,
+        msg_id: str | None = None,
+        sample_rate: int | None = None,
+        ssml: bool | None = None,
+    ) -> ResolvedRequest:
+        try:
+            spec = self.engine.parse_voice(voice or defaults.voice)
+        except VoiceError as exc:
+            raise ProtocolError(ErrorCode.UNKNOWN_VOICE, str(exc), msg_id) from None
+        try:
+            resolved_lang = self.engine.resolve_lang(spec, lang or defaults.lang)
+        except EngineError as exc:
+            raise ProtocolError(ErrorCode.INVALID_FIELD, str(exc), msg_id) from None
+        except LanguagePackMissing as exc:
+            raise ProtocolError(ErrorCode.LANGUAGE_UNAVAILABLE, str(exc), msg_id) from None
+        fmt = fmt or defaults.format
+        rate = output_rate(fmt, sample_rate or defaults.sample_rate)
+        check_rate_for_format(fmt, rate, msg_id)
+        return ResolvedRequest(
+            text=text,
+            voice=spec,
+            speed=speed if speed is not None else defaults.speed,
+            format=fmt,
+            lang=resolved_lang,
+            sample_rate=rate,
+            pauses=defaults.pauses or self.pauses,
+            ssml=ssml,
+            lexicon={**self.lexicon, **defaults.lexicon} if defaults.lexicon else self.lexicon,
+        )
+
+    def message(self, msg: Synthesize, defaults: SessionDefaults) -> ResolvedRequest:
+        """A session (or ``/invocations``) synthesize message over the caller's defaults."""
+        return self.resolve(
+            msg.text, defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate, msg.ssml
+        )
+
+
+def load_lexicon(path: str | None) -> dict[str, str]:
+    """The server's lexicon file (JSON: word -> "/phonemes/" or a respelling); a bad one stops the start
+    with a message naming the file, rather than being ignored."""
+    if not path:
+        return {}
+    try:
+        return check_lexicon(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"STREAMVOICE_LEXICON_FILE {path}: {exc}") from None
+
+
+def configured(defaults: SessionDefaults, msg: Configure, server_pauses: Pauses) -> SessionDefaults:
+    """A session's defaults after a ``configure`` (not yet checked: resolve a request with them)."""
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("voice", msg.voice),
+            ("speed", msg.speed),
+            ("format", msg.format),
+            ("lang", msg.lang),
+            ("sample_rate", msg.sample_rate),
+        )
+        if v is not None
+    }
+    if msg.pauses is not None:
+        changes["pauses"] = replace(defaults.pauses or server_pauses, **msg.pauses)
+    if msg.lexicon is not None:
+        changes["lexicon"] = msg.lexicon
+    return replace(defaults, **changes)
+
+
+def configured_body(defaults: SessionDefaults, server_pauses: Pauses) -> dict[str, Any]:
+    """The ``configured`` answer: the values now in force."""
+    return {
+        "voice": defaults.voice,
+        "speed": defaults.speed,
+        "format": defaults.format,
+        "lang": defaults.lang,
+        "sample_rate": defaults.sample_rate,
+        "pauses": asdict(defaults.pauses or server_pauses),
+        "lexicon_entries": len(defaults.lexicon),
+    }

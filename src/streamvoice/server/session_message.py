@@ -1,0 +1,116 @@
+"""One synthesize message on the session protocol: its lifecycle (an explicit table of moves) and its
+answer (the utterance's events as ``synthesis_started``, ``alignment``, audio frames, then exactly one
+``synthesis_complete`` or ``error``)."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from streamvoice.audio.output import AudioOutput
+from streamvoice.engine.alignment import as_json
+from streamvoice.protocol import (
+    Alignment,
+    ErrorCode,
+    ErrorEvent,
+    ServerEvent,
+    SynthesisComplete,
+    SynthesisStarted,
+    encode_event,
+)
+from streamvoice.server.metrics import Metrics
+from streamvoice.server.piece_audio import Words
+from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.ws_output import WebSocketOutput
+
+
+class JobState(enum.Enum):
+    QUEUED = "queued"  # accepted; planning and synthesis may already run
+    STARTED = "started"  # synthesis_started sent
+    STREAMING = "streaming"  # audio sent
+    DONE = "done"  # synthesis_complete sent
+    FAILED = "failed"  # error sent
+    CANCELLED = "cancelled"  # cancel or disconnect; answered ``cancelled`` if the client is still there
+
+
+# The only moves a message makes; every change of state goes through ``Message.advance``.
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.STARTED, JobState.FAILED, JobState.CANCELLED}),
+    JobState.STARTED: frozenset({JobState.STREAMING, JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+    JobState.STREAMING: frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+}
+
+
+@dataclass(eq=False)
+class Message:
+    """One synthesize message: its place in the session's order, its answer's state, its utterance."""
+
+    sequence: int
+    id: str | None
+    request: ResolvedRequest
+    received_at: float
+    utterance: Utterance
+    state: JobState = JobState.QUEUED
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state is JobState.CANCELLED
+
+    def advance(self, to: JobState) -> bool:
+        """Move to ``to`` if that is a legal move from here; a finished message never changes again."""
+        if to not in TRANSITIONS.get(self.state, frozenset()):
+            return False
+        self.state = to
+        if to in (JobState.FAILED, JobState.CANCELLED):  # stop whatever still works for this message
+            self.utterance.cancel()
+        return True
+
+
+async def answer(job: Message, out: WebSocketOutput, metrics: Metrics, model_rate: int) -> None:
+    """Send one message's answer: its audio then ``synthesis_complete``, or exactly one ``error``."""
+
+    async def event(e: ServerEvent) -> None:
+        await out.send(encode_event(e))
+
+    async def error(code: ErrorCode | str, message: str) -> None:
+        metrics.count_error(str(code))
+        await event(ErrorEvent(str(code), message, job.id, job.sequence))
+
+    request = job.request
+    output = AudioOutput(request.format, request.sample_rate)
+    sent = 0
+    async with aclosing(job.utterance.events()) as events:
+        async for item in events:
+            match item:
+                case PieceStarted():
+                    if job.advance(JobState.STARTED):
+                        await event(
+                            SynthesisStarted(job.id, job.sequence, request.format, request.sample_rate)
+                        )
+                case Words(times=times):
+                    if times:
+                        await event(Alignment(job.id, job.sequence, as_json(times)))
+                case PieceEnded():
+                    pass
+                case Completed(samples=samples, pieces=pieces):
+                    if job.state is not JobState.QUEUED:
+                        sent += await out.audio(output.flush(), 0)
+                    if job.advance(JobState.DONE):
+                        audio_ms = round(samples * 1000 / model_rate, 1)
+                        await event(SynthesisComplete(job.id, job.sequence, audio_ms, sent, pieces))
+                case Failed(error=failure):
+                    if job.cancelled or failure.code == ErrorCode.CANCELLED:
+                        job.advance(JobState.CANCELLED)
+                        await error(ErrorCode.CANCELLED, failure.message)
+                    elif job.advance(JobState.FAILED):
+                        await error(failure.code, failure.message)
+                case _:
+                    data = output.encode(item)
+                    if data and job.advance(JobState.STREAMING):
+                        metrics.observe_first_audio(time.monotonic() - job.received_at)
+                    sent += await out.audio(data, item.size)

@@ -1,0 +1,294 @@
+"""One utterance, the server's core: text in (whole, or streamed as it arrives), events out, in order.
+
+Every surface is an adapter over this: it turns its wire into ``say`` / ``append`` / ``flush`` / ``end`` /
+``cancel`` and this object's events back into its wire. What happens in between is written once:
+
+- streamed text goes through the incremental chunker (fast first piece, the abbreviation and number
+  rules) and the quiet cut (a finished sentence is spoken after ``stream_quiet_cut_ms`` of silence);
+- each piece of text is planned on the service's planning thread and queued on the listener's lane the
+  moment it is planned, so piece N+1 decodes while piece N is on the wire;
+- events come out in speaking order: ``PieceStarted``, the piece's ``Words`` (ms from the utterance's
+  first sample), its audio windows, ``PieceEnded``; then exactly one ``Completed`` or ``Failed``;
+- cancelling stops planning, abandons every piece (the lane stops a window in flight), and a consumer
+  that stops reading cancels too.
+
+``Utterances`` holds the utterances open on one lane (a session's messages, a vendor connection's contexts)
+and owns the barge-in rule: cancelling the one being spoken restarts the listener's playback clock.
+Checked by ``pytest tests/test_utterance.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.alignment import shift
+from streamvoice.engine.planning import Piece
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.lane import Lane
+from streamvoice.server.piece_audio import PieceAudio, Words
+from streamvoice.server.requests import ResolvedRequest
+from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
+
+log = logging.getLogger("streamvoice.utterance")
+
+
+@dataclass(frozen=True)
+class PieceStarted:
+    index: int  # 0: the utterance's first audio is next (a surface says "started" here)
+
+
+@dataclass(frozen=True)
+class PieceEnded:
+    index: int
+
+
+@dataclass(frozen=True)
+class Completed:
+    samples: int  # at the model's rate
+    pieces: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: ProtocolError
+
+
+Audio = NDArray[np.float32]
+Event = PieceStarted | Words | Audio | PieceEnded | Completed | Failed
+
+CANCELLED = "cancelled before it finished"
+
+
+class Planner(Protocol):
+    """The service's side: plan a request into pieces (one planning thread), and the model's rate."""
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]: ...
+
+
+class Utterance:
+    """Text in, events out, for one answer on one lane.
+
+    ``gate`` runs before any planning (a session waits there for its previous message's planning and for a
+    listener slot); what it raises is the utterance's one error.
+    """
+
+    def __init__(
+        self,
+        planner: Planner,
+        request: ResolvedRequest,
+        lane: Lane,
+        gate: Callable[[], Awaitable[None]] | None = None,
+        quiet_cut_s: float = 0.0,
+        uid: str | None = None,
+    ) -> None:
+        self.id = uid
+        self.request = request
+        self._planner = planner
+        self._lane = lane
+        self._gate = gate
+        self._quiet_cut_s = quiet_cut_s
+        self._quiet: asyncio.TimerHandle | None = None
+        self._chunker: IncrementalSentenceChunker | None = None  # made on the first ``append``
+        self._texts: asyncio.Queue[tuple[str, bool] | None] = asyncio.Queue()
+        self._ready: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
+        self._submitted: list[PieceAudio] = []
+        self._ended = False
+        self.chars = 0  # text taken so far
+        self.cancelled = False
+        self._task = asyncio.create_task(self._plan())
+        self._task.add_done_callback(lambda _: self._ready.put_nowait(None))  # even if cancelled unstarted
+
+    # -- text in ------------------------------------------------------------------------------------
+    def say(self, text: str | None = None) -> None:
+        """The whole text (the request's own when None), planned as one message (SSML, paragraphs), and the
+        end of input."""
+        self._take(self.request.text if text is None else text, whole=True)
+        self.end()
+
+    def append(self, text: str) -> None:
+        """Streamed text as it arrives (an LLM's tokens): each piece is planned once the chunker cuts it."""
+        if self._ended or self.cancelled or not text:
+            return
+        if self._chunker is None:
+            self._chunker = IncrementalSentenceChunker(FAST_FIRST)
+        self.chars += len(text)
+        self._queue_pieces(self._chunker.feed(text))
+        if self._quiet_cut_s > 0:  # a sentence that ends here is spoken if nothing follows soon
+            self._disarm_quiet()
+            self._quiet = asyncio.get_running_loop().call_later(self._quiet_cut_s, self._went_quiet)
+
+    def flush(self) -> None:
+        """Speak what is buffered now, as it stands; more text may follow."""
+        self._disarm_quiet()
+        if self._chunker is not None and not self._ended:
+            self._queue_pieces(self._chunker.flush())
+
+    def end(self) -> None:
+        """No more text: what is buffered is spoken, then the utterance completes."""
+        if self._ended:
+            return
+        self.flush()
+        self._ended = True
+        self._texts.put_nowait(None)
+
+    def cancel(self) -> None:
+        """Stop everything still working for this utterance; the consumer gets ``Failed(cancelled)``."""
+        self.cancelled = True
+        self._stop()
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    async def planned(self) -> None:
+        """Wait until planning has ended (done, failed or cancelled)."""
+        await asyncio.wait({self._task})
+
+    def _take(self, text: str, whole: bool) -> None:
+        if not self._ended and not self.cancelled:
+            self.chars += len(text) if whole else 0
+            self._texts.put_nowait((text, whole))
+
+    def _queue_pieces(self, pieces: list[str]) -> None:
+        for text in pieces:
+            self._texts.put_nowait((text, False))
+
+    def _went_quiet(self) -> None:
+        self._quiet = None
+        if self._chunker is not None and not self._ended:
+            self._queue_pieces(self._chunker.quiet())
+
+    def _disarm_quiet(self) -> None:
+        if self._quiet is not None:
+            self._quiet.cancel()
+            self._quiet = None
+
+    def _stop(self) -> None:
+        self._disarm_quiet()
+        self._task.cancel()
+        for piece in self._submitted:
+            piece.cancel()
+
+    # -- planning -----------------------------------------------------------------------------------
+    async def _plan(self) -> None:
+        if self._gate is not None:
+            await self._gate()
+        planned = 0
+        while (item := await self._texts.get()) is not None:
+            text, whole = item
+            if not whole and not any(ch.isalnum() for ch in text):
+                continue  # bare punctuation between streamed tokens: nothing to say
+            try:
+                async for piece in self._planner.plan(replace(self.request, text=text)):
+                    sink = PieceAudio(asyncio.get_running_loop(), self._lane)
+                    self._lane.add(piece, self.request, sink)
+                    self._submitted.append(sink)
+                    self._ready.put_nowait(sink)
+                    planned += 1
+            except ProtocolError as exc:
+                if whole or exc.code != ErrorCode.EMPTY_TEXT:
+                    raise
+        if not planned:
+            raise ProtocolError(
+                ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
+            )
+
+    def _planning_failure(self) -> ProtocolError | None:
+        """What planning raised, as the error to answer (a bug becomes ``synthesis_failed``)."""
+        if not self._task.done() or self._task.cancelled():
+            return None
+        failure = self._task.exception()
+        if failure is None or isinstance(failure, ProtocolError):
+            return failure
+        log.error("planning failed: %s", type(failure).__name__)
+        return ProtocolError(ErrorCode.SYNTHESIS_FAILED, "could not prepare the text for synthesis")
+
+    # -- events out ---------------------------------------------------------------------------------
+    async def events(self) -> AsyncGenerator[Event]:
+        """The utterance's events in speaking order, ending with one ``Completed`` or ``Failed``."""
+        samples = pieces = 0
+        rate = self._planner.sample_rate
+        try:
+            while (piece := await self._ready.get()) is not None and not self.cancelled:
+                yield PieceStarted(pieces)
+                offset_ms = samples * 1000 / rate
+                try:
+                    async for window in piece.windows():
+                        if self.cancelled:
+                            break
+                        if isinstance(window, Words):
+                            yield Words(shift(window.times, offset_ms))
+                        else:
+                            samples += window.size
+                            yield window
+                except Exception as exc:
+                    if self.cancelled:
+                        break
+                    log.error("model call failed: %r", exc)
+                    self._stop()
+                    yield Failed(
+                        ProtocolError(
+                            ErrorCode.SYNTHESIS_FAILED,
+                            "the speech model failed on this message; later messages are unaffected",
+                        )
+                    )
+                    return
+                if self.cancelled:
+                    break
+                yield PieceEnded(pieces)
+                pieces += 1
+            if self.cancelled:
+                yield Failed(ProtocolError(ErrorCode.CANCELLED, CANCELLED))
+            elif (failure := self._planning_failure()) is not None:
+                yield Failed(failure)
+            else:
+                yield Completed(samples, pieces)
+        finally:
+            self._stop()  # a consumer that left: nothing more is planned or decoded for it
+
+
+class Utterances:
+    """The utterances open on one lane, in the order they were opened: one listener's queue of answers."""
+
+    def __init__(self, planner: Planner, lane: Lane, quiet_cut_s: float = 0.0) -> None:
+        self.planner = planner
+        self.lane = lane
+        self.quiet_cut_s = quiet_cut_s
+        self.open: list[Utterance] = []
+
+    def start(
+        self,
+        request: ResolvedRequest,
+        uid: str | None = None,
+        gate: Callable[[], Awaitable[None]] | None = None,
+    ) -> Utterance:
+        utterance = Utterance(self.planner, request, self.lane, gate, self.quiet_cut_s, uid)
+        self.open.append(utterance)
+        return utterance
+
+    def done(self, utterance: Utterance) -> None:
+        with contextlib.suppress(ValueError):
+            self.open.remove(utterance)
+
+    def cancel(self, uid: str | None = None) -> list[Utterance]:
+        """Cancel every open utterance (``uid`` None: barge-in) or the one with that id; those cancelled.
+
+        Only when the utterance being spoken is among them does the listener's playback restart (what is
+        queued after it was not playing yet)."""
+        chosen = [u for u in self.open if (uid is None or u.id == uid) and not u.cancelled]
+        if chosen and self.open[0] in chosen:
+            self.lane.restart_playback()
+        for utterance in chosen:
+            utterance.cancel()
+        return chosen

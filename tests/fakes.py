@@ -1,0 +1,94 @@
+"""Stand-ins for the model, for tests of the server's logic (lanes, utterances) that must not wait for it:
+each typed against the ``Protocol`` the server declares for what it needs, so they cannot drift from it."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.alignment import WordTime
+from streamvoice.engine.planning import Piece
+from streamvoice.engine.split_kokoro import RunStop
+from streamvoice.protocol import DEFAULT_PAUSES, ErrorCode, Pauses, ProtocolError
+from streamvoice.server.config import ServerConfig
+from streamvoice.server.load import Load
+from streamvoice.server.metrics import Metrics
+from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.scheduler import SynthesisScheduler
+
+
+@dataclass
+class FakeEngine:
+    """Yields a fixed number of one-second windows per piece, instantly: the lane's logic, not the model's."""
+
+    windows_per_piece: int = 20
+    sample_rate: int = 24_000
+    decoded: int = 0
+    window_samples: int = 24_000
+    slow_window_s: float = 0.3  # a piece whose text is "slow" takes this long per window
+    words: bool = False  # report each piece's word times (one per word, 0-100 ms) before its audio
+
+    def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any,
+                     on_words: Any = None) -> Generator[NDArray[np.float32]]:  # fmt: skip
+        if self.words and on_words is not None:
+            on_words(words_of(piece))
+        for _ in range(self.windows_per_piece):
+            if piece.text == "boom.":
+                raise RuntimeError("the model failed")
+            if piece.text == "slow":
+                time.sleep(self.slow_window_s)
+            self.decoded += 1
+            yield np.zeros(self.window_samples, dtype=np.float32)
+
+
+@dataclass
+class FakeHost:
+    """What a lane needs of the server (``lane.LaneHost``), with the engine stood in for."""
+
+    engine: FakeEngine = field(default_factory=FakeEngine)
+    config: ServerConfig = field(default_factory=ServerConfig)
+    metrics: Metrics = field(default_factory=Metrics)
+    scheduler: SynthesisScheduler = field(default_factory=SynthesisScheduler)
+    load: Load = field(default_factory=lambda: Load(workers=1, configured_listeners=4, rtf=0.3))
+
+
+@dataclass(frozen=True)
+class FakeRequest:
+    voice: Any = None  # the stand-in engine reads no voice
+    speed: float = 1.0
+    pauses: Pauses = DEFAULT_PAUSES
+
+
+class FakePlanner:
+    """Plans one piece per sentence (text split at ". "), on the event loop; nothing speakable raises
+    ``empty_text`` as the service does. ``fail_on``: a sentence whose planning raises."""
+
+    sample_rate = 24_000
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.fail_on = fail_on
+        self.planned: list[str] = []
+
+    async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
+        sentences = [s.strip() for s in request.text.replace(". ", ".\n").splitlines() if s.strip()]
+        spoken = [s for s in sentences if any(ch.isalnum() for ch in s)]
+        if not spoken:
+            raise ProtocolError(ErrorCode.EMPTY_TEXT, "nothing speakable")
+        for sentence in spoken:
+            if sentence == self.fail_on:
+                raise ProtocolError(ErrorCode.INVALID_SSML, f"bad at {sentence!r}")
+            self.planned.append(sentence)
+            yield Piece(sentence, sentence, (1,))
+
+
+def words_of(piece: Piece) -> list[WordTime]:
+    return [WordTime(w, 0.0, 100.0) for w in piece.text.split()]

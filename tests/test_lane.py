@@ -1,0 +1,121 @@
+"""A listener's lane over a stand-in for the engine: parking, resuming, cancelling, counting, sizing."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from streamvoice.engine.planning import Piece
+from streamvoice.server.lane import MAX_UNSENT_S, Lane
+from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.scheduler import SynthesisScheduler
+from streamvoice.server.window_sizing import LARGEST_WINDOW_FRAMES, PAST_CAPACITY_WINDOW_FRAMES, WindowCost
+from tests.fakes import FakeEngine, FakeHost, FakeRequest
+
+
+def _lane_decoding_one_piece() -> tuple[FakeHost, Lane, PieceAudio]:
+    """A started scheduler and a lane with one 20-window piece queued on it."""
+    service = FakeHost()
+    service.scheduler.start()
+    lane = Lane(service)
+    sink = PieceAudio(asyncio.get_running_loop(), lane)
+    lane.add(Piece("x", "x", (1,)), FakeRequest(), sink)
+    return service, lane, sink
+
+
+async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resumes_when_they_do() -> None:
+    service, lane, sink = _lane_decoding_one_piece()
+    await asyncio.sleep(0.3)
+    parked_at = service.engine.decoded
+    assert lane.unsent_s <= MAX_UNSENT_S + 1 and parked_at < service.engine.windows_per_piece
+    windows = sink.windows()
+    for _ in range(parked_at):  # the listener catches up
+        await anext(windows)
+    await asyncio.sleep(0.3)
+    assert service.engine.decoded > parked_at  # resumed
+    rest = [w async for w in windows]
+    assert parked_at + len(rest) == service.engine.windows_per_piece
+    assert lane.unsent_s == 0
+    service.scheduler.stop()
+
+
+async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() -> None:
+    service, lane, sink = _lane_decoding_one_piece()
+    await asyncio.sleep(0.3)
+    assert lane.unsent_s > 0 and lane.play_end > time.monotonic()
+    sink.cancel()
+    lane.restart_playback()
+    await asyncio.sleep(0.1)
+    assert lane.unsent_s == 0 and lane.play_end <= time.monotonic()
+    assert [w async for w in sink.windows()] == []  # a cancelled piece ends its stream
+    nxt = PieceAudio(asyncio.get_running_loop(), lane)
+    lane.add(Piece("y", "y", (1,)), FakeRequest(), nxt)
+    first = await asyncio.wait_for(anext(nxt.windows()), 5)  # the lane serves the next piece at once
+    assert first.size == 24_000
+    service.scheduler.stop()
+
+
+async def test_the_server_counts_the_lanes_with_work_to_decode() -> None:
+    service = FakeHost(engine=FakeEngine(windows_per_piece=3, window_samples=1_200))
+    service.scheduler.start()
+    loop = asyncio.get_running_loop()
+    fast, slow = Lane(service), Lane(service)
+    fast_audio, slow_audio = PieceAudio(loop, fast), PieceAudio(loop, slow)
+    slow.add(Piece("slow", "slow", (1,)), FakeRequest(), slow_audio)
+    fast.add(Piece("fast", "fast", (1,)), FakeRequest(), fast_audio)
+    assert service.load.active_lanes == 2
+    assert len([w async for w in fast_audio.windows()]) == 3
+    assert len([w async for w in slow_audio.windows()]) == 3
+    await asyncio.sleep(0.05)
+    assert service.load.active_lanes == 0
+    service.scheduler.stop()
+
+
+async def test_a_parked_lane_does_not_count_as_wanting_the_model() -> None:
+    service, lane, sink = _lane_decoding_one_piece()
+    await asyncio.sleep(0.3)  # parked: more than MAX_UNSENT_S decoded and not taken
+    assert lane.unsent_s > 0 and service.load.active_lanes == 0
+    windows = [w async for w in sink.windows()]  # the listener takes it all; the lane resumes and ends
+    await asyncio.sleep(0.05)  # the turn after the piece's end finds nothing more to do
+    assert len(windows) == service.engine.windows_per_piece and service.load.active_lanes == 0
+    service.scheduler.stop()
+
+
+async def test_windows_are_sized_for_throughput_past_capacity_and_for_the_waiting_listener_otherwise() -> (
+    None
+):
+    service = FakeHost()
+    lane = Lane(service)
+    blocker = threading.Event()
+    service.scheduler = SynthesisScheduler(workers=1)
+    service.scheduler.start()
+    service.scheduler.submit(blocker.wait)  # holds the worker
+    waiting = service.scheduler.submit(lambda: None, deadline=time.monotonic() + 0.5)  # due soon
+    assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # ends before the waiting listener runs out
+    service.load.lane_activity(6)  # past capacity (4 listeners) by two and more
+    assert lane._window_cap() == PAST_CAPACITY_WINDOW_FRAMES
+    service.load.lane_activity(-6)
+    blocker.set()
+    await waiting
+    service.scheduler.stop()
+
+
+async def test_a_lane_sizes_its_window_from_its_own_buffer_and_the_listener_waiting() -> None:
+    service = FakeHost()
+    service.load.window_cost = WindowCost(rtf=0.33)
+    service.load.lane_activity(1)
+    lane = Lane(service)
+    lane.play_end = time.monotonic() + 0.3
+    assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # 0.3 s buffered: not a 40-frame window
+    lane.play_end = time.monotonic() + 5.0
+    assert lane._window_cap() == LARGEST_WINDOW_FRAMES
+    blocker = threading.Event()
+    service.scheduler = SynthesisScheduler(workers=1)
+    service.scheduler.start()
+    service.scheduler.submit(blocker.wait)  # holds the worker
+    waiting = service.scheduler.submit(lambda: None, deadline=time.monotonic() + 0.4)
+    assert lane._window_cap() < LARGEST_WINDOW_FRAMES  # it lets the listener due soon in
+    blocker.set()
+    await waiting
+    service.scheduler.stop()

@@ -1,0 +1,202 @@
+"""The utterance, the server's core, over a stand-in planner and engine: text whole or streamed in, events
+out in order, cancelling (all or by id), errors, word times from the utterance's first sample."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from streamvoice.engine.voices import VoiceSpec
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.lane import Lane
+from streamvoice.server.piece_audio import Words
+from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.utterance import (
+    Completed,
+    Event,
+    Failed,
+    PieceEnded,
+    PieceStarted,
+    Utterance,
+    Utterances,
+)
+from tests.fakes import FakeEngine, FakeHost, FakePlanner
+
+WINDOW = 2_400  # samples per stand-in window: 0.1 s
+
+
+def _request(text: str = "") -> ResolvedRequest:
+    return ResolvedRequest(
+        text=text, voice=VoiceSpec((("af_heart", 1.0),)), speed=1.0, format="pcm", lang="en-us"
+    )
+
+
+def _host(windows: int = 2) -> FakeHost:
+    host = FakeHost(engine=FakeEngine(windows_per_piece=windows, window_samples=WINDOW, words=True))
+    host.scheduler.start()
+    return host
+
+
+async def _events(utterance: Utterance) -> list[Event]:
+    return [e async for e in utterance.events()]
+
+
+def _kinds(events: list[Event]) -> list[str]:
+    return ["audio" if isinstance(e, np.ndarray) else type(e).__name__ for e in events]
+
+
+async def test_whole_text_comes_out_piece_by_piece_in_order_with_word_times_from_the_first_sample() -> None:
+    host = _host(windows=2)
+    utterance = Utterance(FakePlanner(), _request("Hello there. How are you."), Lane(host))
+    utterance.say()
+    events = await asyncio.wait_for(_events(utterance), 10)
+    one_piece = ["PieceStarted", "Words", "audio", "audio", "PieceEnded"]
+    assert _kinds(events) == one_piece + one_piece + ["Completed"]
+    words = [e for e in events if isinstance(e, Words)]
+    # The second piece's words start after the first piece's audio.
+    second = next(i for i, e in enumerate(events) if e is words[1])
+    first_piece_samples = sum(e.size for e in events[:second] if isinstance(e, np.ndarray))
+    assert words[0].times[0].start_ms == 0.0
+    assert words[1].times[0].start_ms == pytest.approx(first_piece_samples * 1000 / 24_000, abs=0.1)
+    done = events[-1]
+    assert isinstance(done, Completed) and done.pieces == 2
+    assert done.samples == sum(e.size for e in events if isinstance(e, np.ndarray))
+    host.scheduler.stop()
+
+
+async def test_streamed_text_starts_speaking_before_it_ends_and_flush_speaks_what_is_buffered() -> None:
+    host = _host()
+    planner = FakePlanner()
+    utterance = Utterance(planner, _request(), Lane(host))
+    events = utterance.events()
+    for token in ["Sure", ",", " I", " can", " help", " with", " that", ".", " The", " next"]:
+        utterance.append(token)
+    first = await asyncio.wait_for(anext(events), 5)  # the fast first piece, with the text still open
+    assert isinstance(first, PieceStarted) and not utterance.ended
+    utterance.flush()  # " The next": spoken now, as it stands
+    utterance.append(" one follows.")
+    utterance.end()
+    rest = [e async for e in events]
+    assert isinstance(rest[-1], Completed)
+    assert " ".join(planner.planned).replace(" ,", ",") == "Sure, I can help with that. The next one follows."
+    host.scheduler.stop()
+
+
+async def test_a_finished_sentence_is_spoken_after_the_quiet_cut_without_an_end() -> None:
+    host = _host()
+    planner = FakePlanner()
+    utterance = Utterance(planner, _request(), Lane(host), quiet_cut_s=0.05)
+    utterance.append("Good evening.")
+    await asyncio.sleep(0.3)
+    assert planner.planned == ["Good evening."] and not utterance.ended
+    utterance.end()
+    assert isinstance((await asyncio.wait_for(_events(utterance), 5))[-1], Completed)
+    host.scheduler.stop()
+
+
+async def test_punctuation_between_streamed_tokens_is_skipped_and_nothing_speakable_is_one_error() -> None:
+    host = _host()
+    utterance = Utterance(FakePlanner(), _request(), Lane(host))
+    utterance.append("... !")
+    utterance.end()
+    events = await asyncio.wait_for(_events(utterance), 5)
+    assert len(events) == 1 and isinstance(events[0], Failed)
+    assert events[0].error.code == ErrorCode.EMPTY_TEXT
+    host.scheduler.stop()
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("Fine. Broken. Never said.", ErrorCode.INVALID_SSML),
+        ("Fine. boom. Never said.", ErrorCode.SYNTHESIS_FAILED),
+    ],
+)
+async def test_a_failure_in_planning_or_in_the_model_ends_the_utterance_with_one_error(
+    text: str, code: ErrorCode
+) -> None:
+    host = _host()
+    utterance = Utterance(FakePlanner(fail_on="Broken."), _request(text), Lane(host))
+    utterance.say()
+    events = await asyncio.wait_for(_events(utterance), 5)
+    failures = [e for e in events if isinstance(e, Failed)]
+    assert len(failures) == 1 and events[-1] is failures[0] and failures[0].error.code == code
+    assert not any(isinstance(e, Completed) for e in events)
+    assert sum(isinstance(e, PieceEnded) for e in events) == 1  # "Fine." was spoken whole, nothing after
+    host.scheduler.stop()
+
+
+async def test_cancelling_mid_answer_stops_the_work_and_answers_cancelled() -> None:
+    host = _host(windows=200)
+    utterance = Utterance(FakePlanner(), _request("One. Two. Three."), Lane(host))
+    utterance.say()
+    events = utterance.events()
+    while not isinstance(await anext(events), np.ndarray):
+        pass
+    utterance.cancel()
+    rest = [e async for e in events]
+    assert isinstance(rest[-1], Failed) and rest[-1].error.code == ErrorCode.CANCELLED
+    await asyncio.sleep(0.1)
+    decoded = host.engine.decoded
+    await asyncio.sleep(0.2)
+    assert host.engine.decoded == decoded < 600  # nothing more is decoded for it
+    host.scheduler.stop()
+
+
+async def test_a_consumer_that_leaves_abandons_the_work() -> None:
+    host = _host(windows=200)
+    utterance = Utterance(FakePlanner(), _request("One. Two."), Lane(host))
+    utterance.say()
+    events = utterance.events()
+    await anext(events)
+    await events.aclose()
+    await asyncio.sleep(0.1)
+    decoded = host.engine.decoded
+    await asyncio.sleep(0.2)
+    assert host.engine.decoded == decoded
+    host.scheduler.stop()
+
+
+async def test_what_the_gate_raises_is_the_utterances_one_error() -> None:
+    host = _host()
+
+    async def refuse() -> None:
+        raise ProtocolError(ErrorCode.SERVER_BUSY, "no slot")
+
+    utterance = Utterance(FakePlanner(), _request("Hello."), Lane(host), gate=refuse)
+    utterance.say()
+    events = await asyncio.wait_for(_events(utterance), 5)
+    assert (
+        len(events) == 1 and isinstance(events[0], Failed) and events[0].error.code == ErrorCode.SERVER_BUSY
+    )
+    host.scheduler.stop()
+
+
+async def test_cancel_by_id_leaves_the_others_and_only_the_speaking_one_restarts_playback() -> None:
+    host = _host(windows=50)
+    lane = Lane(host)
+    queue = Utterances(FakePlanner(), lane)
+    first, second, third = (queue.start(_request(f"Message {n}."), uid=str(n)) for n in (1, 2, 3))
+    for u in (first, second, third):
+        u.say()
+    streams: dict[str, AsyncIterator[Event]] = {u.id or "": u.events() for u in (first, second, third)}
+    await anext(streams["1"])
+    await asyncio.sleep(0.05)
+    playing_until = lane.play_end
+    assert [u.id for u in queue.cancel("2")] == ["2"]
+    assert lane.play_end == playing_until  # the one queued behind was not playing: nothing restarts
+    assert [u.id for u in queue.cancel("2")] == []  # once only
+    assert [u.id for u in queue.cancel()] == ["1", "3"]  # barge-in: the rest
+    assert lane.play_end < playing_until  # the one being spoken was among them
+
+    async def last(stream: AsyncIterator[Event]) -> Any:
+        return [e async for e in stream][-1]
+
+    for uid in ("1", "2", "3"):
+        end = await asyncio.wait_for(last(streams[uid]), 5)
+        assert isinstance(end, Failed) and end.error.code == ErrorCode.CANCELLED
+    host.scheduler.stop()
