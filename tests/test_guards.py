@@ -47,7 +47,7 @@ def test_the_cap_counts_from_the_reservation_and_a_release_twice_gives_back_once
     assert service.metrics.active_sessions == 0
 
 
-def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(service: SpeechService) -> None:
+async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(service: SpeechService) -> None:
     first = reserve(service)
     first.admit()
     assert service.admission.admitted == 1

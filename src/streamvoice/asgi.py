@@ -117,7 +117,7 @@ class BodyLimit:
     undeclared body is read up to the limit and refused as soon as it passes it. The app then receives the
     body already read (at most ``max_bytes`` held), so no route can be made to buffer more. With ``token``
     set, a request that carries a body without ``Authorization: Bearer <token>`` is answered 401 before
-    any of it is read (400 callers each sending ~1 MB without the token held 392 MB); every route that
+    any of it is read, so callers without it cannot make the server hold their bodies; every route that
     takes a body needs the token anyway. A body still arriving after ``timeout_s`` is answered 408.
     """
 

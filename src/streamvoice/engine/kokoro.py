@@ -458,9 +458,8 @@ class KokoroEngine:
         trimmed tail) left out. Blocking.
 
         What a listener's steady windows cost on this machine, measured alone: the warm-up's own speed
-        includes loading every language's G2P, the front model and small first windows, and read ~0.45 s
-        of work per second of audio where full windows take ~0.33 (2 cores), enough to size a server for
-        one listener where it keeps two fed."""
+        includes loading every language's G2P, the front model and small first windows, so it reads slower
+        than steady decoding and would size the server for fewer listeners than it keeps fed."""
         spec = self.parse_voice(voice)
         lang = default_lang(spec)
         plan = WindowPlan(first=frames, second=frames, growth=1.0, largest=frames)

@@ -6,15 +6,18 @@ own thread (``plan_chunk``), so a long message's first piece reaches the model b
 
 from __future__ import annotations
 
+import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from streamvoice.engine.alignment import WordSpan, split_spans, text_words, voiced_range, word_spans
 from streamvoice.engine.g2p import G2P
 from streamvoice.text.chunker import ChunkPolicy, chunk_paragraphs
 from streamvoice.text.normalize import Token, normalize, spoken_text
-from streamvoice.text.pronounce import END, PHONEMES
+from streamvoice.text.pronounce import END, MARKS, PHONEMES
+
+log = logging.getLogger("streamvoice.planning")
 
 SAFE_MAX_TOKENS = 400  # above this Kokoro rushes; a piece is split before it gets here
 # How a message is cut into model calls: a first piece that ends at the first sentence (fast first
@@ -75,12 +78,16 @@ class Planner:
 
         The chunk is normalised first (``text.normalize``: "$12.50" is read "twelve dollars fifty cents"),
         and the word spans found on what is said are put back on the caller's words."""
-        tokens = normalize(chunk, lang)
+        try:
+            tokens = normalize(chunk, lang)
+        except Exception as exc:  # a rule's bug on this text: the text is read as written instead
+            log.warning("normalising a chunk failed (%s); reading it as written", type(exc).__name__)
+            tokens = [Token(word, word) for word in chunk.split()]
         spoken = spoken_text(tokens)
         phonemes = self._phonemize(spoken, lang)
         plain = spoken.replace(PHONEMES, "").replace(END, "")
         said = word_spans(plain, phonemes, lambda word: self.phonemizer.phonemize(word, lang))
-        spans = on_original_words(tokens, said)
+        spans = tuple(replace(w, word=unmarked(w.word)) for w in on_original_words(tokens, said))
         parts = split_phonemes(phonemes, SAFE_MAX_TOKENS)
         pieces: list[Piece] = []
         for i, (start, end) in enumerate(parts):
@@ -107,6 +114,11 @@ class Planner:
             for given, text in _marked_runs(spoken)
         ]
         return " ".join(r for r in runs if r)
+
+
+def unmarked(word: str) -> str:
+    """A caption word without the private marks spans travel in: they never reach a caller."""
+    return "".join(ch for ch in word if ch not in MARKS)
 
 
 def _marked_runs(spoken: str) -> list[tuple[bool, str]]:

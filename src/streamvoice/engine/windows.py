@@ -68,8 +68,8 @@ class WindowPlan:
                 if limit is None or frames - start <= limit:
                     end = frames  # fold it into this window
                 else:
-                    # Folded, a capped window grew by half again (a 46-frame tail under a 31-frame cap:
-                    # another listener's 240 ms stall): the rest goes in two halves, each within the cap.
+                    # Folded, a capped window would grow by up to half again past its cap, and the cap is
+                    # another listener's deadline: the rest goes in two halves, each within the cap.
                     end = start + (frames - start + 1) // 2
             yield start, end
             start, count = end, count + 1

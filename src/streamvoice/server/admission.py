@@ -81,9 +81,9 @@ class Admission:
         self.queue_bound = queue_bound
         self.max_wait_s = max_wait_s
         self.idle_release_s = idle_release_s
-        # A holder that has kept its slot this long gives it up at its next pause while others want one:
-        # a session sending "Hi." every 1.9 s (just under the idle release) held a slot for good while
-        # every other caller was refused.
+        # A holder that has kept its slot this long gives it up at its next pause while others want one, so
+        # a session that sends just inside the idle release cannot hold a slot for good
+        # (``test_a_long_held_slot_goes_at_its_pause_while_others_wait``).
         self.max_hold_s = max_hold_s
         self._clock = clock or _loop_time
         self._since: dict[object, float] = {}

@@ -190,7 +190,7 @@ class Lane:
             return 0
         started = time.perf_counter()
         buffered_s = self.play_end - time.monotonic()
-        alone = self._host.scheduler.alone
+        alone = self._alone()
         try:
             if work.windows is None:
                 work.windows = self._start(work, buffered_s)
@@ -207,9 +207,13 @@ class Lane:
         if window is None:
             self._finish(work)
             return Requeue(max(self.play_end, time.monotonic()))
-        alone = alone and self._host.scheduler.alone
+        alone = alone and self._alone()
         self._deliver(work, window, time.perf_counter() - started, buffered_s, alone)
         return Requeue(self.play_end)
+
+    def _alone(self) -> bool:
+        """No other model work and no planning: a window decoded now measures the machine's own speed."""
+        return self._host.scheduler.alone and self._host.load.planning == 0
 
     def _start(self, work: _Work, buffered_s: float) -> Generator[NDArray[np.float32]]:
         """The piece's window generator: throughput-sized when the listener has enough audio (or the server

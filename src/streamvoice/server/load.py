@@ -2,8 +2,9 @@
 of a window by its size, and the capacity in real-time listeners that follows from them.
 
 Lanes report here (``lane_activity``, ``observe_decode``); admission and window sizing read from here.
-Only windows decoded with nothing else running are measured (``alone``): contended ones are slower, and
-counting them would make the capacity fall exactly when the server is busy.
+Only windows decoded with nothing else running are measured (``alone``: no other model work, and no text
+being planned): contended ones are slower, and counting them would make the capacity fall exactly when
+the server is busy, or when one caller's text is slow to plan.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ class Load:
         self.decode_speed = DecodeSpeed(rtf)
         self.window_cost = WindowCost(rtf)
         self.trace: list[TraceRow] | None = None  # a list: every decoded window is recorded
+        # Chunks being planned (or waiting for the planning thread) right now. Planning shares the CPU with
+        # decoding, so a window decoded meanwhile is not the machine's own speed either.
+        self.planning = 0
         self._active_lanes = 0
         self._lock = threading.Lock()
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from streamvoice.engine.g2p import G2PError
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
 from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
@@ -109,30 +110,46 @@ class SpeechService:
         """A listener's queue of answers on one lane (a session, a vendor connection)."""
         return Utterances(self, self.lane(), quiet_cut_s=self.config.stream_quiet_cut_ms / 1000)
 
+    async def _on_planner[T](self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn`` on the planning thread. Callers wait in arrival order and each utterance plans one chunk
+        at a time, so every caller with text to plan gets its turn every few chunks, whatever others send
+        (each chunk's work is bounded: ``engine.g2p.bounds``). Counted in ``load.planning`` meanwhile."""
+        self.load.planning += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._planner, fn, *args)
+        finally:
+            self.load.planning -= 1
+
     async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
         """The text's model calls in speaking order, each as soon as its chunk is planned.
 
         Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
         """
-        loop = asyncio.get_running_loop()
         try:  # on the planning thread, like the rest of planning: SSML and lexicons are not the loop's work
-            segments = await loop.run_in_executor(
-                self._planner,
+            segments = await self._on_planner(
                 to_segments,
                 request.text,
                 request.ssml,
                 request.lexicon,
                 request.lang == "en-gb",
+                request.lang,
             )
         except MarkupError as exc:
             raise ProtocolError(ErrorCode.INVALID_SSML, str(exc)) from None
         planned = 0
         for segment in segments:
-            chunks = await loop.run_in_executor(self._planner, chunk_paragraphs, segment.text, MESSAGE_POLICY)
+            chunks = await self._on_planner(chunk_paragraphs, segment.text, MESSAGE_POLICY)
             for i, (chunk, paragraph_end) in enumerate(chunks):
-                pieces = await loop.run_in_executor(
-                    self._planner, self.engine.planner.plan_chunk, chunk, request.lang, paragraph_end
-                )
+                try:
+                    pieces = await self._on_planner(
+                        self.engine.planner.plan_chunk, chunk, request.lang, paragraph_end
+                    )
+                except G2PError:
+                    raise ProtocolError(
+                        ErrorCode.INVALID_FIELD,
+                        f"nothing in this text can be read in {request.lang}: check the voice's language "
+                        '(or "lang") matches the text',
+                    ) from None
                 planned += len(pieces)
                 for k, piece in enumerate(pieces):
                     last = i == len(chunks) - 1 and k == len(pieces) - 1

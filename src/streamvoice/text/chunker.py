@@ -32,6 +32,7 @@ from streamvoice.text.boundaries import (
     word_cuts,
 )
 from streamvoice.text.markdown import clean_token
+from streamvoice.text.pronounce import END, PHONEMES, SAY
 
 Measure = Callable[[str], int]
 # A run of text this long with no whitespace is cleaned and cut as if a space followed it: no real word is
@@ -235,6 +236,9 @@ class IncrementalSentenceChunker:
 QUIET_CUT_S = 0.2
 
 
+_SPAN = re.compile(f"[{SAY}{PHONEMES}][^{END}]*{END}")
+
+
 def _last_space_end(text: str) -> int:
     for i in range(len(text) - 1, -1, -1):
         if text[i].isspace() or text[i] in CJK_STOPS:
@@ -252,13 +256,19 @@ def _bounded_cut(text: str, max_tokens: int, measure: Measure) -> int:
     def fits(c: int) -> bool:
         return measure(normalize_space(text[:c])) <= max_tokens
 
+    spans = [(m.start(), m.end()) for m in _SPAN.finditer(text)]
+
+    def allowed(c: int) -> bool:  # a span (SSML sub, phoneme, say-as; a lexicon word) is never cut inside
+        return not any(start < c < end for start, end in spans)
+
     for cuts in (clause_cuts(text), word_cuts(text), [i for i, ch in enumerate(text) if ch in CJK_STOPS]):
-        inside = sorted(c for c in set(cuts) if 0 < c < len(text))
+        inside = sorted(c for c in set(cuts) if 0 < c < len(text) and allowed(c))
         best = _last_true(inside, fits)
         if best is not None:
             return best
-    best = _last_true(range(2, len(text) + 1), lambda c: measure(text[:c]) <= max_tokens)
-    return best if best is not None else 1
+    characters = [c for c in range(1, len(text) + 1) if allowed(c)]
+    best = _last_true(characters[1:], lambda c: measure(text[:c]) <= max_tokens)
+    return best if best is not None else characters[0]
 
 
 def _last_true(items: Sequence[int], ok: Callable[[int], bool]) -> int | None:

@@ -27,9 +27,18 @@ from streamvoice.text.numbers import cardinal, digits, ordinal
 SAY, PHONEMES, SEP, END = "\ue000", "\ue003", "\ue001", "\ue002"
 SPACE = "\ue004"  # a space inside a span: the chunker never cuts there
 MARKS = SAY + PHONEMES + SEP + END + SPACE
+LEXICON_PATTERNS = 64  # compiled lexicons kept (a lexicon is the same for each message of a session)
 MAX_LEXICON_ENTRIES = 512
 MAX_LEXICON_CHARS = 128
+MAX_LEXICON_JOINERS = 8  # non-alphanumeric characters in a lexicon word ("AT&T", "e.g.", "C++" fit)
 MAX_BREAK_MS = 5_000
+# Explicit silence (SSML breaks) one message may ask for in all; past it the message is refused, so a
+# 10 KB message cannot hold a listener slot for most of an hour of silence.
+MAX_SILENCE_MS = 60_000
+# A span's written or spoken form is at most this long: a span is never cut (the chunker keeps it in one
+# piece), so it must fit in one.
+MAX_SPAN_CHARS = 200
+MAX_SSML_DEPTH = 32  # elements inside elements; deeper is refused (it is never real markup)
 RATES = {"x-slow": 0.6, "slow": 0.8, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
 MIN_RATE, MAX_RATE = 0.5, 2.0
 
@@ -65,13 +74,15 @@ def _clean(text: str) -> str:
 
 
 def to_segments(
-    text: str, ssml: bool | None, lexicon: Mapping[str, str], british: bool = False
+    text: str, ssml: bool | None, lexicon: Mapping[str, str], british: bool = False, lang: str = "en-us"
 ) -> list[Segment]:
     """A message as segments to plan: SSML parsed when asked for (or when it starts with ``<speak>``),
-    inline phonemes and the lexicon applied to each segment's text."""
+    inline phonemes and the lexicon applied to each segment's text. ``lang``: whose words ``say-as``
+    reads numbers and letters in."""
     if ssml and not is_ssml(text):
         text = f"<speak>{text}</speak>"  # "ssml": true on a fragment
-    parts = parse_ssml(text, british) if ssml or (ssml is None and is_ssml(text)) else [Segment(text)]
+    markup = ssml or (ssml is None and is_ssml(text))
+    parts = parse_ssml(text, british, lang) if markup else [Segment(text)]
     return [Segment(apply_lexicon(apply_inline(s.text), lexicon), s.pause_ms, s.rate) for s in parts]
 
 
@@ -123,7 +134,8 @@ def apply_inline(text: str) -> str:
 
 
 def check_lexicon(raw: object) -> dict[str, str]:
-    """A lexicon from a caller or a file, bounded, or ``ValueError`` saying what to send."""
+    """A lexicon from a caller or a file, bounded and checked like text (no lone surrogates, control
+    characters or the private marks spans travel in), or ``ValueError`` saying what to send."""
     if not isinstance(raw, Mapping):
         raise ValueError('"lexicon" must be an object of word -> "/phonemes/" or word -> respelling')
     if len(raw) > MAX_LEXICON_ENTRIES:
@@ -134,8 +146,27 @@ def check_lexicon(raw: object) -> dict[str, str]:
             raise ValueError('each "lexicon" entry maps a word (a string) to "/phonemes/" or a respelling')
         if len(word) > MAX_LEXICON_CHARS or len(said) > MAX_LEXICON_CHARS:
             raise ValueError(f'"lexicon" words and pronunciations are at most {MAX_LEXICON_CHARS} characters')
+        for value in (word, said):
+            if (bad := next((ch for ch in value if _not_text(ch)), None)) is not None:
+                raise ValueError(
+                    f'"lexicon" entry {word[:40]!r} holds U+{ord(bad):04X}, which is not text: send words and '
+                    "pronunciations as plain characters"
+                )
+        if not any(ch.isalnum() for ch in word):
+            raise ValueError(f'"lexicon" word {word[:40]!r} has no letter or digit: a lexicon names words')
+        if sum(not ch.isalnum() and not ch.isspace() for ch in word) > MAX_LEXICON_JOINERS:
+            raise ValueError(
+                f'"lexicon" word {word[:40]!r} has more than {MAX_LEXICON_JOINERS} punctuation marks: '
+                "a lexicon names words"
+            )
         out[word.strip()] = said.strip()
     return out
+
+
+def _not_text(ch: str) -> bool:
+    """A lone surrogate, a control character, or one of the private marks spans travel in."""
+    code = ord(ch)
+    return 0xD800 <= code <= 0xDFFF or (code < 32 and ch not in "\t") or code == 0x7F or ch in MARKS
 
 
 def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
@@ -154,12 +185,23 @@ def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
     return _outside_spans(text, lambda part: pattern.sub(replace, part))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=LEXICON_PATTERNS)
 def _lexicon_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
     """One pattern per lexicon, longest words first, compiled once (a server's or a session's lexicon
-    is the same for each of its messages, and 512 entries take a moment to compile)."""
+    is the same for each of its messages, and 512 entries take a moment to compile). Compiled outside
+    ``re``'s own cache, which would keep up to 512 more of them: this cache is the only one
+    (``test_lexicon_patterns_are_bounded_in_memory``)."""
     alternatives = "|".join(re.escape(w) for w in words)
-    return re.compile(r"(?<![\w" + MARKS + r"])(" + alternatives + r")(?![\w])", re.IGNORECASE)
+    source = r"(?<![\w" + MARKS + r"])(" + alternatives + r")(?![\w])"
+    return _compile_uncached(source, re.IGNORECASE)
+
+
+def _compile_uncached(source: str, flags: int) -> re.Pattern[str]:
+    compiler = getattr(re, "_compiler", None)  # CPython 3.11+: what re.compile calls after its cache
+    if compiler is None:
+        return re.compile(source, flags)
+    pattern: re.Pattern[str] = compiler.compile(source, flags)
+    return pattern
 
 
 def _outside_spans(text: str, change: Callable[[str], str]) -> str:
@@ -170,24 +212,47 @@ def _outside_spans(text: str, change: Callable[[str], str]) -> str:
 # --- SSML ------------------------------------------------------------------------------------------------
 
 
+_SPEAK = re.compile(r"\s*<speak(?=[\s>/])")
+_START_TAG = re.compile(r"<(?![!?/])")
+
+
 def is_ssml(text: str) -> bool:
-    return text.lstrip().startswith("<speak")
+    """A ``<speak>`` element starts the text (``<speaker>`` or ``<speaking>`` is plain text)."""
+    return _SPEAK.match(text) is not None
 
 
-def parse_ssml(text: str, british: bool = False) -> list[Segment]:
-    """``<speak>...</speak>`` as segments; ``MarkupError`` with the position where parsing failed."""
+@dataclass
+class _Walk:
+    """What one SSML walk carries: the reading's language, where each element starts, the silence so far."""
+
+    british: bool
+    lang: str
+    where: dict[int, int]  # id(element) -> its character offset in the text
+    silence_ms: int = 0
+    buffer: str = ""  # the text of the segment being built
+
+    def at(self, node: ET.Element) -> int:
+        return self.where.get(id(node), 0)
+
+
+def parse_ssml(text: str, british: bool = False, lang: str = "en-us") -> list[Segment]:
+    """``<speak>...</speak>`` as segments; ``MarkupError`` with the position where it went wrong."""
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         raise MarkupError("SSML may not declare a DOCTYPE or entities", text.find("<!"))
+    source = text.strip()
     try:
-        root = ET.fromstring(text.strip())
+        root = ET.fromstring(source)
     except ET.ParseError as exc:
         line, column = exc.position
-        offset = sum(len(x) + 1 for x in text.strip().split("\n")[: line - 1]) + column
+        offset = sum(len(x) + 1 for x in source.split("\n")[: line - 1]) + column
         raise MarkupError(f"malformed SSML: {str(exc).split(':')[0]}", offset) from None
     if _local(root.tag) != "speak":
         raise MarkupError("SSML must be one <speak> element", 0)
+    # Elements come in document order, as their start tags do: each element's offset, for errors.
+    starts = [m.start() + len(text) - len(text.lstrip()) for m in _START_TAG.finditer(source)]
+    walk = _Walk(british, lang, {id(e): at for e, at in zip(root.iter(), starts, strict=False)})
     segments: list[Segment] = []
-    _walk(root, 1.0, segments, british, [""])
+    _walk(root, 1.0, segments, walk, 0)
     return [s for s in segments if s.text.strip() or s.pause_ms]
 
 
@@ -195,61 +260,84 @@ def _local(tag: object) -> str:
     return str(tag).rsplit("}", 1)[-1].lower()
 
 
-def _walk(node: ET.Element, rate: float, out: list[Segment], british: bool, buffer: list[str]) -> None:
-    """Depth first; ``buffer[0]`` collects the text of the current segment."""
-    buffer[0] += node.text or ""
+def _walk(node: ET.Element, rate: float, out: list[Segment], walk: _Walk, depth: int) -> None:
+    """Depth first; ``walk.buffer`` collects the text of the current segment."""
+    if depth > MAX_SSML_DEPTH:
+        raise MarkupError(f"SSML is nested more than {MAX_SSML_DEPTH} elements deep", walk.at(node))
+    walk.buffer += node.text or ""
     for child in node:
         tag = _local(child.tag)
         if tag == "break":
-            out.append(Segment(buffer[0], _break_ms(child), rate))
-            buffer[0] = ""
+            pause = _break_ms(child, walk.at(child))
+            walk.silence_ms += pause
+            if walk.silence_ms > MAX_SILENCE_MS:
+                raise MarkupError(
+                    f"the breaks add up to more than {MAX_SILENCE_MS // 1000} s of silence, the most one message "
+                    "may ask for; send the rest as another message",
+                    walk.at(child),
+                )
+            out.append(Segment(walk.buffer, pause, rate))
+            walk.buffer = ""
         elif tag == "prosody" and child.get("rate") is not None:
-            out.append(Segment(buffer[0], None, rate))
-            buffer[0] = ""
-            _walk(child, rate * _rate(child.get("rate", "")), out, british, buffer)
-            out.append(Segment(buffer[0], None, rate * _rate(child.get("rate", ""))))
-            buffer[0] = ""
+            inner = rate * _rate(child.get("rate", ""), walk.at(child))
+            out.append(Segment(walk.buffer, None, rate))
+            walk.buffer = ""
+            _walk(child, inner, out, walk, depth + 1)
+            out.append(Segment(walk.buffer, None, inner))
+            walk.buffer = ""
         elif tag == "sub" and child.get("alias") is not None:
-            buffer[0] += say_span("".join(child.itertext()), child.get("alias", ""))
+            walk.buffer += _span(say_span, "".join(child.itertext()), child.get("alias", ""), walk.at(child))
         elif tag == "phoneme" and child.get("ph"):
-            written = "".join(child.itertext())
-            buffer[0] += phoneme_span(written, ipa_to_kokoro(child.get("ph", ""), british))
+            said = ipa_to_kokoro(child.get("ph", ""), walk.british)
+            walk.buffer += _span(phoneme_span, "".join(child.itertext()), said, walk.at(child))
         elif tag == "say-as":
             written = "".join(child.itertext())
             kind = child.get("interpret-as", "").strip().lower()
             if kind in SAY_AS:
-                buffer[0] += say_span(written, say_as(written, kind))
+                walk.buffer += _span(say_span, written, say_as(written, kind, walk.lang), walk.at(child))
             else:  # date, time and the rest: the normaliser reads them as they are written
-                buffer[0] += written
+                walk.buffer += written
         else:  # an unknown tag (or p, s, emphasis): its text is spoken, never dropped
-            _walk(child, rate, out, british, buffer)
+            _walk(child, rate, out, walk, depth + 1)
             if tag in ("p", "s"):
-                buffer[0] += " "
-        buffer[0] += child.tail or ""
-    if node is not None and _local(node.tag) == "speak":
-        out.append(Segment(buffer[0], None, rate))
-        buffer[0] = ""
+                walk.buffer += " "
+        walk.buffer += child.tail or ""
+    if depth == 0:
+        out.append(Segment(walk.buffer, None, rate))
+        walk.buffer = ""
 
 
-def _break_ms(node: ET.Element) -> int:
+def _span(make: Callable[[str, str], str], written: str, said: str, at: int) -> str:
+    """A span, or ``MarkupError`` when either form is too long to be kept whole in one piece."""
+    longest = max(len(written.strip()), len(said.strip()))
+    if longest > MAX_SPAN_CHARS:
+        raise MarkupError(
+            f"a <sub>, <phoneme> or <say-as> holds {longest} characters; the limit is {MAX_SPAN_CHARS}. "
+            "Split it into several elements",
+            at,
+        )
+    return make(written, said)
+
+
+def _break_ms(node: ET.Element, at: int) -> int:
     time = (node.get("time") or "").strip().lower()
     strength = {"none": 0, "x-weak": 100, "weak": 200, "medium": 400, "strong": 700, "x-strong": 1000}
     if not time:
         return strength.get((node.get("strength") or "medium").lower(), 400)
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s)", time)
     if m is None:
-        raise MarkupError(f'<break time="{time[:20]}"> must be like "500ms" or "1.5s"', 0)
+        raise MarkupError(f'<break time="{time[:20]}"> must be like "500ms" or "1.5s"', at)
     ms = float(m[1]) * (1000 if m[2] == "s" else 1)
     return int(min(ms, MAX_BREAK_MS))
 
 
-def _rate(raw: str) -> float:
+def _rate(raw: str, at: int) -> float:
     raw = raw.strip().lower()
     if raw in RATES:
         return RATES[raw]
     m = re.fullmatch(r"(\d+(?:\.\d+)?)(%?)", raw)
     if m is None:
-        raise MarkupError(f'<prosody rate="{raw[:20]}"> must be x-slow..x-fast, a percentage or a number', 0)
+        raise MarkupError(f'<prosody rate="{raw[:20]}"> must be x-slow..x-fast, a percentage or a number', at)
     value = float(m[1]) / (100 if m[2] else 1)
     return min(MAX_RATE, max(MIN_RATE, value))
 
@@ -257,20 +345,36 @@ def _rate(raw: str) -> float:
 SAY_AS = ("characters", "spell-out", "verbatim", "digits", "telephone", "cardinal", "ordinal")
 
 
-def say_as(text: str, interpret: str) -> str:
-    """``say-as``: what a written form is said as, by how it is to be interpreted."""
+MAX_SAID_DIGITS = 36  # a cardinal longer than this is an identifier: read digit by digit
+
+
+def say_as(text: str, interpret: str, lang: str = "en-us") -> str:
+    """``say-as``: what a written form is said as, by how it is to be interpreted, in ``lang``'s words.
+
+    English is spelled out here; in other languages the span says digits and letters apart, and the
+    language's own reading (its phonemiser) says each in its words: "12" with a Japanese voice is じゅうに,
+    never "twelve"."""
     kind = interpret.strip().lower()
     bare = text.strip()
+    english = lang.startswith("en")
     if kind in ("characters", "spell-out", "verbatim"):
         return " ".join(ch for ch in bare if not ch.isspace())
     if kind == "digits":
-        return digits(bare)
+        return digits(bare) if english else " ".join(ch for ch in bare if ch.isdecimal())
     if kind == "telephone":
         groups = re.findall(r"\d+", bare)
+        if not english:
+            return ", ".join(" ".join(g) for g in groups)
         return ", ".join(digits(g) for g in groups)
     number = bare.replace(",", "")
-    if kind == "cardinal" and number.lstrip("-").isdigit():
-        return cardinal(int(number))
-    if kind == "ordinal" and number.rstrip("stndrh").isdigit():
-        return ordinal(int(number.rstrip("stndrh")))
+    whole = number.lstrip("-")
+    if kind == "cardinal" and whole.isascii() and whole.isdigit():
+        if len(whole) > MAX_SAID_DIGITS:
+            return digits(number) if english else " ".join(whole)
+        return cardinal(int(number)) if english else number
+    ordinal_digits = number.rstrip("stndrhºª°.eè")
+    if kind == "ordinal" and ordinal_digits.isascii() and ordinal_digits.isdigit():
+        if len(ordinal_digits) > MAX_SAID_DIGITS:
+            return digits(ordinal_digits) if english else " ".join(ordinal_digits)
+        return ordinal(int(ordinal_digits)) if english else bare
     return bare

@@ -8,6 +8,10 @@
 
 A language whose pack is missing raises ``LanguagePackMissing`` naming the extra to install; nothing is
 ever downloaded at run time. Each backend is built on first use and kept for the process's life.
+
+Every backend gets bounded text (``bounds``: pathological runs split, long numbers read digit by digit),
+and a backend that fails on a text gets it again word by word (and a CJK word character by character),
+leaving out only what it cannot read: one rare character never fails a whole message.
 """
 
 from __future__ import annotations
@@ -17,13 +21,18 @@ import threading
 from collections.abc import Callable
 
 from streamvoice.engine.g2p import packs
+from streamvoice.engine.g2p.bounds import bounded
 from streamvoice.engine.g2p.espeak import EspeakG2P
 from streamvoice.engine.g2p.packs import LanguagePackMissing
 
-__all__ = ["G2P", "LanguagePackMissing"]
+__all__ = ["G2P", "G2PError", "LanguagePackMissing"]
 
 log = logging.getLogger("streamvoice.g2p")
 ENGLISH_CHOICES = ("misaki", "espeak")
+
+
+class G2PError(ValueError):
+    """Nothing of this text could be read in this language."""
 
 
 class G2P:
@@ -53,7 +62,37 @@ class G2P:
         packs.require(lang)
 
     def phonemize(self, text: str, lang: str) -> str:
-        return self.espeak.known(self._backend(lang)(text))
+        backend = self._backend(lang)
+        text = bounded(text, lang)
+        try:
+            return self.espeak.known(backend(text))
+        except Exception as exc:  # the backend's own bug on this text: read what it can
+            log.warning(
+                "%s phonemiser failed on a piece (%s); reading what it can of it", lang, type(exc).__name__
+            )
+        return self._piecemeal(text, backend)
+
+    def _piecemeal(self, text: str, backend: Callable[[str], str]) -> str:
+        """What ``backend`` can read of ``text``: halves read apart until each reads, a single character it
+        cannot read left out (a few calls per bad character, not one per character)."""
+        said = self._readable(text.strip(), backend)
+        if not said.strip() and any(ch.isalnum() for ch in text):
+            raise G2PError("nothing of this text could be read in this language")
+        return said
+
+    def _readable(self, text: str, backend: Callable[[str], str]) -> str:
+        if not text:
+            return ""
+        try:
+            return self.espeak.known(backend(text))
+        except Exception:
+            if len(text) == 1:
+                return ""
+        middle = len(text) // 2
+        space = text.rfind(" ", 0, middle + 1)
+        cut = space if space > 0 else middle
+        head, tail = self._readable(text[:cut].strip(), backend), self._readable(text[cut:].strip(), backend)
+        return " ".join(part for part in (head, tail) if part)
 
     def tokenize(self, phonemes: str) -> list[int]:
         return self.espeak.tokenize(phonemes)
