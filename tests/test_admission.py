@@ -19,7 +19,8 @@ from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.admission import Admission, DecodeSpeed, measured_capacity
 from tests.helpers import RunningServer, metric, start_speech_server
 
-LONG = "The courier left the depot at nine and will reach your street before noon. " * 3
+SENTENCE = "The courier left the depot at nine and will reach your street before noon."
+LONG = (SENTENCE + " ") * 3
 
 
 def test_capacity_follows_the_measured_decoding_speed() -> None:
@@ -164,7 +165,8 @@ async def test_the_server_as_shipped_admits_what_it_measures_and_tells_the_next_
         async with contextlib.AsyncExitStack() as stack:
             admitted = [await stack.enter_async_context(connect(ws_url)) for _ in range(int(capacity))]
             for i, ws in enumerate(admitted):
-                await ws.send(json.dumps({"text": LONG, "id": f"a{i}"}))
+                # about 5 s each: a slot frees within the newcomer's wait (10 s), so it is told it waits
+                await ws.send(json.dumps({"text": SENTENCE, "id": f"a{i}"}))
                 assert (await first_event(ws, 30))[1]["type"] == "synthesis_started"
             late = await stack.enter_async_context(connect(ws_url))
             sent = time.monotonic()
@@ -173,3 +175,33 @@ async def test_the_server_as_shipped_admits_what_it_measures_and_tells_the_next_
             assert event["type"] == "queued" and event["position"] == 1 and told_at - sent < 1.0
     finally:
         await asyncio.to_thread(server.stop)
+
+
+@pytest.mark.slow
+async def test_a_caller_that_cannot_be_served_within_the_wait_is_told_at_once(
+    one_listener: RunningServer,
+) -> None:
+    """Sessions of pipelined messages: the one admitted has about a minute of audio queued, so a newcomer
+    (who may wait 20 s) is told ``server_busy`` at once with when to retry, never after the whole wait (it
+    waited the whole ``ADMISSION_WAIT_S`` and was then refused). One that can be served in time still waits."""
+    ws_url = one_listener.url.replace("http", "ws") + "/invocations-bidirectional-stream"
+    async with connect(ws_url) as a, connect(ws_url) as b:
+        for i in range(4):
+            await a.send(json.dumps({"text": LONG, "id": f"a{i}"}))
+        _, started = await first_event(a, 30)
+        assert started["type"] == "synthesis_started"
+        sent = time.monotonic()
+        await b.send(json.dumps({"text": "Can I speak now?", "id": "b1"}))
+        told_at, refused = await first_event(b)
+        assert refused["type"] == "error" and refused["code"] == "server_busy" and refused["id"] == "b1"
+        assert told_at - sent < 1.0
+        retry_s = float(refused["message"].split("retry in about ")[1].split(" s")[0])
+        assert 40 <= retry_s <= 90  # four answers of ~15 s each, less what was already said
+        await a.send(json.dumps({"type": "cancel"}))  # barge-in: a's queue is gone
+        await until_complete(a, "a3")
+        await a.send(json.dumps({"text": "Only this.", "id": "a4"}))
+        _, started = await first_event(a, 30)
+        await b.send(json.dumps({"text": "And now?", "id": "b2"}))
+        _, queued = await first_event(b)
+        assert queued["type"] == "queued" and queued["id"] == "b2"  # a frees its slot within the wait
+        assert (await until_complete(b, "b2"))[-1] == "synthesis_complete"

@@ -15,7 +15,7 @@ from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.audio.levels import heard_onset
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.client.agent_turns import RunResult, measure
-from streamvoice.demo import WARM_PROMPT, write_outputs
+from streamvoice.demo import write_outputs
 from streamvoice.protocol import SAMPLE_RATE
 from tests.helpers import RunningServer, start_agent
 
@@ -31,7 +31,7 @@ def test_the_demo_writes_what_it_measured(
     agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.3, tokens_per_s=25), speech_server.url)
     try:
         kept: list[RunResult] = []
-        summary = measure(agent.url, "Why is the sky blue?", 1, warm_prompt=WARM_PROMPT, keep=kept)
+        summary = measure(agent.url, "Why is the sky blue?", 1, keep=kept)
     finally:
         agent.stop()
     runs = {r.mode: r for r in kept}

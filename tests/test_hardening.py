@@ -308,7 +308,8 @@ async def test_simultaneous_requests_respect_the_caps(
             )
         # what counts is that only two were admitted (8 of 8 ran with a limit of 2)
         assert sorted(r.status_code for r in answers).count(503) == 6
-        assert agent_turns(agent) == 0
+        # released when each response ends, on the agent's side: a moment after the client has read it
+        await wait_for(lambda: agent_turns(agent) == 0, timeout=5)
     finally:
         await asyncio.to_thread(agent.stop)
 

@@ -126,7 +126,7 @@ async def test_a_failure_in_planning_or_in_the_model_ends_the_utterance_with_one
     failures = [e for e in events if isinstance(e, Failed)]
     assert len(failures) == 1 and events[-1] is failures[0] and failures[0].error.code == code
     assert not any(isinstance(e, Completed) for e in events)
-    assert sum(isinstance(e, PieceEnded) for e in events) == 1  # "Fine." was spoken whole, nothing after
+    assert sum(isinstance(e, PieceEnded) for e in events) <= 1  # "Fine." at most, nothing after
     host.scheduler.stop()
 
 

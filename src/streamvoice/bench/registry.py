@@ -58,5 +58,8 @@ BENCHMARKS = (
         ("--sizes", "12", "--max-batch", "2", "--repeat", "1", "--no-fidelity"),
     ),
     Benchmark("kernels", "10. Decoder kernels on this CPU", (), ("--sizes", "12", "--repeat", "1")),
+    Benchmark(
+        "hostile", "11. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
+    ),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)

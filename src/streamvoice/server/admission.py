@@ -88,6 +88,8 @@ class Admission:
         self._clock = clock or _loop_time
         self._since: dict[object, float] = {}
         self._contended_until = float("-inf")  # someone was refused or queued until about then
+        # When the last caller that found every slot taken could expect one (seconds; None: unknown).
+        self._frees_in: float | None = None
         self._holders: set[object] = set()
         self._waiting: OrderedDict[object, asyncio.Future[None]] = OrderedDict()
         self._release_timers: dict[object, asyncio.TimerHandle] = {}
@@ -112,8 +114,28 @@ class Admission:
         return self.capacity - self.admitted - self.queued
 
     def retry_after_s(self) -> float:
-        """A hint for a refused caller: about when a slot frees (an answer's sentences plus the release)."""
+        """A hint for a refused caller: about when a slot frees (from what the holders still have to say,
+        when they can tell; else an answer's sentences plus the release)."""
+        if self._frees_in is not None:
+            return round(max(1.0, self._frees_in), 1)
         return round(max(1.0, self.idle_release_s + 3.0 * (1 + self.queued)), 1)
+
+    def _slot_frees_in(self) -> float | None:
+        """Seconds until the slot a newcomer would wait for frees: each holder's ``speaking_until`` (when
+        its queued audio will have played) plus the idle release, the waiters ahead taking the earlier
+        ones. None when a holder cannot tell (it may free at any moment)."""
+        now = self._clock()
+        ends = []
+        for who in self._holders:
+            until = getattr(who, "speaking_until", None)
+            if until is None:
+                return None
+            ends.append(max(float(until()), now) + self.idle_release_s)
+        ends.sort()
+        needed = len(self._holders) - self.capacity + len(self._waiting)  # leavers before our turn
+        if needed < 0:
+            return 0.0
+        return ends[needed] - now if needed < len(ends) else None
 
     # -- decisions ------------------------------------------------------------------------------------
     def holds(self, who: object) -> bool:
@@ -130,7 +152,9 @@ class Admission:
             self._hold(who)
             return "admitted"
         self._contended_until = self._clock() + self.max_wait_s
-        if self.mode == "queue" and can_wait and len(self._waiting) < self.queue_bound:
+        self._frees_in = self._slot_frees_in()
+        too_long = self._frees_in is not None and self._frees_in > self.max_wait_s
+        if self.mode == "queue" and can_wait and len(self._waiting) < self.queue_bound and not too_long:
             self._waiting[who] = asyncio.get_running_loop().create_future()
             return "queued"
         self.refused += 1

@@ -57,6 +57,14 @@ class ResolvedRequest:
     lexicon: Mapping[str, str] = field(default_factory=dict)  # the server's, then the session's
 
 
+CHARS_PER_SECOND = 15.0  # of speech at speed 1.0, English and the other alphabetic languages alike
+
+
+def estimated_speech_s(request: ResolvedRequest) -> float:
+    """About how long the request's text takes to say, before it is planned (what admission plans with)."""
+    return len(request.text) / CHARS_PER_SECOND / max(request.speed, 0.1)
+
+
 class Resolver:
     """Fields over defaults over the server's settings, checked against what the engine has."""
 

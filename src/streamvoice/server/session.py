@@ -33,7 +33,7 @@ from streamvoice.protocol import (
     decode_client_frame,
     encode_event,
 )
-from streamvoice.server.requests import SessionDefaults, configured, configured_body
+from streamvoice.server.requests import SessionDefaults, configured, configured_body, estimated_speech_s
 from streamvoice.server.service import SpeechService
 from streamvoice.server.session_message import JobState, Message, answer
 from streamvoice.server.ws_output import Disconnected, WebSocketOutput
@@ -89,6 +89,16 @@ class BidiSession:
     def busy(self) -> bool:
         """A message is queued or in flight (what an autoscaler counts; an idle open session is cheap)."""
         return bool(self._open)
+
+    def speaking_until(self) -> float:
+        """When (monotonic) the audio of every message this session has queued will have played, as far as
+        can be told now: what is decoded, and an estimate of what is not. Admission answers a newcomer at
+        once when no slot will free within its wait."""
+        now = time.monotonic()
+        left = sum(estimated_speech_s(job.request) for job in self._open)
+        if self._open and self._open[0].first_audio_at is not None:
+            left -= now - self._open[0].first_audio_at
+        return now + max(left, self.utterances.lane.play_end - now, 0.0)
 
     def drain(self) -> None:
         """Finish queued messages, answer later ones ``going_away``, then close with 1001."""

@@ -56,6 +56,7 @@ class Message:
     utterance: Utterance
     state: JobState = JobState.QUEUED
     answered: asyncio.Event = field(default_factory=asyncio.Event)
+    first_audio_at: float | None = None  # monotonic
 
     @property
     def cancelled(self) -> bool:
@@ -112,5 +113,6 @@ async def answer(job: Message, out: WebSocketOutput, metrics: Metrics, model_rat
                 case _:
                     data = output.encode(item)
                     if data and job.advance(JobState.STREAMING):
-                        metrics.observe_first_audio(time.monotonic() - job.received_at)
+                        job.first_audio_at = time.monotonic()
+                        metrics.observe_first_audio(job.first_audio_at - job.received_at)
                     sent += await out.audio(data, item.size)

@@ -31,11 +31,12 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import shift
 from streamvoice.engine.planning import Piece
-from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.protocol import ErrorCode, Pauses, ProtocolError
 from streamvoice.server.lane import Lane
 from streamvoice.server.piece_audio import PieceAudio, Words
 from streamvoice.server.requests import ResolvedRequest
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
+from streamvoice.text.pronounce import MAX_SILENCE_MS
 
 log = logging.getLogger("streamvoice.utterance")
 
@@ -65,6 +66,37 @@ Audio = NDArray[np.float32]
 Event = PieceStarted | Words | Audio | PieceEnded | Completed | Failed
 
 CANCELLED = "cancelled before it finished"
+
+
+MS_PER_TOKEN = 70  # Kokoro speaks ~14 phoneme tokens per second at speed 1.0: an estimate, before decoding
+
+
+@dataclass
+class Silence:
+    """The silence an utterance asks for (breaks and the pauses its punctuation calls for) against its
+    speech. Past ``MAX_SILENCE_MS`` and more than the speech, the rest is refused: a message of "a." or
+    breaks repeated would otherwise hold a listener slot for most of an hour of silence."""
+
+    silence_ms: int = 0
+    speech_ms: int = 0
+
+    def add(self, piece: Piece, pauses: Pauses) -> None:
+        if piece.pause_ms is not None:
+            self.silence_ms += piece.pause_ms
+        else:
+            by_kind = {
+                "clause": pauses.clause_ms,
+                "sentence": pauses.sentence_ms,
+                "paragraph": pauses.paragraph_ms,
+            }
+            self.silence_ms += by_kind.get(piece.pause, 0)
+        self.speech_ms += len(piece.tokens) * MS_PER_TOKEN
+        if self.silence_ms > MAX_SILENCE_MS and self.silence_ms > self.speech_ms:
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"this message asks for more than {MAX_SILENCE_MS // 1000} s of pauses and breaks, more than "
+                "its speech; send less punctuation or fewer breaks, or several messages",
+            )
 
 
 class Planner(Protocol):
@@ -107,7 +139,7 @@ class Utterance:
         self.chars = 0  # text taken so far
         self.cancelled = False
         self._task = asyncio.create_task(self._plan())
-        self._task.add_done_callback(lambda _: self._ready.put_nowait(None))  # even if cancelled unstarted
+        self._task.add_done_callback(self._planning_ended)  # runs even if cancelled unstarted
 
     # -- text in ------------------------------------------------------------------------------------
     def say(self, text: str | None = None) -> None:
@@ -174,6 +206,12 @@ class Utterance:
             self._quiet.cancel()
             self._quiet = None
 
+    def _planning_ended(self, task: asyncio.Task[None]) -> None:
+        self._ready.put_nowait(None)
+        if not task.cancelled() and task.exception() is not None:
+            for piece in self._submitted:  # an answer that ends in an error stops now, not after its audio
+                piece.cancel()
+
     def _stop(self) -> None:
         self._disarm_quiet()
         self._task.cancel()
@@ -185,12 +223,14 @@ class Utterance:
         if self._gate is not None:
             await self._gate()
         planned = 0
+        silence = Silence()
         while (item := await self._texts.get()) is not None:
             text, whole = item
             if not whole and not any(ch.isalnum() for ch in text):
                 continue  # bare punctuation between streamed tokens: nothing to say
             try:
                 async for piece in self._planner.plan(replace(self.request, text=text)):
+                    silence.add(piece, self.request.pauses)
                     sink = PieceAudio(asyncio.get_running_loop(), self._lane)
                     self._lane.add(piece, self.request, sink)
                     self._submitted.append(sink)
