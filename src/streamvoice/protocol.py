@@ -142,7 +142,34 @@ class Synthesize:
     lang: str | None = None
     sample_rate: int | None = None
     ssml: bool | None = None  # None: SSML when the text starts with <speak>
+    stream: bool = False  # True: more text follows in ``append`` messages, until ``end``
     type: str = "synthesize"
+
+
+@dataclass(frozen=True)
+class Append:
+    """More of a streamed synthesize's text (an LLM's tokens as they arrive); ``id`` None: the latest one
+    still open."""
+
+    text: str
+    id: str | None = None
+    type: str = "append"
+
+
+@dataclass(frozen=True)
+class Flush:
+    """Speak what a streamed synthesize has buffered now, as it stands; more text may follow."""
+
+    id: str | None = None
+    type: str = "flush"
+
+
+@dataclass(frozen=True)
+class End:
+    """A streamed synthesize has all its text: what is buffered is spoken, then it completes."""
+
+    id: str | None = None
+    type: str = "end"
 
 
 @dataclass(frozen=True)
@@ -170,7 +197,8 @@ class Close:
     type: str = "close"
 
 
-ClientMessage = Synthesize | Configure | Cancel | Close
+ClientMessage = Synthesize | Append | Flush | End | Configure | Cancel | Close
+MESSAGE_TYPES = ("synthesize", "append", "flush", "end", "configure", "cancel", "close")
 
 
 @dataclass(frozen=True)
@@ -247,7 +275,33 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
         ssml = obj.get("ssml")
         if ssml is not None and not isinstance(ssml, bool):
             raise ProtocolError(ErrorCode.INVALID_FIELD, '"ssml" must be true or false', msg_id)
+        stream = obj.get("stream", False)
+        if not isinstance(stream, bool):
+            raise ProtocolError(ErrorCode.INVALID_FIELD, '"stream" must be true or false', msg_id)
+        if stream:
+            if ssml:
+                raise ProtocolError(
+                    ErrorCode.INVALID_FIELD,
+                    "SSML is parsed whole: send it as one synthesize, not a stream",
+                    msg_id,
+                )
+            text = obj.get("text", "")
+            if not isinstance(text, str):
+                raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', msg_id)
+            check_text(text, limits, msg_id, speakable=False)
+            return Synthesize(text=text, id=msg_id, ssml=False, stream=True, **fields)
         return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, ssml=ssml, **fields)
+    if kind == "append":
+        text = obj.get("text")
+        if not isinstance(text, str):
+            raise ProtocolError(
+                ErrorCode.MISSING_TEXT, '"append" needs "text": the next tokens, a string', msg_id
+            )
+        return Append(text=check_text(text, limits, msg_id, speakable=False), id=msg_id)
+    if kind == "flush":
+        return Flush(id=msg_id)
+    if kind == "end":
+        return End(id=msg_id)
     if kind == "configure":
         pauses = obj.get("pauses")
         lexicon = obj.get("lexicon")
@@ -269,7 +323,7 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
     shown = kind[:40] if isinstance(kind, str) else type(kind).__name__
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE,
-        f"unknown message type {shown!r}; use one of synthesize, configure, cancel, close",
+        f"unknown message type {shown!r}; use one of {', '.join(MESSAGE_TYPES)}",
         msg_id,
     )
 

@@ -29,6 +29,10 @@ from streamvoice.server import ServerConfig
 from streamvoice.server.runner import build_server
 
 SENTENCE = "Your table for four is booked for seven tonight."
+# The same two callers with ordinary text: what a third caller's first audio costs beside two listeners
+# being spoken to, the fair "normal time" to hold the attack's figures against.
+ORDINARY = "Let me read you the whole itinerary, one stop at a time, with the times and the platforms. " * 12
+ORDINARY_ZH = "我们明天早上九点出发，先去博物馆，然后在湖边吃午饭，下午再去老城区走一走。" * 12
 CHAIN = "-".join(str(i % 10) for i in range(5_000))[:9_999]
 LATIN_CHAIN = "-".join("ab" for _ in range(3_300))[:9_999]
 
@@ -60,6 +64,19 @@ def _capacity(url: str) -> int:
     return 0
 
 
+async def beside(server: LoopbackServer, trials: int, ws_text: str, http_text: str) -> list[float]:
+    """A third caller's heard onsets while one session and one OpenAI request (a Mandarin voice) speak."""
+    async with connect(server.ws_url) as first, httpx.AsyncClient(timeout=120) as http:
+        await first.send(json.dumps({"text": ws_text}))
+        body = {"input": http_text, "voice": "zf_xiaobei", "response_format": "pcm"}
+        second = asyncio.ensure_future(http.post(server.url + "/v1/audio/speech", json=body))
+        await asyncio.sleep(1.0)  # both are being planned and spoken
+        onsets = [await heard_ms(server.ws_url) for _ in range(trials)]
+        await first.send(json.dumps({"type": "cancel"}))
+        second.cancel()
+    return onsets
+
+
 async def run(trials: int) -> dict[str, Any]:
     engine = KokoroEngine.load()
     port = free_port()
@@ -69,47 +86,39 @@ async def run(trials: int) -> dict[str, Any]:
         await heard_ms(server.ws_url)  # warm the path once
         alone = [await heard_ms(server.ws_url) for _ in range(trials)]
         capacity_before = _capacity(server.url)
-        during: list[float] = []
-        async with connect(server.ws_url) as attacker, httpx.AsyncClient(timeout=120) as http:
-            await attacker.send(json.dumps({"text": CHAIN}))
-            speech = http.post(
-                server.url + "/v1/audio/speech",
-                json={"input": LATIN_CHAIN, "voice": "zf_xiaobei", "response_format": "pcm"},
-            )
-            attack = asyncio.ensure_future(speech)
-            await asyncio.sleep(1.0)
-            during = [await heard_ms(server.ws_url) for _ in range(trials)]
-            await asyncio.sleep(5.0)  # admission's estimate follows ~30 s of windows: give it time to fall
-            capacity_during = _capacity(server.url)
-            await attacker.send(json.dumps({"type": "cancel"}))
-            attack.cancel()
+        ordinary = await beside(server, trials, ORDINARY, ORDINARY_ZH)
+        await asyncio.sleep(2.0)  # their slots go (idle release)
+        during = await beside(server, trials, CHAIN, LATIN_CHAIN)
+        capacity_during = _capacity(server.url)
     finally:
         await asyncio.to_thread(server.stop)
-    a, d = stats(alone), stats(during)
+    a, o, d = stats(alone), stats(ordinary), stats(during)
     return {
         "trials": trials,
-        "heard_onset_ms": {"alone": a, "during_attack": d},
-        "ratio_p50": d["p50"] / a["p50"],
-        "ratio_max": d["max"] / a["max"],
+        "heard_onset_ms": {"alone": a, "beside_two_ordinary_answers": o, "beside_the_attacks": d},
+        "ratio_p50": d["p50"] / o["p50"],
+        "ratio_max": d["max"] / o["max"],
         "capacity_listeners": {"before": capacity_before, "during_attack": capacity_during},
         "before_the_fix": {"first_audio_ms_during_attack": 23_000, "capacity": "3 -> 1 within ~10 s"},
     }
 
 
+NAMES = {
+    "alone": "alone",
+    "beside_two_ordinary_answers": "beside two ordinary answers",
+    "beside_the_attacks": "beside the two attacks",
+}
+
+
 def report(d: dict[str, Any]) -> str:
-    rows = [
-        [case, md_value(v["p50"]), md_value(v["max"])]
-        for case, v in (
-            ("alone", d["heard_onset_ms"]["alone"]),
-            ("during the attacks", d["heard_onset_ms"]["during_attack"]),
-        )
-    ]
+    rows = [[NAMES[k], md_value(v["p50"]), md_value(v["max"])] for k, v in d["heard_onset_ms"].items()]
     cap = d["capacity_listeners"]
     return (
         md_table(["another caller's sentence, heard onset (ms)", "p50", "max"], rows)
-        + f"\n\nDuring / alone: p50 {d['ratio_p50']:.2f}x, max {d['ratio_max']:.2f}x. Listeners admission counts: "
-        f"{cap['before']} before, {cap['during_attack']} during the attacks. Before the G2P was bounded, "
-        "callers a second behind such an attack waited 23 s for first audio and the capacity fell from 3 to 1.\n"
+        + f"\n\nBeside the attacks / beside ordinary answers: p50 {d['ratio_p50']:.2f}x, max "
+        f"{d['ratio_max']:.2f}x. Listeners admission counts: {cap['before']} before, {cap['during_attack']} "
+        "during the attacks. Before the G2P was bounded, callers a second behind such an attack waited 23 s "
+        "for first audio and the capacity fell from 3 to 1.\n"
     )
 
 
@@ -131,7 +140,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
     )
     cap = result["capacity_listeners"]
-    print(f"during / alone: p50 {result['ratio_p50']:.2f}x, max {result['ratio_max']:.2f}x; "
+    print(f"beside the attacks / beside ordinary answers: p50 {result['ratio_p50']:.2f}x, "
+          f"max {result['ratio_max']:.2f}x; "
           f"capacity {cap['before']} -> {cap['during_attack']} listeners")  # fmt: skip
     print(f"wrote {write_result('hostile', result)}")
     return result

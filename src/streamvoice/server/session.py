@@ -22,20 +22,24 @@ from starlette.websockets import WebSocket
 
 from streamvoice.protocol import (
     Ack,
+    Append,
     Cancel,
     Close,
     Configure,
+    End,
     ErrorCode,
     ErrorEvent,
+    Flush,
     ProtocolError,
     ServerEvent,
     Synthesize,
     decode_client_frame,
     encode_event,
 )
-from streamvoice.server.requests import SessionDefaults, configured, configured_body, estimated_speech_s
+from streamvoice.server.requests import SessionDefaults, configured, configured_body
 from streamvoice.server.service import SpeechService
-from streamvoice.server.session_message import JobState, Message, answer
+from streamvoice.server.session_message import JobState, Message, answer, refusal, speech_ends
+from streamvoice.server.session_stream import StreamedMessages
 from streamvoice.server.ws_output import Disconnected, WebSocketOutput
 
 log = logging.getLogger("streamvoice.session")
@@ -69,6 +73,7 @@ class BidiSession:
         self.session_id = session_id
         self.defaults = SessionDefaults()
         self.utterances = service.utterances()
+        self.streams = StreamedMessages(service.config.max_stream_chars, service.config.stream_text_timeout_s)
         self._outbox: asyncio.Queue[Message | _Reply | _End | _DrainCheck] = asyncio.Queue()
         self._open: list[Message] = []  # accepted, not yet answered
         self._sequence = 0
@@ -94,11 +99,7 @@ class BidiSession:
         """When (monotonic) the audio of every message this session has queued will have played, as far as
         can be told now: what is decoded, and an estimate of what is not. Admission answers a newcomer at
         once when no slot will free within its wait."""
-        now = time.monotonic()
-        left = sum(estimated_speech_s(job.request) for job in self._open)
-        if self._open and self._open[0].first_audio_at is not None:
-            left -= now - self._open[0].first_audio_at
-        return now + max(left, self.utterances.lane.play_end - now, 0.0)
+        return speech_ends(self._open, self.utterances.lane.play_end, time.monotonic())
 
     def drain(self) -> None:
         """Finish queued messages, answer later ones ``going_away``, then close with 1001."""
@@ -193,6 +194,8 @@ class BidiSession:
         match msg:
             case Synthesize():
                 await self._accept(msg)
+            case Append() | Flush() | End():
+                await self._stream(msg)
             case Configure():
                 await self._configure(msg)
             case Cancel(id=target):
@@ -218,26 +221,8 @@ class BidiSession:
     async def _accept(self, msg: Synthesize) -> None:
         sequence = self._next_sequence()
         limit = self.service.config.max_queued_messages
-        if self._draining:
-            await self._reply_error(
-                ProtocolError(
-                    ErrorCode.GOING_AWAY,
-                    "the server is shutting down; send this message again on a new session",
-                    msg.id,
-                ),
-                sequence,
-            )
-            return
-        if len(self._open) >= limit:
-            await self._reply_error(
-                ProtocolError(
-                    ErrorCode.QUEUE_FULL,
-                    f"{len(self._open)} messages are already waiting in this session (limit {limit}); "
-                    "wait for a synthesis_complete and resend",
-                    msg.id,
-                ),
-                sequence,
-            )
+        if (refused := refusal(self._draining, len(self._open), limit, msg.id)) is not None:
+            await self._reply_error(refused, sequence)
             return
         try:
             request = self.service.requests.message(msg, self.defaults)
@@ -248,11 +233,27 @@ class BidiSession:
             return
         previous = self._open[-1] if self._open else None
         utterance = self.utterances.start(request, msg.id, gate=lambda: self._gate(previous))
-        utterance.say()
         job = Message(sequence, msg.id, request, time.monotonic(), utterance)
+        if msg.stream:
+            self.streams.start(job, msg.text)
+        else:
+            utterance.say()
         self._open.append(job)
         self.service.metrics.count_message()
         await self._outbox.put(job)
+
+    async def _stream(self, msg: Append | Flush | End) -> None:
+        """Text for a streamed message, a flush or its end; a problem is answered without a sequence."""
+        try:
+            match msg:
+                case Append(text=text, id=uid):
+                    self.streams.append(uid, text)
+                case Flush(id=uid):
+                    self.streams.flush(uid)
+                case End(id=uid):
+                    self.streams.end(uid)
+        except ProtocolError as exc:
+            await self._reply_error(exc, None)
 
     async def _admit(self, msg_id: str | None, sequence: int) -> bool:
         """A listener slot for this session: held, taken, waited for (told now), or refused (told now)."""
@@ -334,6 +335,7 @@ class BidiSession:
                     await self._run_job(item)
                 finally:
                     item.answered.set()
+                    self.streams.forget(item)
                     self.utterances.done(item.utterance)
                     if item in self._open:
                         self._open.remove(item)

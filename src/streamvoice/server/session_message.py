@@ -16,6 +16,7 @@ from streamvoice.protocol import (
     Alignment,
     ErrorCode,
     ErrorEvent,
+    ProtocolError,
     ServerEvent,
     SynthesisComplete,
     SynthesisStarted,
@@ -23,7 +24,7 @@ from streamvoice.protocol import (
 )
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.requests import ResolvedRequest, estimated_speech_s
 from streamvoice.server.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
 from streamvoice.server.ws_output import WebSocketOutput
 
@@ -70,6 +71,29 @@ class Message:
         if to in (JobState.FAILED, JobState.CANCELLED):  # stop whatever still works for this message
             self.utterance.cancel()
         return True
+
+
+def refusal(draining: bool, open_messages: int, limit: int, msg_id: str | None) -> ProtocolError | None:
+    """Why a session takes no more messages now (shutting down, or its queue is full), if it does not."""
+    if draining:
+        why = "the server is shutting down; send this message again on a new session"
+        return ProtocolError(ErrorCode.GOING_AWAY, why, msg_id)
+    if open_messages >= limit:
+        why = (
+            f"{open_messages} messages are already waiting in this session (limit {limit}); "
+            "wait for a synthesis_complete and resend"
+        )
+        return ProtocolError(ErrorCode.QUEUE_FULL, why, msg_id)
+    return None
+
+
+def speech_ends(jobs: list[Message], play_end: float, now: float) -> float:
+    """When (monotonic) the audio of these queued messages will have played: what is decoded (``play_end``)
+    or, if later, an estimate of all of it, less what the one being spoken has already said."""
+    left = sum(estimated_speech_s(job.request) for job in jobs)
+    if jobs and jobs[0].first_audio_at is not None:
+        left -= now - jobs[0].first_audio_at
+    return now + max(left, play_end - now, 0.0)
 
 
 async def answer(job: Message, out: WebSocketOutput, metrics: Metrics, model_rate: int) -> None:
