@@ -59,7 +59,7 @@ BENCHMARKS = (
     ),
     Benchmark("kernels", "10. Decoder kernels on this CPU", (), ("--sizes", "12", "--repeat", "1")),
     Benchmark(
-        "hostile", "11. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
+        "hostile", "12. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
     ),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
