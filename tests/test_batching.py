@@ -115,7 +115,8 @@ def test_decode_batch_is_validated() -> None:
 def batching_server(kokoro_dir: Path) -> Iterator[RunningServer]:
     engine = KokoroEngine.load(kokoro_dir)  # its own engine: the server turns batching on in it
     prepare(engine)
-    server = start_speech_server(engine, decode_batch=2, warm_up=False)
+    # Three listeners at once, each admitted: what is tested is that their windows meet in batches.
+    server = start_speech_server(engine, decode_batch=2, warm_up=False, admission_listeners=3)
     yield server
     server.stop()
 

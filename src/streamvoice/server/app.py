@@ -151,7 +151,14 @@ async def metrics(request: Request) -> Response:
 
 def _invocation(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
     """``POST /invocations``: one synthesize message (``type`` optional); SSE when ``"stream": "sse"``."""
-    sse = obj.get("stream") == "sse"
+    stream = obj.pop("stream", None)
+    if stream not in (None, False, "sse"):
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            '"stream" on POST /invocations is "sse" (events) or absent (audio); streamed text needs the '
+            "WebSocket session",
+        )
+    sse = stream == "sse"
     obj.setdefault("type", "synthesize")
     msg = message_from_object(obj, service.config.limits)
     if not isinstance(msg, Synthesize):

@@ -57,7 +57,9 @@ class ResolvedRequest:
     lexicon: Mapping[str, str] = field(default_factory=dict)  # the server's, then the session's
 
 
-CHARS_PER_SECOND = 15.0  # of speech at speed 1.0, English and the other alphabetic languages alike
+# Characters of text per second of served speech at speed 1.0 (silences trimmed, pauses added): 17-20 for
+# the bench's English sentences; the lower end, so an estimate errs towards a slot freeing later.
+CHARS_PER_SECOND = 17.0
 
 
 def estimated_speech_s(request: ResolvedRequest) -> float:
