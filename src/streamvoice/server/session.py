@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 
 from starlette.websockets import WebSocket
 
@@ -38,7 +37,18 @@ from streamvoice.protocol import (
 )
 from streamvoice.server.requests import SessionDefaults, configured, configured_body
 from streamvoice.server.service import SpeechService
-from streamvoice.server.session_message import JobState, Message, answer, refusal, speech_ends
+from streamvoice.server.session_message import (
+    Closing,
+    DrainCheck,
+    JobState,
+    Message,
+    Reply,
+    answer,
+    closing,
+    going_away,
+    refusal,
+    speech_ends,
+)
 from streamvoice.server.session_stream import StreamedMessages
 from streamvoice.server.ws_output import Disconnected, WebSocketOutput
 
@@ -49,23 +59,6 @@ log = logging.getLogger("streamvoice.session")
 MAX_PENDING_REPLIES = 1024
 
 
-@dataclass(frozen=True)
-class _Reply:
-    event: ServerEvent
-
-
-@dataclass(frozen=True)
-class _End:
-    code: int = 1000
-    reason: str = ""
-    event: ServerEvent | None = None
-
-
-@dataclass(frozen=True)
-class _DrainCheck:
-    """Queued when a drain begins: the writer ends the session once nothing is queued behind it."""
-
-
 class BidiSession:
     def __init__(self, ws: WebSocket, service: SpeechService, session_id: str) -> None:
         self.ws = ws
@@ -74,7 +67,7 @@ class BidiSession:
         self.defaults = SessionDefaults()
         self.utterances = service.utterances()
         self.streams = StreamedMessages(service.config.max_stream_chars, service.config.stream_text_timeout_s)
-        self._outbox: asyncio.Queue[Message | _Reply | _End | _DrainCheck] = asyncio.Queue()
+        self._outbox: asyncio.Queue[Message | Reply | Closing | DrainCheck] = asyncio.Queue()
         self._open: list[Message] = []  # accepted, not yet answered
         self._sequence = 0
         self._started = time.monotonic()
@@ -105,7 +98,7 @@ class BidiSession:
         """Finish queued messages, answer later ones ``going_away``, then close with 1001."""
         if not self._draining:
             self._draining = True
-            self._outbox.put_nowait(_DrainCheck())
+            self._outbox.put_nowait(DrainCheck())
 
     async def run(self) -> None:
         self.service.sessions.add(self)
@@ -124,7 +117,7 @@ class BidiSession:
                 reader.cancel()
             else:
                 # The reader ended (close requested, the client went away, or a limit): it always queues
-                # an _End, so the writer answers everything queued before it and then closes.
+                # a Closing, so the writer answers everything queued before it and then closes.
                 await writer
         finally:
             for task in (reader, writer):
@@ -140,7 +133,9 @@ class BidiSession:
             # A bug in the reader must not leave the writer waiting forever and the session's slot taken.
             log.exception("session=%s: reader failed; closing the session", self.session_id)
             await self._outbox.put(
-                _End(1011, "internal error", ErrorEvent(ErrorCode.INTERNAL, "the session failed; reconnect"))
+                Closing(
+                    1011, "internal error", ErrorEvent(ErrorCode.INTERNAL, "the session failed; reconnect")
+                )
             )
 
     async def _read_loop(self) -> None:
@@ -149,7 +144,7 @@ class BidiSession:
             lifetime_left = cfg.session_lifetime_s - (time.monotonic() - self._started)
             if lifetime_left <= 0:
                 why = f"sessions last at most {cfg.session_lifetime_s:g} s; open a new session to go on"
-                await self._outbox.put(_closing(ErrorCode.SESSION_EXPIRED, "session lifetime reached", why))
+                await self._outbox.put(closing(ErrorCode.SESSION_EXPIRED, "session lifetime reached", why))
                 return
             try:
                 message = await asyncio.wait_for(
@@ -159,16 +154,16 @@ class BidiSession:
                 if self._open or time.monotonic() - self._started >= cfg.session_lifetime_s:
                     continue  # busy, or the lifetime check above ends the session
                 why = f"no message for {cfg.idle_timeout_s:g} s; session closed"
-                await self._outbox.put(_closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
+                await self._outbox.put(closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
                 return
             if message["type"] == "websocket.disconnect":
                 self._cancel_all()
-                await self._outbox.put(_End(1000, "client went away"))
+                await self._outbox.put(Closing(1000, "client went away"))
                 return
             if self._outbox.qsize() > MAX_PENDING_REPLIES:
                 self.service.metrics.count_error("too_many_pending")
                 await self._outbox.put(
-                    _End(1008, "too many unanswered frames", None)
+                    Closing(1008, "too many unanswered frames", None)
                 )  # the client reads nothing: no answer can reach it, so none is queued
                 return
             data = message.get("text")
@@ -201,10 +196,10 @@ class BidiSession:
             case Cancel(id=target):
                 # No id: everything open (barge-in); an id: that message only, the rest goes on.
                 ids = self._cancel(target)
-                await self._outbox.put(_Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
+                await self._outbox.put(Reply(Ack("cancelled", {"ids": ids, "count": len(ids)})))
             case Close():
                 await self._outbox.put(
-                    _End(1000, "client closed", Ack("session_closed", {"session": self.session_id}))
+                    Closing(1000, "client closed", Ack("session_closed", {"session": self.session_id}))
                 )
                 return True
         return False
@@ -216,7 +211,7 @@ class BidiSession:
 
     async def _reply_error(self, exc: ProtocolError, sequence: int | None) -> None:
         self.service.metrics.count_error(str(exc.code))
-        await self._outbox.put(_Reply(ErrorEvent(str(exc.code), exc.message, exc.id, sequence)))
+        await self._outbox.put(Reply(ErrorEvent(str(exc.code), exc.message, exc.id, sequence)))
 
     async def _accept(self, msg: Synthesize) -> None:
         sequence = self._next_sequence()
@@ -272,7 +267,7 @@ class BidiSession:
                 "position": position,
                 "max_wait_s": admission.max_wait_s,
             }
-            await self._outbox.put(_Reply(Ack("queued", detail)))
+            await self._outbox.put(Reply(Ack("queued", detail)))
         return True
 
     async def _gate(self, previous: Message | None) -> None:
@@ -298,7 +293,7 @@ class BidiSession:
             await self._reply_error(exc, None)
             return
         self.defaults = candidate
-        await self._outbox.put(_Reply(Ack("configured", configured_body(candidate, pauses))))
+        await self._outbox.put(Reply(Ack("configured", configured_body(candidate, pauses))))
 
     def _cancel_all(self) -> list[str | None]:
         return self._cancel(None)
@@ -319,16 +314,16 @@ class BidiSession:
         try:
             while True:
                 item = await self._outbox.get()
-                if isinstance(item, _End):
+                if isinstance(item, Closing):
                     await self._end(item)
                     return
-                if isinstance(item, _DrainCheck):
+                if isinstance(item, DrainCheck):
                     if self._outbox.empty():
-                        await self._end(_going_away())
+                        await self._end(going_away())
                         return
                     await self._outbox.put(item)  # answer what arrived first, then look again
                     continue
-                if isinstance(item, _Reply):
+                if isinstance(item, Reply):
                     await self._send_event(item.event)
                     continue
                 try:
@@ -365,16 +360,6 @@ class BidiSession:
     async def _send_event(self, event: ServerEvent) -> None:
         await self.output.send(encode_event(event))
 
-    async def _end(self, item: _End) -> None:
+    async def _end(self, item: Closing) -> None:
         last = encode_event(item.event) if item.event is not None else None
         await self.output.close(item.code, item.reason, last)
-
-
-def _closing(code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> _End:
-    """The session ends with this error told, then this close code and reason."""
-    return _End(close_code, reason, ErrorEvent(code, message))
-
-
-def _going_away() -> _End:
-    message = "the server is shutting down; reconnect to go on"
-    return _closing(ErrorCode.GOING_AWAY, "server shutting down", message, 1001)

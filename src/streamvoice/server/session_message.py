@@ -1,6 +1,7 @@
 """One synthesize message on the session protocol: its lifecycle (an explicit table of moves) and its
 answer (the utterance's events as ``synthesis_started``, ``alignment``, audio frames, then exactly one
-``synthesis_complete`` or ``error``)."""
+``synthesis_complete`` or ``error``); and the other items of the session's ordered outbox (a reply, the
+session's closing, a drain check)."""
 
 from __future__ import annotations
 
@@ -140,3 +141,33 @@ async def answer(job: Message, out: WebSocketOutput, metrics: Metrics, model_rat
                         job.first_audio_at = time.monotonic()
                         metrics.observe_first_audio(job.first_audio_at - job.received_at)
                     sent += await out.audio(data, item.size)
+
+
+# -- what the session's writer sends besides answers, in order -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    event: ServerEvent
+
+
+@dataclass(frozen=True)
+class Closing:
+    code: int = 1000
+    reason: str = ""
+    event: ServerEvent | None = None
+
+
+@dataclass(frozen=True)
+class DrainCheck:
+    """Queued when a drain begins: the writer ends the session once nothing is queued behind it."""
+
+
+def closing(code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing:
+    """The session ends with this error told, then this close code and reason."""
+    return Closing(close_code, reason, ErrorEvent(code, message))
+
+
+def going_away() -> Closing:
+    message = "the server is shutting down; reconnect to go on"
+    return closing(ErrorCode.GOING_AWAY, "server shutting down", message, 1001)
