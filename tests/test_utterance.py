@@ -180,6 +180,8 @@ async def test_cancel_by_id_leaves_the_others_and_only_the_speaking_one_restarts
     host = _host(windows=50)
     lane = Lane(host)
     queue = Utterances(FakePlanner(), lane)
+    restarts: list[bool] = []
+    queue.on_restart = lambda: restarts.append(True)
     first, second, third = (queue.start(_request(f"Message {n}."), uid=str(n)) for n in (1, 2, 3))
     for u in (first, second, third):
         u.say()
@@ -188,10 +190,10 @@ async def test_cancel_by_id_leaves_the_others_and_only_the_speaking_one_restarts
     await asyncio.sleep(0.05)
     playing_until = lane.play_end
     assert [u.id for u in queue.cancel("2")] == ["2"]
-    assert lane.play_end == playing_until  # the one queued behind was not playing: nothing restarts
+    assert lane.play_end == playing_until and not restarts  # the one queued behind was not playing
     assert [u.id for u in queue.cancel("2")] == []  # once only
     assert [u.id for u in queue.cancel()] == ["1", "3"]  # barge-in: the rest
-    assert lane.play_end < playing_until  # the one being spoken was among them
+    assert lane.play_end < playing_until and restarts == [True]  # the one being spoken was among them
 
     async def last(stream: AsyncIterator[Event]) -> Any:
         return [e async for e in stream][-1]

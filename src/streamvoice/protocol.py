@@ -118,6 +118,12 @@ class Pauses:
     sentence_ms: int = 400
     paragraph_ms: int = 600
 
+    def after(self, kind: str) -> int:
+        """The pause (ms) after a piece whose text ended in ``kind`` ("none": no pause)."""
+        return {"clause": self.clause_ms, "sentence": self.sentence_ms, "paragraph": self.paragraph_ms}.get(
+            kind, 0
+        )
+
 
 DEFAULT_PAUSES = Pauses()
 

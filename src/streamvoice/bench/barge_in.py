@@ -26,11 +26,9 @@ from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from streamvoice.asgi import free_port
-from streamvoice.audio.levels import heard_onset
-from streamvoice.bench.common import machine, stats, table, write_result
+from streamvoice.bench.common import heard_ms, machine, stats, table, write_result
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.engine import KokoroEngine
-from streamvoice.protocol import SAMPLE_RATE
 from streamvoice.server import ServerConfig
 from streamvoice.server.runner import build_server
 
@@ -40,25 +38,6 @@ LONG = (
 ) * 3
 SHORT = "Sure, go ahead."
 REPLY = "I can book a table for four people at seven thirty this evening."
-
-
-async def _heard(ws: Any, text: str, msg_id: str) -> float:
-    """Ms from sending ``text`` to when a listener whose player starts at the first byte hears speech."""
-    started = time.monotonic()
-    await ws.send(json.dumps({"text": text, "id": msg_id}))
-    arrivals: list[tuple[float, int]] = []
-    pcm = bytearray()
-    while True:
-        frame = await asyncio.wait_for(ws.recv(), 60)
-        if isinstance(frame, bytes):
-            arrivals.append((time.monotonic() - started, len(frame)))
-            pcm += frame
-            continue
-        event = json.loads(frame)
-        if event["type"] in ("synthesis_complete", "error"):
-            heard = heard_onset(arrivals, bytes(pcm), SAMPLE_RATE)
-            assert heard is not None, event
-            return heard * 1000
 
 
 async def after_barge_in(url: str, rng: random.Random) -> float:
@@ -72,12 +51,12 @@ async def after_barge_in(url: str, rng: random.Random) -> float:
             frame = await asyncio.wait_for(ws.recv(), 60)
             if isinstance(frame, str) and json.loads(frame)["type"] in ("error", "synthesis_complete"):
                 break
-        return await _heard(ws, SHORT, "after")
+        return await heard_ms(ws, SHORT, "after")
 
 
 async def fresh_heard(url: str) -> float:
     async with connect(url) as ws:
-        return await _heard(ws, SHORT, "fresh")
+        return await heard_ms(ws, SHORT, "fresh")
 
 
 async def _quiet_reply(port: int) -> float | None:

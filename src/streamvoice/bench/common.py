@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -98,3 +99,23 @@ def heard_onset_s(
     (see ``audio.levels.heard_onset``)."""
     onset = heard_onset(arrivals, pcm, sample_rate)
     return None if onset is None else onset - started
+
+
+async def heard_ms(ws: Any, text: str, msg_id: str | None = None, timeout_s: float = 60.0) -> float:
+    """Ms from sending ``text`` on session ``ws`` until a listener whose player starts at the first byte hears
+    speech (its answer read to the end)."""
+    started = time.monotonic()
+    await ws.send(json.dumps({"text": text, "id": msg_id}))
+    arrivals: list[tuple[float, int]] = []
+    pcm = bytearray()
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), timeout_s)
+        if isinstance(frame, bytes):
+            arrivals.append((time.monotonic(), len(frame)))
+            pcm += frame
+            continue
+        event = json.loads(frame)
+        if event["type"] in ("synthesis_complete", "error"):
+            heard = heard_onset_s(started, arrivals, bytes(pcm))
+            assert heard is not None, event
+            return heard * 1000

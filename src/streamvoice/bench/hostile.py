@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import time
 from typing import Any
 
 import httpx
 from websockets.asyncio.client import connect
 
 from streamvoice.asgi import free_port
-from streamvoice.bench.common import heard_onset_s, stats, table, write_result
+from streamvoice.bench.common import heard_ms, stats, table, write_result
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
@@ -37,24 +36,10 @@ CHAIN = "-".join(str(i % 10) for i in range(5_000))[:9_999]
 LATIN_CHAIN = "-".join("ab" for _ in range(3_300))[:9_999]
 
 
-async def heard_ms(url: str, text: str = SENTENCE) -> float:
-    """Ms from sending ``text`` on a fresh session until a player starting at the first byte is heard."""
+async def fresh_heard_ms(url: str) -> float:
+    """The ordinary sentence on a fresh session: ms until it is heard."""
     async with connect(url) as ws:
-        started = time.monotonic()
-        await ws.send(json.dumps({"text": text}))
-        arrivals: list[tuple[float, int]] = []
-        pcm = bytearray()
-        while True:
-            frame = await asyncio.wait_for(ws.recv(), 120)
-            if isinstance(frame, bytes):
-                arrivals.append((time.monotonic(), len(frame)))
-                pcm += frame
-                continue
-            event = json.loads(frame)
-            if event["type"] in ("synthesis_complete", "error"):
-                heard = heard_onset_s(started, arrivals, bytes(pcm))
-                assert heard is not None, event
-                return heard * 1000
+        return await heard_ms(ws, SENTENCE, timeout_s=120)
 
 
 def _capacity(url: str) -> int:
@@ -71,7 +56,7 @@ async def beside(server: LoopbackServer, trials: int, ws_text: str, http_text: s
         body = {"input": http_text, "voice": "zf_xiaobei", "response_format": "pcm"}
         second = asyncio.ensure_future(http.post(server.url + "/v1/audio/speech", json=body))
         await asyncio.sleep(1.0)  # both are being planned and spoken
-        onsets = [await heard_ms(server.ws_url) for _ in range(trials)]
+        onsets = [await fresh_heard_ms(server.ws_url) for _ in range(trials)]
         await first.send(json.dumps({"type": "cancel"}))
         second.cancel()
     return onsets
@@ -83,8 +68,8 @@ async def run(trials: int) -> dict[str, Any]:
     drainer = build_server(ServerConfig(port=port), engine, log_level="warning")
     server = await asyncio.to_thread(LoopbackServer(drainer.app, port, server=drainer.server).start)
     try:
-        await heard_ms(server.ws_url)  # warm the path once
-        alone = [await heard_ms(server.ws_url) for _ in range(trials)]
+        await fresh_heard_ms(server.ws_url)  # warm the path once
+        alone = [await fresh_heard_ms(server.ws_url) for _ in range(trials)]
         capacity_before = _capacity(server.url)
         ordinary = await beside(server, trials, ORDINARY, ORDINARY_ZH)
         await asyncio.sleep(2.0)  # their slots go (idle release)

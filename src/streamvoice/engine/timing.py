@@ -172,7 +172,5 @@ def fade_in(audio: NDArray[np.float32]) -> NDArray[np.float32]:
 def pause_samples(kind: str, pauses: Pauses, sample_rate: int = SAMPLE_RATE) -> NDArray[np.float32]:
     """The silence to add after a piece whose text ended in ``kind``: the pause less the release the piece
     already ends with, so the silence a listener hears after the last sound is the pause itself."""
-    ms = {"clause": pauses.clause_ms, "sentence": pauses.sentence_ms, "paragraph": pauses.paragraph_ms}.get(
-        kind, 0
-    )
+    ms = pauses.after(kind)
     return np.zeros(max(0, round((ms - RELEASE_MS) * sample_rate / 1000)), dtype=np.float32)

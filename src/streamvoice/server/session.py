@@ -82,6 +82,7 @@ class BidiSession:
             on_stalled=self._cancel_all,
             name=f"session={session_id}",
         )
+        self.utterances.on_restart = self.output.restart_playout  # the listener's playback starts again
 
     @property
     def busy(self) -> bool:
@@ -300,10 +301,7 @@ class BidiSession:
 
     def _cancel(self, target: str | None) -> list[str | None]:
         """Cancel the open messages (``target`` None) or the one with that id; their ids."""
-        speaking = self._open[0].utterance if self._open else None
-        cancelled = self.utterances.cancel(target)
-        if speaking in cancelled:
-            self.output.restart_playout()  # the listener's playback starts again (barge-in)
+        cancelled = self.utterances.cancel(target)  # restarts the playout when the one speaking goes
         jobs = [j for j in self._open if j.utterance in cancelled]
         for job in jobs:
             job.advance(JobState.CANCELLED)

@@ -81,15 +81,7 @@ class Silence:
     speech_ms: int = 0
 
     def add(self, piece: Piece, pauses: Pauses) -> None:
-        if piece.pause_ms is not None:
-            self.silence_ms += piece.pause_ms
-        else:
-            by_kind = {
-                "clause": pauses.clause_ms,
-                "sentence": pauses.sentence_ms,
-                "paragraph": pauses.paragraph_ms,
-            }
-            self.silence_ms += by_kind.get(piece.pause, 0)
+        self.silence_ms += piece.pause_ms if piece.pause_ms is not None else pauses.after(piece.pause)
         self.speech_ms += len(piece.tokens) * MS_PER_TOKEN
         if self.silence_ms > MAX_SILENCE_MS and self.silence_ms > self.speech_ms:
             raise ProtocolError(
@@ -145,7 +137,10 @@ class Utterance:
     def say(self, text: str | None = None) -> None:
         """The whole text (the request's own when None), planned as one message (SSML, paragraphs), and the
         end of input."""
-        self._take(self.request.text if text is None else text, whole=True)
+        if not self._ended and not self.cancelled:
+            whole = self.request.text if text is None else text
+            self.chars += len(whole)
+            self._texts.put_nowait((whole, True))
         self.end()
 
     def append(self, text: str) -> None:
@@ -186,11 +181,6 @@ class Utterance:
     async def planned(self) -> None:
         """Wait until planning has ended (done, failed or cancelled)."""
         await asyncio.wait({self._task})
-
-    def _take(self, text: str, whole: bool) -> None:
-        if not self._ended and not self.cancelled:
-            self.chars += len(text) if whole else 0
-            self._texts.put_nowait((text, whole))
 
     def _queue_pieces(self, pieces: list[str]) -> None:
         for text in pieces:
@@ -306,6 +296,8 @@ class Utterances:
         self.lane = lane
         self.quiet_cut_s = quiet_cut_s
         self.open: list[Utterance] = []
+        # Told when a barge-in restarts the listener's playback (a surface's own send pacing follows it).
+        self.on_restart: Callable[[], None] | None = None
 
     def start(
         self,
@@ -329,6 +321,8 @@ class Utterances:
         chosen = [u for u in self.open if (uid is None or u.id == uid) and not u.cancelled]
         if chosen and self.open[0] in chosen:
             self.lane.restart_playback()
+            if self.on_restart is not None:
+                self.on_restart()
         for utterance in chosen:
             utterance.cancel()
         return chosen
