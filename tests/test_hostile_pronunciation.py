@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.server.requests import load_lexicon
 from streamvoice.text.pronounce import MARKS, MAX_SILENCE_MS, apply_lexicon, check_lexicon
-from tests.helpers import RunningServer, metric, speak, start_speech_server
+from tests.helpers import RunningServer, speak, start_speech_server
 
 CHAIN = "-".join(str(i % 10) for i in range(5_000))[:9_999]  # 1-2-3-...: ~n^2.8 in misaki before
 LATIN_CHAIN = "-".join("ab" for _ in range(3_300))[:9_999]
@@ -35,7 +35,8 @@ def server(engine: KokoroEngine) -> Iterator[RunningServer]:
 
 
 async def _first_audio_s(url: str, message: dict[str, Any]) -> float:
-    """Seconds from sending ``message`` on a fresh session to its first audio frame."""
+    """Seconds from sending ``message`` on a fresh session to its first audio frame (a session that has just
+    spoken still has audio to play, so its next message is rightly not due yet)."""
     async with connect(url) as ws:
         started = time.perf_counter()
         await ws.send(json.dumps(message))
@@ -67,25 +68,34 @@ async def _answer(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
 # --- 1. a hyphen chain (and its Latin twin through a Mandarin voice) stalls nobody ------------------------
 
 
-async def test_a_hyphen_chain_does_not_delay_another_callers_first_audio(server: RunningServer) -> None:
-    sentence = {"type": "synthesize", "text": "Your table for four is booked for seven tonight."}
-    normal = min([await _first_audio_s(server.ws_url, sentence) for _ in range(3)])
-    capacity = metric(server, "streamvoice_capacity_listeners")
-    async with connect(server.ws_url) as attacker, httpx.AsyncClient(timeout=60) as http:
-        await attacker.send(json.dumps({"type": "synthesize", "text": CHAIN, "id": "chain"}))
-        speech = http.post(
-            server.url + "/v1/audio/speech",
-            json={"input": LATIN_CHAIN, "voice": "zf_xiaobei", "response_format": "pcm"},
-        )
-        attack = asyncio.ensure_future(speech)
-        await asyncio.sleep(1.0)  # the attacks are being planned
-        during = [await _first_audio_s(server.ws_url, sentence) for _ in range(2)]
-        await attacker.send(json.dumps({"type": "cancel"}))
-        attack.cancel()
-    # Before: 23 s for first audio (0.2 s normally), one planning thread blocked for seconds per chunk.
-    assert max(during) < max(1.0, 4 * normal), (normal, during)
-    await asyncio.sleep(1.0)
-    assert metric(server, "streamvoice_capacity_listeners") >= capacity - 1  # planning is not slow decoding
+async def test_a_hyphen_chain_does_not_delay_another_callers_first_audio(engine: KokoroEngine) -> None:
+    # Three callers at once are admitted on any machine: what is tested is planning, not admission.
+    server = await asyncio.to_thread(start_speech_server, engine, admission_listeners=4)
+    try:
+        service = server.drainer.app.state.service
+        sentence = {"type": "synthesize", "text": "Your table for four is booked for seven tonight."}
+        # The Mandarin phonemiser loads on its first use (seconds, on the planning thread): load it now, so
+        # what follows measures the attack, not a cold start.
+        await _first_audio_s(server.ws_url, {"type": "synthesize", "text": "你好。", "voice": "zf_xiaobei"})
+        normal = min([await _first_audio_s(server.ws_url, sentence) for _ in range(3)])
+        rtf = service.load.decode_speed.rtf
+        async with connect(server.ws_url) as attacker, httpx.AsyncClient(timeout=60) as http:
+            await attacker.send(json.dumps({"type": "synthesize", "text": CHAIN, "id": "chain"}))
+            speech = http.post(
+                server.url + "/v1/audio/speech",
+                json={"input": LATIN_CHAIN, "voice": "zf_xiaobei", "response_format": "pcm"},
+            )
+            attack = asyncio.ensure_future(speech)
+            await asyncio.sleep(1.0)  # the attacks are being planned
+            during = [await _first_audio_s(server.ws_url, sentence) for _ in range(2)]
+            await attacker.send(json.dumps({"type": "cancel"}))
+            attack.cancel()
+        # Before: 23 s for first audio (0.2 s normally), one planning thread blocked for seconds per chunk.
+        assert max(during) < max(1.0, 4 * normal), (normal, during)
+        # Planning is not slow decoding: the speed admission counts with did not fall (it once tripled).
+        assert service.load.decode_speed.rtf <= 1.25 * rtf, (rtf, service.load.decode_speed.rtf)
+    finally:
+        await asyncio.to_thread(server.stop)
 
 
 # --- 2. failures inside planning: a clear code or a fallback reading, never synthesis_failed ---------------
