@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, StreamingResponse
 
-from streamvoice.protocol import ErrorCode, ProtocolError, bearer_authorized, error_body
+from streamvoice.protocol import ErrorCode, ProtocolError, error_body, key_authorized
 
 log = logging.getLogger("streamvoice.asgi")
 
@@ -135,7 +135,7 @@ class BodyLimit:
             return
         declared = _header(scope, b"content-length")
         has_body = (declared not in (None, "0")) or _header(scope, b"transfer-encoding") is not None
-        if has_body and self.token and not bearer_authorized(_header(scope, b"authorization"), self.token):
+        if has_body and self.token and not key_authorized(lambda h: _header(scope, h.encode()), self.token):
             await send_json_error(
                 send, ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
             )

@@ -8,6 +8,7 @@ JSON object; anything else is audio. Raw PCM may start with ``{`` (0x7b), so a f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import hmac
 import json
 import math
@@ -563,6 +564,21 @@ def decode_control_frame(chunk: bytes | str) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return decoded if isinstance(decoded, dict) else None
+
+
+# Where the vendors' clients put their key (ElevenLabs, Cartesia); ``Authorization`` also takes Deepgram's
+# ``Token <key>`` scheme. Each carries the server's AUTH_TOKEN: a client changes its base URL, not its code.
+KEY_HEADERS = ("xi-api-key", "x-api-key")
+
+
+def key_authorized(header: Callable[[str], str | None], token: str | None) -> bool:
+    """The token in ``Authorization: Bearer`` (or Deepgram's ``Token``) or a vendor's key header."""
+    if not token:
+        return True
+    scheme, _, supplied = (header("authorization") or "").partition(" ")
+    if scheme.lower() in ("bearer", "token") and hmac.compare_digest(supplied.encode(), token.encode()):
+        return True
+    return any(hmac.compare_digest((header(k) or "").encode(), token.encode()) for k in KEY_HEADERS)
 
 
 def bearer_authorized(header: str | None, token: str | None) -> bool:

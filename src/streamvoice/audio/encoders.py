@@ -61,6 +61,19 @@ class PcmEncoder:
         return b""
 
 
+class PcmF32Encoder:
+    """32-bit float little-endian PCM (Cartesia's ``pcm_f32le``): the samples as the model made them."""
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE) -> None:
+        self.media_type = f"audio/x-f32le;rate={sample_rate};channels=1"
+
+    def encode(self, samples: NDArray[np.float32]) -> bytes:
+        return np.clip(samples, -1.0, 1.0).astype("<f4").tobytes()
+
+    def flush(self) -> bytes:
+        return b""
+
+
 def wav_header(sample_rate: int = SAMPLE_RATE, data_bytes: int = 0xFFFFFFFF - 36) -> bytes:
     """A 16-bit mono header; the default sizes mark an unknown (streamed) length, as players accept."""
     riff_size = min(data_bytes + 36, 0xFFFFFFFF)
@@ -214,6 +227,8 @@ def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE) -> Encoder:
     match fmt:
         case "pcm":
             return PcmEncoder(sample_rate)
+        case "f32":
+            return PcmF32Encoder(sample_rate)
         case "ulaw" | "alaw":
             return G711Encoder(fmt, sample_rate)
         case "wav":

@@ -41,7 +41,7 @@ from streamvoice.protocol import (
     encode_event,
     message_from_object,
 )
-from streamvoice.server import captioned, openai_api
+from streamvoice.server import captioned, cartesia, deepgram, elevenlabs, openai_api
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of, unavailable
 from streamvoice.server.http_front import start_answer
@@ -107,6 +107,9 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             Route("/invocations", invocations, methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
             WebSocketRoute(WS_PATH, bidi),
+            *elevenlabs.ROUTES,  # before OpenAI's: GET /v1/models answers in ElevenLabs' shape to its clients
+            *cartesia.ROUTES,
+            *deepgram.ROUTES,
             *openai_api.ROUTES,
             *captioned.ROUTES,
         ],

@@ -90,6 +90,11 @@ class ServerConfig:
     # of waiting for a next character that may never come (0: wait for the next character or the end).
     stream_quiet_cut_ms: int = round(QUIET_CUT_S * 1000)
     lexicon_file: str | None = None  # JSON word -> "/phonemes/" or respelling, for every request
+    # The vendor protocols (ElevenLabs, Cartesia, Deepgram): a JSON file of vendor voice id -> our voice (a
+    # name or a blend). An id neither ours nor mapped speaks with the default voice (logged once), or with
+    # this strict setting is refused in the vendor's error shape.
+    vendor_voices_file: str | None = None
+    vendor_voices_strict: bool = False
     emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
     endpoint_name: str = "local"  # the EMF dimension
 

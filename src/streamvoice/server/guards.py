@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from streamvoice.protocol import ErrorCode, ProtocolError, bearer_authorized
+from streamvoice.protocol import ErrorCode, ProtocolError, key_authorized
 from streamvoice.server.service import SpeechService
 
 UNAUTHORIZED = ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
@@ -32,7 +32,7 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
 
 def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
     token = service.config.auth_token if service is not None else None
-    return bearer_authorized(conn.headers.get("authorization"), token)
+    return key_authorized(conn.headers.get, token)
 
 
 class Slot:

@@ -39,16 +39,17 @@ async def start_answer[T](
     request: Request,
     parse: Callable[[dict[str, Any], SpeechService], tuple[ResolvedRequest, T]],
     headers: dict[str, str] | None = None,
+    render: Callable[[ProtocolError, dict[str, str] | None], Response] = error_response,
 ) -> Started[T] | Response:
-    """The answer's first audio, or the error response to send instead (in ``asgi.error_response``'s
-    shape, with the surface's ``headers``)."""
+    """The answer's first audio, or the error response to send instead (``render``: the surface's error
+    shape, by default ``asgi.error_response``'s, with the surface's ``headers``)."""
     service = service_of(request)
     if not authorized(request, service):
-        return error_response(UNAUTHORIZED, headers)
+        return render(UNAUTHORIZED, headers)
     try:
         slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
     except ProtocolError as exc:
-        return error_response(exc, headers)
+        return render(exc, headers)
     assert service is not None
     try:
         obj = parse_json_object(await request.body(), service.config.limits)
@@ -57,7 +58,7 @@ async def start_answer[T](
     except ProtocolError as exc:
         slot.release()
         service.metrics.count_error(str(exc.code))
-        return error_response(exc, headers)
+        return render(exc, headers)
     except BaseException:
         slot.release()
         raise

@@ -27,6 +27,7 @@ from streamvoice.server.metrics import Metrics
 from streamvoice.server.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.scheduler import SynthesisScheduler
 from streamvoice.server.utterance import Utterance, Utterances
+from streamvoice.server.vendor_voices import VendorVoices, load_vendor_voices
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.pronounce import MarkupError, to_segments
 
@@ -57,6 +58,10 @@ class SpeechService:
             max_hold_s=config.admission_max_hold_s,
         )
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
+        self.vendor_voices = VendorVoices(
+            engine, load_vendor_voices(config.vendor_voices_file), config.vendor_voices_strict
+        )
+        self.vendor_voices.check()
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.

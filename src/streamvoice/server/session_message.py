@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import enum
 import time
+from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from streamvoice.audio.output import AudioOutput
 from streamvoice.engine.alignment import as_json
@@ -88,7 +90,17 @@ def refusal(draining: bool, open_messages: int, limit: int, msg_id: str | None) 
     return None
 
 
-def speech_ends(jobs: list[Message], play_end: float, now: float) -> float:
+class Queued(Protocol):
+    """An answer queued on a listener's lane: a session's message, a vendor connection's context."""
+
+    @property
+    def request(self) -> ResolvedRequest: ...
+
+    @property
+    def first_audio_at(self) -> float | None: ...
+
+
+def speech_ends(jobs: Sequence[Queued], play_end: float, now: float) -> float:
     """When (monotonic) the audio of these queued messages will have played: what is decoded (``play_end``)
     or, if later, an estimate of all of it, less what the one being spoken has already said."""
     left = sum(estimated_speech_s(job.request) for job in jobs)

@@ -1,6 +1,6 @@
 """What a WebSocket surface sends: frames in order, audio paced to the listener, every send bounded.
 
-Shared by every WebSocket adapter (the session protocol now; any vendor protocol later), so that a client
+Shared by every WebSocket adapter (the session protocol and the vendor protocols), so that a client
 that stops reading is closed the same way everywhere (1008 after ``send_timeout_s`` without progress) and
 no surface sends audio more than ``max_send_ahead_s`` ahead of its listener's playback.
 """
@@ -51,8 +51,9 @@ class WebSocketOutput:
         """What was sent will not be played (barge-in): the listener's playback starts again now."""
         self._playout_end = time.monotonic()
 
-    async def audio(self, data: bytes, samples: int) -> int:
-        """Send encoded audio, never more than ``max_send_ahead_s`` ahead of the listener's playback.
+    async def pace(self, samples: int) -> None:
+        """Wait until ``samples`` more of audio may leave: never more than ``max_send_ahead_s`` ahead of the
+        listener's playback (a wire that wraps audio in its own frames sends them after this).
 
         Whatever is sent sits in socket buffers in front of the server's keepalive pings; a listener that
         reads at playback speed would otherwise fall further behind every second until a ping times out.
@@ -63,6 +64,10 @@ class WebSocketOutput:
             await asyncio.sleep(ahead)
             now = time.monotonic()
         self._playout_end = max(self._playout_end, now) + samples / self._rate
+
+    async def audio(self, data: bytes, samples: int) -> int:
+        """Send encoded audio as binary frames, paced (``pace``)."""
+        await self.pace(samples)
         for start in range(0, len(data), AUDIO_FRAME_BYTES):
             await self.send(data[start : start + AUDIO_FRAME_BYTES])
         return len(data)

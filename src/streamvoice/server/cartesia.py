@@ -1,0 +1,303 @@
+"""Cartesia's text-to-speech API on the speech server, so its SDK and the frameworks' Cartesia plugins
+reach Kokoro by changing their base URL.
+
+- ``WS /tts/websocket``: generation requests ``{"context_id", "transcript", "continue", "voice": {"mode":
+  "id", "id"}, "output_format": {"container": "raw", "encoding", "sample_rate"}, "add_timestamps",
+  "language"}``; a context's transcripts are joined as sent (spaces are the caller's), ``"continue": false``
+  ends it, ``"flush": true`` speaks what is buffered, ``{"context_id", "cancel": true}`` stops it. Answers:
+  ``chunk`` (base64 audio), ``timestamps`` (words, start and end in seconds from the context's start),
+  then ``done``; or ``error``.
+- ``POST /tts/bytes``: the audio (``raw``, ``wav`` or ``mp3``); ``POST /tts/sse``: the same events as SSE.
+- ``GET /voices``: our voices in Cartesia's page shape.
+
+Encodings ``pcm_s16le``, ``pcm_f32le``, ``pcm_mulaw``, ``pcm_alaw`` at the rate asked. The key goes in
+``X-API-Key`` or ``Authorization: Bearer`` and carries the server's AUTH_TOKEN; ``Cartesia-Version`` and
+``model_id`` are accepted (any). Checked by ``pytest tests/test_cartesia.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from streamvoice.engine.alignment import WordTime
+from streamvoice.engine.voices import LANGUAGES
+from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_text, validate_speed
+from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of
+from streamvoice.server.http_front import start_answer
+from streamvoice.server.piece_audio import Words
+from streamvoice.server.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.service import SpeechService
+from streamvoice.server.streams import TimedStream, encoded, sse_event
+from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
+
+VENDOR = "Cartesia"
+ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "ulaw", "pcm_alaw": "alaw"}
+CONTAINERS = ("raw", "wav", "mp3")
+CREATED = "2025-01-01T00:00:00Z"
+
+
+def _bad(message: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.INVALID_FIELD, message)
+
+
+def output_format(raw: object, containers: tuple[str, ...] = ("raw",)) -> tuple[str, int]:
+    """Cartesia's ``output_format`` object as (our format, rate)."""
+    if not isinstance(raw, dict):
+        raise _bad('"output_format" must be {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}')
+    container = raw.get("container", "raw")
+    if container not in containers:
+        raise _bad(f'"output_format.container" must be one of {", ".join(containers)}')
+    rate = raw.get("sample_rate", 24000)
+    if isinstance(rate, bool) or rate not in SAMPLE_RATES:
+        raise _bad(f'"output_format.sample_rate" must be one of {", ".join(map(str, SAMPLE_RATES))}')
+    if container == "mp3":
+        if rate not in (22050, 24000, 44100):
+            raise _bad('mp3 "output_format.sample_rate" must be 22050, 24000 or 44100')
+        return "mp3", int(rate)
+    encoding = raw.get("encoding", "pcm_s16le")
+    if encoding not in ENCODINGS:
+        raise _bad(f'"output_format.encoding" must be one of {", ".join(ENCODINGS)}')
+    if container == "wav":
+        if encoding != "pcm_s16le":
+            raise _bad('a wav container carries "pcm_s16le"')
+        return "wav", int(rate)
+    return ENCODINGS[encoding], int(rate)
+
+
+def _voice(raw: object) -> object:
+    if isinstance(raw, dict):
+        if raw.get("mode", "id") != "id":
+            raise _bad('"voice" must be {"mode": "id", "id": "<voice>"}: embeddings are not offered')
+        return raw.get("id")
+    return raw
+
+
+def _lang(raw: object) -> str | None:
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    code = raw.strip().lower()
+    for ours, _ in LANGUAGES.values():
+        if code == ours or ours.startswith(code + "-") or (code == "zh" and ours == "cmn"):
+            return ours
+    return code
+
+
+def _speed(obj: dict[str, Any]) -> float | None:
+    config = obj.get("generation_config")
+    raw = config.get("speed") if isinstance(config, dict) else obj.get("speed")
+    if raw is None or isinstance(raw, str):  # the old API's "slow" / "fast" words: the normal rate
+        return None
+    return validate_speed(raw)
+
+
+def resolve(service: SpeechService, obj: dict[str, Any], text: str = "", containers: tuple[str, ...] = ("raw",)) -> ResolvedRequest:
+    fmt, rate = output_format(obj.get("output_format"), containers)
+    voice = service.vendor_voices.resolve(_voice(obj.get("voice")), VENDOR)
+    return service.requests.resolve(
+        text, SessionDefaults(), voice, _speed(obj), fmt, _lang(obj.get("language")), sample_rate=rate, ssml=False
+    )
+
+
+def timestamps(times: list[WordTime]) -> dict[str, list[Any]]:
+    return {
+        "words": [w.word for w in times],
+        "start": [round(w.start_ms / 1000, 3) for w in times],
+        "end": [round(w.end_ms / 1000, 3) for w in times],
+    }
+
+
+def error_event(error: ProtocolError, context_id: str | None) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "context_id": context_id,
+        "done": True,
+        "status_code": error.http_status,
+        "error_code": str(error.code),
+        "title": str(error.code).replace("_", " "),
+        "message": error.message,
+        "error": error.message,
+    }
+
+
+class CartesiaSocket(ContextSocket):
+    name = "cartesia"
+
+    def __init__(self, ws: WebSocket, service: SpeechService, connection_id: str) -> None:
+        super().__init__(ws, service, connection_id)
+        self._unnamed = 0
+
+    async def on_frame(self, obj: dict[str, Any]) -> bool:
+        cid = obj.get("context_id")
+        if cid is None:
+            self._unnamed += 1
+            cid = f"ctx-{self._unnamed}"  # a request without a context is one whole answer
+        cid = str(cid)[:128]
+        ctx = self.open.get(cid)
+        if obj.get("cancel") is True:
+            self.cancel(cid)
+            return False
+        transcript = obj.get("transcript", "")
+        if not isinstance(transcript, str):
+            raise ProtocolError(ErrorCode.INVALID_FIELD, '"transcript" must be a string', cid)
+        if ctx is None:
+            if any(c.id == cid for c in self.answering):
+                raise ProtocolError(
+                    ErrorCode.INVALID_MESSAGE,
+                    f"context {cid[:64]!r} has ended (continue was false); use a new context_id",
+                    cid,
+                )
+            try:
+                request = resolve(self.service, obj)
+            except ProtocolError as exc:
+                exc.id = cid
+                raise
+            ctx = self.start(cid, request)
+            if ctx is None:
+                return False
+            ctx.wire["timestamps"] = obj.get("add_timestamps") is True
+        if transcript:
+            self.append(ctx, transcript)
+        if obj.get("flush") is True:
+            self.flush(ctx)
+        if obj.get("continue") is not True:
+            self.end(ctx)
+        return False
+
+    def audio_frames(self, ctx: Context, data: bytes, samples: int) -> list[Frame]:
+        body = {
+            "type": "chunk",
+            "data": b64(data),
+            "done": False,
+            "status_code": 206,
+            "step_time": round(samples * 1000 / self.service.sample_rate, 1),
+            "context_id": ctx.id,
+        }
+        return [json.dumps(body)]
+
+    def words_frame(self, ctx: Context, times: list[WordTime]) -> Frame | None:
+        if not ctx.wire.get("timestamps"):
+            return None
+        body = {
+            "type": "timestamps",
+            "done": False,
+            "status_code": 206,
+            "context_id": ctx.id,
+            "word_timestamps": timestamps(times),
+        }
+        return json.dumps(body)
+
+    def done_frame(self, ctx: Context) -> Frame | None:
+        return json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": ctx.id})
+
+    def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
+        return json.dumps(error_event(error, context_id))
+
+
+async def websocket(ws: WebSocket) -> None:
+    await serve(ws, CartesiaSocket, lambda error: json.dumps(error_event(error, None)))
+
+
+# --- HTTP -----------------------------------------------------------------------------------------------
+
+
+def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
+    body = {"error": error.message, "title": str(error.code).replace("_", " "), "error_code": str(error.code), "message": error.message}
+    return JSONResponse(body, status_code=error.http_status, headers=headers)
+
+
+def _parser(containers: tuple[str, ...]) -> Any:
+    def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
+        text = obj.get("transcript")
+        if not isinstance(text, str):
+            raise ProtocolError(ErrorCode.MISSING_TEXT, '"transcript" must be the text to speak, as a string')
+        check_text(text, service.config.limits, field="transcript")
+        return resolve(service, obj, text, containers), obj.get("add_timestamps") is True
+
+    return parse
+
+
+async def tts_bytes(request: Request) -> Response:
+    started = await start_answer(request, _parser(CONTAINERS), render=http_error)
+    if isinstance(started, Response):
+        return started
+    resolved = started.resolved
+
+    async def body() -> AsyncGenerator[bytes]:
+        async with aclosing(encoded(resolved, started.first, started.pieces)) as chunks:
+            async for data in chunks:
+                if isinstance(data, bytes):
+                    yield data
+
+    media = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(resolved.format, "application/octet-stream")
+    config = started.service.config
+    return TimedStream(body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release)
+
+
+async def tts_sse(request: Request) -> Response:
+    started = await start_answer(request, _parser(("raw",)), render=http_error)
+    if isinstance(started, Response):
+        return started
+    rate = started.service.sample_rate
+
+    async def body() -> AsyncGenerator[bytes]:
+        try:
+            async with aclosing(encoded(started.resolved, started.first, started.pieces)) as chunks:
+                async for data in chunks:
+                    if isinstance(data, Words):
+                        if started.parsed and data.times:
+                            yield sse_event(
+                                {"type": "timestamps", "done": False, "status_code": 206, "word_timestamps": timestamps(data.times)}
+                            )
+                        continue
+                    step = round(len(data) * 1000 / max(rate, 1), 1)
+                    yield sse_event({"type": "chunk", "data": b64(data), "done": False, "status_code": 206, "step_time": step})
+        except ProtocolError as exc:
+            yield sse_event({**error_event(exc, None), "request_id": ""})
+            return
+        yield sse_event({"type": "done", "done": True, "status_code": 200})
+
+    config = started.service.config
+    return TimedStream(body(), "text/event-stream", started.service.metrics, config.send_timeout_s, on_close=started.release)
+
+
+async def voices(request: Request) -> Response:
+    service = service_of(request)
+    if not authorized(request, service):
+        return http_error(UNAUTHORIZED)
+    if service is None:
+        return http_error(ProtocolError(ErrorCode.NOT_READY, "the server is starting"))
+    listed = [
+        {
+            "id": v.name,
+            "name": v.name,
+            "description": f"Kokoro-82M {v.language} {v.gender} voice",
+            "language": v.lang.split("-")[0] if v.lang != "cmn" else "zh",
+            "gender": "feminine" if v.gender == "female" else "masculine",
+            "is_owner": False,
+            "is_public": True,
+            "access": "public",
+            "visibility": "all",
+            "tagline": "",
+            "locales": [],
+            "created_at": CREATED,
+        }
+        for v in service.engine.voices()
+    ]
+    return JSONResponse({"data": listed, "has_more": False, "next_page": None})
+
+
+ROUTES = [
+    WebSocketRoute("/tts/websocket", websocket),
+    Route("/tts/bytes", tts_bytes, methods=["POST"]),
+    Route("/tts/sse", tts_sse, methods=["POST"]),
+    Route("/voices", voices, methods=["GET"]),
+    Route("/voices/", voices, methods=["GET"]),
+]

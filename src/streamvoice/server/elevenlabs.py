@@ -1,0 +1,401 @@
+"""ElevenLabs' text-to-speech API on the speech server, so its SDKs and the frameworks' ElevenLabs plugins
+reach Kokoro by changing their base URL.
+
+- ``WS /v1/text-to-speech/{voice_id}/stream-input``: one context; ``{"text": " "}`` opens it, text
+  follows as it is written (``"flush": true`` speaks what is buffered), ``{"text": ""}`` ends it; the answer
+  is ``{"audio", "alignment", "normalizedAlignment"}`` messages, then ``{"isFinal": true}`` and a close.
+- ``WS /v1/text-to-speech/{voice_id}/multi-stream-input``: the same with ``context_id`` on every message,
+  ``{"context_id", "close_context": true}`` (its text is spoken, then ``isFinal``), ``{"close_socket": true}``;
+  ``{"text": ""}`` is a keep-alive. A context that gets words while an older, closed one still speaks takes
+  the voice (its clients close a context to interrupt it and open the next).
+- ``POST /v1/text-to-speech/{voice_id}`` (and ``/stream``): audio; ``/with-timestamps`` (one JSON object)
+  and ``/stream/with-timestamps`` (a JSON object per line): base64 audio with character times.
+- ``GET /v1/voices`` and, with ``xi-api-key``, ``GET /v1/models`` in ElevenLabs' shapes.
+
+Alignment follows the wire: on the WebSocket each message's character times are relative to that
+message's audio (the client keeps the running clock); over HTTP they run from the start of the answer, in
+seconds. ``output_format`` is ``pcm_<rate>``, ``ulaw_8000``, ``alaw_8000`` or ``mp3_<rate>_<kbps>``. The key
+goes in ``xi-api-key`` and carries the server's AUTH_TOKEN; ``model_id`` is accepted and answered as Kokoro.
+Errors are ElevenLabs' ``{"detail": {"status", "message"}}`` over HTTP and ``{"message", "error"}`` on the
+socket. Checked by ``pytest tests/test_elevenlabs.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from streamvoice.engine.alignment import WordTime
+from streamvoice.engine.voices import LANGUAGES
+from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_speed
+from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of
+from streamvoice.server.http_front import start_answer
+from streamvoice.server.openai_api import models as openai_models
+from streamvoice.server.piece_audio import Words
+from streamvoice.server.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.service import SpeechService
+from streamvoice.server.streams import TimedStream, encoded
+from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
+
+VENDOR = "ElevenLabs"
+RATES = (8000, 16000, 22050, 24000, 44100, 48000)
+DEFAULT_FORMAT = "mp3_44100_128"
+MODEL_IDS = ("eleven_flash_v2_5", "eleven_turbo_v2_5", "eleven_multilingual_v2", "eleven_v3")
+STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found", 413: "text_too_long"}
+
+
+def output_format(raw: str | None) -> tuple[str, int]:
+    """ElevenLabs' ``output_format`` as (our format, rate)."""
+    name = (raw or DEFAULT_FORMAT).strip().lower()
+    kind, _, rest = name.partition("_")
+    rate_text = rest.split("_")[0]
+    rate = int(rate_text) if rate_text.isdigit() else 0
+    if kind == "pcm" and rate in RATES:
+        return "pcm", rate
+    if kind in ("ulaw", "alaw") and rate == 8000:
+        return kind, rate
+    if kind == "mp3" and rate in (22050, 24000, 44100):
+        return "mp3", rate
+    raise ProtocolError(
+        ErrorCode.UNSUPPORTED_FORMAT,
+        f"output_format {name[:32]!r} is not offered; use pcm_8000 ... pcm_48000, ulaw_8000, alaw_8000 or "
+        "mp3_22050_32 ... mp3_44100_192",
+        param="output_format",
+    )
+
+
+def _lang(raw: object) -> str | None:
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    code = raw.strip().lower()
+    for short, (ours, _) in LANGUAGES.items():
+        if code in (short, ours) or ours.startswith(code + "-") or (code == "zh" and ours == "cmn"):
+            return ours
+    return code
+
+
+def _speed(settings: object) -> float | None:
+    if isinstance(settings, dict) and settings.get("speed") is not None:
+        return validate_speed(settings["speed"])
+    return None
+
+
+def resolve(
+    service: SpeechService, voice_id: str, fmt: str | None, text: str = "", settings: object = None, lang: object = None
+) -> ResolvedRequest:
+    our_format, rate = output_format(fmt)
+    voice = service.vendor_voices.resolve(voice_id, VENDOR)
+    return service.requests.resolve(
+        text, SessionDefaults(), voice, _speed(settings), our_format, _lang(lang), sample_rate=rate, ssml=False
+    )
+
+
+# --- character alignment --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Char:
+    char: str
+    start_ms: float
+    end_ms: float
+
+
+def characters(times: list[WordTime], leading_space: bool) -> list[Char]:
+    """Words as characters: each word's span shared by its letters, a space between words filling the gap
+    (ElevenLabs' alignment is per character, spaces included)."""
+    chars: list[Char] = []
+    previous_end: float | None = None
+    for i, w in enumerate(times):
+        if i > 0 or leading_space:
+            gap_start = previous_end if previous_end is not None else w.start_ms
+            chars.append(Char(" ", gap_start, max(gap_start, w.start_ms)))
+        step = (w.end_ms - w.start_ms) / max(len(w.word), 1)
+        chars += [Char(c, w.start_ms + k * step, w.start_ms + (k + 1) * step) for k, c in enumerate(w.word)]
+        previous_end = w.end_ms
+    return chars
+
+
+def ws_alignment(chars: list[Char], offset_ms: float, end_ms: float) -> dict[str, list[Any]]:
+    """Characters relative to a message that starts at ``offset_ms``; a last space runs to its end, so a
+    client that adds each message's span to its clock stays in step with the audio."""
+    starts = [max(0, round(c.start_ms - offset_ms)) for c in chars]
+    durations = [max(0, round(c.end_ms - c.start_ms)) for c in chars]
+    names = [c.char for c in chars]
+    if chars and end_ms > chars[-1].end_ms:
+        names.append(" ")
+        starts.append(max(0, round(chars[-1].end_ms - offset_ms)))
+        durations.append(max(0, round(end_ms - chars[-1].end_ms)))
+    return {"chars": names, "charStartTimesMs": starts, "charDurationsMs": durations}
+
+
+def http_alignment(chars: list[Char]) -> dict[str, list[Any]]:
+    return {
+        "characters": [c.char for c in chars],
+        "character_start_times_seconds": [round(c.start_ms / 1000, 3) for c in chars],
+        "character_end_times_seconds": [round(c.end_ms / 1000, 3) for c in chars],
+    }
+
+
+# --- WebSocket ------------------------------------------------------------------------------------------
+
+
+def ws_error(error: ProtocolError, context_id: str | None) -> str:
+    body: dict[str, Any] = {"message": error.message, "error": str(error.code), "code": 1008}
+    if context_id is not None:
+        body["contextId"] = context_id
+    return json.dumps(body)
+
+
+class ElevenLabsSocket(ContextSocket):
+    name = "elevenlabs"
+    newest_takes_over = True
+
+    def __init__(self, ws: WebSocket, service: SpeechService, connection_id: str, multi: bool) -> None:
+        super().__init__(ws, service, connection_id)
+        self.multi = multi
+        self.voice_id = ws.path_params.get("voice_id", "")
+        self.query = ws.query_params
+        self.request = resolve(
+            service, self.voice_id, self.query.get("output_format"), lang=self.query.get("language_code")
+        )  # checked before the accept: a bad format or voice is a refused upgrade's reason
+        self._single_done = False
+
+    async def on_frame(self, obj: dict[str, Any]) -> bool:
+        cid = obj.get("context_id", obj.get("contextId")) if self.multi else "0"
+        cid = str(cid)[:128] if cid is not None else "default"
+        if obj.get("close_socket") is True:
+            for ctx in list(self.open.values()):
+                self.end(ctx)
+            return True
+        ctx = self.open.get(cid)
+        if obj.get("close_context") is True:
+            if ctx is not None:
+                self.end(ctx)
+            return False
+        text = obj.get("text")
+        if text is None and obj.get("flush") is not True:
+            raise ProtocolError(
+                ErrorCode.MISSING_TEXT, 'send {"text": "..."} (or "flush", "close_context", "close_socket")', cid
+            )
+        if text is not None and not isinstance(text, str):
+            raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', cid)
+        if ctx is None:
+            if not self.multi and self._single_done:
+                raise ProtocolError(
+                    ErrorCode.INVALID_MESSAGE, "this stream has ended; open a new connection for more", cid
+                )
+            if text == "":
+                return False  # a keep-alive for a context not open: nothing to do
+            speed = _speed(obj.get("voice_settings"))
+            request = self.request if speed is None else replace(self.request, speed=speed)
+            ctx = self.start(cid, request)
+            if ctx is None:
+                return False
+            self._single_done = not self.multi
+            ctx.wire["pending"] = []
+        if text:
+            self.append(ctx, text)
+        if obj.get("flush") is True:
+            self.flush(ctx)
+        if text == "" and not self.multi:
+            self.end(ctx)  # stream-input: the empty text ends the stream (multi-stream: a keep-alive)
+        return False
+
+    def words_frame(self, ctx: Context, times: list[WordTime]) -> Frame | None:
+        ctx.wire["pending"] = ctx.wire.get("pending", []) + characters(times, bool(ctx.wire.get("said")))
+        ctx.wire["said"] = True
+        return None
+
+    def audio_frames(self, ctx: Context, data: bytes, samples: int) -> list[Frame]:
+        rate = self.service.sample_rate
+        start_ms = ctx.sent_samples * 1000 / rate
+        end_ms = start_ms + samples * 1000 / rate
+        pending: list[Char] = ctx.wire.get("pending", [])
+        now = [c for c in pending if c.start_ms < end_ms]
+        ctx.wire["pending"] = pending[len(now) :]
+        body: dict[str, Any] = {"audio": b64(data), "isFinal": None}
+        if now:
+            alignment = ws_alignment(now, start_ms, end_ms if not ctx.wire["pending"] else now[-1].end_ms)
+            body["alignment"] = alignment
+            body["normalizedAlignment"] = alignment
+        if self.multi:
+            body["contextId"] = ctx.id
+        return [json.dumps(body)]
+
+    def done_frame(self, ctx: Context) -> Frame | None:
+        body: dict[str, Any] = {"isFinal": True}
+        if self.multi:
+            body["contextId"] = ctx.id
+        return json.dumps(body)
+
+    def cancelled_frame(self, ctx: Context) -> Frame | None:
+        return self.done_frame(ctx)
+
+    def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
+        return ws_error(error, context_id if self.multi else None)
+
+    def after_answer(self, ctx: Context) -> bool:
+        return not self.multi
+
+
+async def stream_input(ws: WebSocket) -> None:
+    await serve(ws, lambda ws, service, cid: ElevenLabsSocket(ws, service, cid, multi=False), _refusal)
+
+
+async def multi_stream_input(ws: WebSocket) -> None:
+    await serve(ws, lambda ws, service, cid: ElevenLabsSocket(ws, service, cid, multi=True), _refusal)
+
+
+def _refusal(error: ProtocolError) -> Frame:
+    return ws_error(error, None)
+
+
+# --- HTTP -----------------------------------------------------------------------------------------------
+
+
+def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
+    status = error.http_status
+    body = {"detail": {"status": STATUS.get(status, str(error.code)), "message": error.message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _parser(request: Request) -> Any:
+    def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, None]:
+        text = obj.get("text")
+        if not isinstance(text, str):
+            raise ProtocolError(ErrorCode.MISSING_TEXT, '"text" must be the text to speak, as a string')
+        check_text(text, service.config.limits)
+        voice_id = request.path_params.get("voice_id", "")
+        fmt = request.query_params.get("output_format")
+        return resolve(service, voice_id, fmt, text, obj.get("voice_settings"), obj.get("language_code")), None
+
+    return parse
+
+
+async def speech(request: Request) -> Response:
+    """``POST /v1/text-to-speech/{voice_id}`` and ``/stream``: the audio, streamed as it is made."""
+    started = await start_answer(request, _parser(request), render=http_error)
+    if isinstance(started, Response):
+        return started
+    resolved = started.resolved
+
+    async def body() -> AsyncGenerator[bytes]:
+        async with aclosing(encoded(resolved, started.first, started.pieces)) as chunks:
+            async for data in chunks:
+                if isinstance(data, bytes):
+                    yield data
+
+    media = "audio/mpeg" if resolved.format == "mp3" else "audio/basic" if resolved.format == "ulaw" else "audio/pcm"
+    config = started.service.config
+    return TimedStream(body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release)
+
+
+async def _timestamped(started: Any) -> AsyncGenerator[dict[str, Any]]:
+    """Audio chunks with the characters that start in them, times from the answer's start."""
+    pending: list[Char] = []
+    said = False
+    async with aclosing(encoded(started.resolved, started.first, started.pieces)) as chunks:
+        async for data in chunks:
+            if isinstance(data, Words):
+                pending += characters(data.times, said)
+                said = said or bool(data.times)
+                continue
+            yield {"audio_base64": b64(data), "alignment": http_alignment(pending), "normalized_alignment": http_alignment(pending)}
+            pending = []
+
+
+async def with_timestamps(request: Request) -> Response:
+    """``POST .../with-timestamps``: one JSON object (the whole audio and every character's time)."""
+    started = await start_answer(request, _parser(request), render=http_error)
+    if isinstance(started, Response):
+        return started
+    audio, chars = bytearray(), []
+    try:
+        async for chunk in _timestamped(started):
+            audio += base64.b64decode(chunk["audio_base64"])
+            chars.append(chunk["alignment"])
+    except ProtocolError as exc:
+        return http_error(exc)
+    finally:
+        started.release()
+    merged = {k: [v for a in chars for v in a[k]] for k in ("characters", "character_start_times_seconds", "character_end_times_seconds")}
+    return JSONResponse({"audio_base64": b64(bytes(audio)), "alignment": merged, "normalized_alignment": merged})
+
+
+async def stream_with_timestamps(request: Request) -> Response:
+    """``POST .../stream/with-timestamps``: a JSON object per line, as each chunk is made."""
+    started = await start_answer(request, _parser(request), render=http_error)
+    if isinstance(started, Response):
+        return started
+
+    async def body() -> AsyncGenerator[bytes]:
+        async for chunk in _timestamped(started):
+            yield (json.dumps(chunk) + "\n").encode()
+
+    config = started.service.config
+    return TimedStream(body(), "application/json", started.service.metrics, config.send_timeout_s, on_close=started.release)
+
+
+async def voices(request: Request) -> Response:
+    service = service_of(request)
+    if not authorized(request, service):
+        return http_error(UNAUTHORIZED)
+    if service is None:
+        return http_error(ProtocolError(ErrorCode.NOT_READY, "the server is starting"))
+    listed = [
+        {
+            "voice_id": v.name,
+            "name": v.name,
+            "category": "premade",
+            "labels": {"language": v.lang, "gender": v.gender},
+            "description": f"Kokoro-82M {v.language} {v.gender} voice",
+            "preview_url": None,
+        }
+        for v in service.engine.voices()
+    ]
+    return JSONResponse({"voices": listed, "has_more": False, "total_count": len(listed)})
+
+
+async def models(request: Request) -> Response:
+    """ElevenLabs' model list for its clients (they send ``xi-api-key``); OpenAI's otherwise."""
+    if "xi-api-key" not in request.headers:
+        return await openai_models(request)
+    if not authorized(request, service_of(request)):
+        return http_error(UNAUTHORIZED)
+    languages = [{"language_id": ours, "name": name} for ours, name in LANGUAGES.values()]
+    listed = [
+        {
+            "model_id": model_id,
+            "name": f"Kokoro-82M (answering for {model_id})",
+            "can_do_text_to_speech": True,
+            "can_do_voice_conversion": False,
+            "can_use_style": False,
+            "can_use_speaker_boost": False,
+            "serves_pro_voices": False,
+            "languages": languages,
+            "description": "Kokoro-82M served by streamvoice",
+        }
+        for model_id in ("kokoro", *MODEL_IDS)
+    ]
+    return JSONResponse(listed)
+
+
+ROUTES = [
+    WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", stream_input),
+    WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", multi_stream_input),
+    Route("/v1/text-to-speech/{voice_id}", speech, methods=["POST"]),
+    Route("/v1/text-to-speech/{voice_id}/stream", speech, methods=["POST"]),
+    Route("/v1/text-to-speech/{voice_id}/with-timestamps", with_timestamps, methods=["POST"]),
+    Route("/v1/text-to-speech/{voice_id}/stream/with-timestamps", stream_with_timestamps, methods=["POST"]),
+    Route("/v1/voices", voices, methods=["GET"]),
+    Route("/v1/models", models, methods=["GET"]),
+]

@@ -1,0 +1,140 @@
+"""LiveKit's own ElevenLabs, Cartesia and Deepgram plugins (1.8.9, unmodified), their base URL pointed at
+the real speech server: streamed word by word at an LLM's pace, one-shot, and barge-in."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import aiohttp
+import numpy as np
+import pytest
+from livekit.agents import APIConnectOptions
+from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
+from livekit.plugins import cartesia, deepgram, elevenlabs
+
+from streamvoice.bench.wer import word_error_rate
+from tests.helpers import RunningServer, start_speech_server
+
+TOKEN = "vendor-key"
+NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)
+REPLY = (
+    "Sure, I can help with that. I booked a table for two at the harbour restaurant, at eight tonight, "
+    "and I will send the details to your phone."
+)
+LONG = " ".join(["Let me read you the whole menu, from the starters to the desserts, one dish at a time."] * 6)
+
+
+@pytest.fixture(scope="module")
+def vendor_server(engine) -> Iterator[RunningServer]:  # type: ignore[no-untyped-def]
+    # Four listeners: a pooled connection keeps its slot between answers, as on a real deployment.
+    server = start_speech_server(engine, auth_token=TOKEN, admission_listeners=4)
+    yield server
+    server.stop()
+
+
+def plugins(url: str, http: aiohttp.ClientSession) -> dict[str, Any]:
+    """Each plugin as its README says to build it, only the base URL and the key changed."""
+    return {
+        "elevenlabs": elevenlabs.TTS(base_url=f"{url}/v1", api_key=TOKEN, http_session=http),
+        "cartesia": cartesia.TTS(base_url=url, api_key=TOKEN, http_session=http),
+        "deepgram": deepgram.TTS(base_url=f"{url}/v1/speak", api_key=TOKEN, http_session=http),
+    }
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def tokens(text: str) -> list[str]:
+    words = text.split(" ")
+    return [words[0]] + [" " + w for w in words[1:]]
+
+
+async def collect(stream: Any) -> tuple[np.ndarray, list[Any], float | None]:
+    pcm, words, first = bytearray(), [], None
+    async for event in stream:
+        if first is None and len(event.frame.data):
+            first = time.monotonic()
+        pcm += bytes(event.frame.data)
+        words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
+    return np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768, words, first
+
+
+async def stream_words(plugin: Any, text: str, pace_s: float = 0.1) -> tuple[np.ndarray, list[Any], float, float]:
+    stream = plugin.stream(conn_options=NO_RETRY)
+    reader = asyncio.create_task(collect(stream))
+    for token in tokens(text):
+        stream.push_text(token)
+        await asyncio.sleep(pace_s)
+    ended = time.monotonic()
+    stream.end_input()
+    audio, words, first = await reader
+    await stream.aclose()
+    assert first is not None
+    return audio, words, first, ended
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vendor", ["elevenlabs", "cartesia", "deepgram"])
+async def test_streamed_words_are_heard_before_the_text_ends(
+    vendor: str, vendor_server: RunningServer, http: aiohttp.ClientSession, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    plugin = plugins(vendor_server.url, http)[vendor]
+    audio, words, first, ended = await stream_words(plugin, REPLY)
+    await plugin.aclose()
+    assert first < ended, f"{vendor}: the first audio must come while the text is still being written"
+    heard = transcriber.transcribe(audio, plugin.sample_rate)
+    assert word_error_rate(REPLY, heard) < 0.2, heard
+    if vendor == "cartesia":  # word timestamps by default; they must sit where Whisper hears the words
+        ours = [(w.strip(), w.start_time * 1000) for w in words if w.strip()]
+        whisper = transcriber.words(audio, plugin.sample_rate)
+        assert [w for w, _ in ours][:4] == ["Sure,", "I", "can", "help"]
+        for (_, ours_ms), (_, whisper_ms, _) in zip(ours[:6], whisper[:6], strict=False):
+            assert abs(ours_ms - whisper_ms) < 350, (ours[:6], whisper[:6])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vendor", ["elevenlabs", "cartesia", "deepgram"])
+async def test_one_shot_synthesis(
+    vendor: str, vendor_server: RunningServer, http: aiohttp.ClientSession, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    plugin = plugins(vendor_server.url, http)[vendor]
+    async with plugin.synthesize(REPLY, conn_options=NO_RETRY) as chunked:
+        audio, _, _ = await collect(chunked)
+    await plugin.aclose()
+    heard = transcriber.transcribe(audio, plugin.sample_rate)
+    assert word_error_rate(REPLY, heard) < 0.2, heard
+
+
+async def onset(plugin: Any, text: str) -> float:
+    """Seconds from the first token to the first audio of a streamed answer."""
+    stream = plugin.stream(conn_options=NO_RETRY)
+    started = time.monotonic()
+    for token in tokens(text):
+        stream.push_text(token)
+    stream.end_input()
+    async for event in stream:
+        if len(event.frame.data):
+            break
+    first = time.monotonic() - started
+    await stream.aclose()
+    return first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vendor", ["elevenlabs", "cartesia", "deepgram"])
+async def test_barge_in_leaves_the_next_answer_as_fast_as_a_fresh_one(
+    vendor: str, vendor_server: RunningServer, http: aiohttp.ClientSession
+) -> None:
+    plugin = plugins(vendor_server.url, http)[vendor]
+    fresh = min([await onset(plugin, "Hello there, how can I help you today?") for _ in range(2)])
+    # A long answer, interrupted after its first audio (the framework closes the stream: LiveKit's barge-in).
+    await onset(plugin, LONG)
+    after = await onset(plugin, "Of course. What would you like instead?")
+    await plugin.aclose()
+    assert after < fresh * 1.5 + 0.25, f"{vendor}: after barge-in {after:.2f} s, fresh {fresh:.2f} s"
