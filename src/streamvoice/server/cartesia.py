@@ -18,7 +18,7 @@ Encodings ``pcm_s16le``, ``pcm_f32le``, ``pcm_mulaw``, ``pcm_alaw`` at the rate 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -291,7 +291,24 @@ async def voices(request: Request) -> Response:
         }
         for v in service.engine.voices()
     ]
-    return JSONResponse({"data": listed, "has_more": False, "next_page": None})
+    page, more = cursor_page(listed, request.query_params)
+    return JSONResponse({"data": page, "has_more": more, "next_page": page[-1]["id"] if more and page else None})
+
+
+def cursor_page(items: list[dict[str, Any]], query: Mapping[str, str]) -> tuple[list[dict[str, Any]], bool]:
+    """Cartesia's cursor pages: ``limit`` (1-100, default 10) after ``starting_after`` or before
+    ``ending_before`` (an id); its SDK walks them until a page comes back empty."""
+    raw = query.get("limit", "10")
+    limit = min(max(int(raw), 1), 100) if raw.isdigit() else 10
+    ids = [item["id"] for item in items]
+    if (after := query.get("starting_after")) is not None:
+        start = ids.index(after) + 1 if after in ids else len(items)
+        page = items[start : start + limit]
+        return page, start + limit < len(items)
+    if (before := query.get("ending_before")) is not None:
+        end = ids.index(before) if before in ids else 0
+        return items[max(0, end - limit) : end], end - limit > 0
+    return items[:limit], limit < len(items)
 
 
 ROUTES = [
