@@ -11,7 +11,7 @@ import asyncio
 import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse, StreamingResponse
@@ -38,9 +38,17 @@ def error_response(exc: ProtocolError, headers: dict[str, str] | None = None) ->
     return JSONResponse(body, status_code=exc.http_status, headers={**_retry_after(exc), **(headers or {})})
 
 
-async def send_json_error(send: Send, exc: ProtocolError) -> None:
-    """The same response, sent without a framework (from the guards, before any route)."""
-    body = json.dumps(error_body(exc.code, exc.message, exc.param, exc.http_status)).encode()
+ErrorShape = Callable[[ProtocolError], dict[str, Any]]
+
+
+def openai_shape(exc: ProtocolError) -> dict[str, Any]:
+    return error_body(exc.code, exc.message, exc.param, exc.http_status)
+
+
+async def send_json_error(send: Send, exc: ProtocolError, shape: ErrorShape = openai_shape) -> None:
+    """The same response, sent without a framework (from the guards, before any route), in the shape of
+    the route's wire."""
+    body = json.dumps(shape(exc)).encode()
     headers = [(k.encode(), v.encode()) for k, v in _retry_after(exc).items()]
     await send(
         {
@@ -122,26 +130,34 @@ class BodyLimit:
     """
 
     def __init__(
-        self, app: ASGIApp, max_bytes: int, token: str | None = None, timeout_s: float = 10.0
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        token: str | None = None,
+        timeout_s: float = 10.0,
+        shapes: Sequence[tuple[str, ErrorShape]] = (),
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.token = token
         self.timeout_s = timeout_s
+        self.shapes = shapes  # (path prefix, error shape): a vendor's routes answer in its own shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = scope.get("path", "")
+        shape = next((f for prefix, f in self.shapes if path.startswith(prefix)), openai_shape)
         declared = _header(scope, b"content-length")
         has_body = (declared not in (None, "0")) or _header(scope, b"transfer-encoding") is not None
         if has_body and self.token and not key_authorized(lambda h: _header(scope, h.encode()), self.token):
             await send_json_error(
-                send, ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+                send, ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"), shape
             )
             return
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send, declared)
+            await self._refuse(send, declared, shape)
             return
         chunks: list[bytes] = []
         size = 0
@@ -154,7 +170,7 @@ class BodyLimit:
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > self.max_bytes:
-                        await self._refuse(send, None)
+                        await self._refuse(send, None, shape)
                         return
                     chunks.append(chunk)
                     if not message.get("more_body", False):
@@ -166,6 +182,7 @@ class BodyLimit:
                     ErrorCode.TIMEOUT,
                     f"the request body did not arrive within {self.timeout_s:g} s; send it whole at once",
                 ),
+                shape,
             )
             return
         replayed = False
@@ -179,7 +196,7 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send, declared: str | None) -> None:
+    async def _refuse(self, send: Send, declared: str | None, shape: ErrorShape) -> None:
         size = f"{declared} bytes" if declared and declared.isdigit() else "larger than the limit"
         await send_json_error(
             send,
@@ -187,6 +204,7 @@ class BodyLimit:
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"request body is {size}; the limit is {self.max_bytes} bytes. Send less text per request.",
             ),
+            shape,
         )
 
 

@@ -120,6 +120,11 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
                 max_bytes=config.max_body_bytes,
                 token=config.auth_token,
                 timeout_s=config.body_timeout_s,
+                shapes=(
+                    ("/v1/text-to-speech/", elevenlabs.error_shape),
+                    ("/tts/", cartesia.error_shape),
+                    ("/v1/speak", deepgram.error_shape),
+                ),
             )
         ],
     )

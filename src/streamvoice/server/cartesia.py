@@ -148,7 +148,7 @@ class CartesiaSocket(ContextSocket):
         if not isinstance(transcript, str):
             raise ProtocolError(ErrorCode.INVALID_FIELD, '"transcript" must be a string', cid)
         if ctx is None:
-            if any(c.id == cid for c in self.answering):
+            if cid in self.closed:
                 raise ProtocolError(
                     ErrorCode.INVALID_MESSAGE,
                     f"context {cid[:64]!r} has ended (continue was false); use a new context_id",
@@ -208,9 +208,13 @@ async def websocket(ws: WebSocket) -> None:
 # --- HTTP -----------------------------------------------------------------------------------------------
 
 
+def error_shape(error: ProtocolError) -> dict[str, Any]:
+    title = str(error.code).replace("_", " ")
+    return {"error": error.message, "title": title, "error_code": str(error.code), "message": error.message}
+
+
 def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    body = {"error": error.message, "title": str(error.code).replace("_", " "), "error_code": str(error.code), "message": error.message}
-    return JSONResponse(body, status_code=error.http_status, headers=headers)
+    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
 
 
 def _parser(containers: tuple[str, ...]) -> Any:

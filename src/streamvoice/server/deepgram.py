@@ -169,9 +169,12 @@ async def websocket(ws: WebSocket) -> None:
     await serve(ws, DeepgramSocket, warning)
 
 
+def error_shape(error: ProtocolError) -> dict[str, Any]:
+    return {"err_code": str(error.code).upper(), "err_msg": error.message, "request_id": str(uuid.uuid4())}
+
+
 def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    body = {"err_code": str(error.code).upper(), "err_msg": error.message, "request_id": str(uuid.uuid4())}
-    return JSONResponse(body, status_code=error.http_status, headers=headers)
+    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
 
 
 async def speak(request: Request) -> Response:

@@ -262,10 +262,12 @@ def _refusal(error: ProtocolError) -> Frame:
 # --- HTTP -----------------------------------------------------------------------------------------------
 
 
+def error_shape(error: ProtocolError) -> dict[str, Any]:
+    return {"detail": {"status": STATUS.get(error.http_status, str(error.code)), "message": error.message}}
+
+
 def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    status = error.http_status
-    body = {"detail": {"status": STATUS.get(status, str(error.code)), "message": error.message}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
 
 
 def _parser(request: Request) -> Any:

@@ -52,6 +52,7 @@ from streamvoice.server.ws_output import AUDIO_FRAME_BYTES, Disconnected, WebSoc
 log = logging.getLogger("streamvoice.vendor")
 
 Frame = str | bytes
+CLOSED_IDS = 1024  # closed contexts remembered per connection, so a late message to one is told so
 
 
 @dataclass(eq=False)
@@ -92,7 +93,9 @@ class ContextSocket:
         self.utterances = service.utterances()
         self.open: dict[str, Context] = {}  # taking text
         self.answering: list[Context] = []  # every context not yet answered, in order
+        self.closed: dict[str, None] = {}  # ids of the last contexts closed (bounded: CLOSED_IDS), oldest first
         self._outbox: asyncio.Queue[Context | Frame | Closing | DrainCheck] = asyncio.Queue()
+        self._notices: asyncio.Queue[Frame] = asyncio.Queue()  # sent at once (``refuse``)
         self._started = time.monotonic()
         self._draining = False
         self.output = WebSocketOutput(
@@ -154,8 +157,12 @@ class ContextSocket:
             self._outbox.put_nowait(frame)
 
     def refuse(self, error: ProtocolError, context_id: str | None) -> None:
+        """Answer a refused frame or context now, not behind the answers queued: the vendors' wires name
+        the context in every message, so a refusal need not wait for other contexts' audio."""
         self.service.metrics.count_error(str(error.code))
-        self.send(self.error_frame(error, context_id))
+        frame = self.error_frame(error, context_id)
+        if frame is not None:
+            self._notices.put_nowait(frame)
 
     def start(self, cid: str, request: ResolvedRequest) -> Context | None:
         """Open a context (or answer why not, in the wire's shape, and return None)."""
@@ -214,7 +221,7 @@ class ContextSocket:
         """No more text for this context: what it has is spoken, then it is answered done."""
         ctx.utterance.end()
         self._disarm(ctx)
-        self.open.pop(ctx.id, None)
+        self._close(ctx)
 
     def cancel(self, cid: str | None = None) -> list[Context]:
         """Stop the context with this id (None: every one); those cancelled."""
@@ -222,8 +229,15 @@ class ContextSocket:
         contexts = [c for c in self.answering if c.utterance in cancelled]
         for ctx in contexts:
             self._disarm(ctx)
-            self.open.pop(ctx.id, None)
+            self._close(ctx)
         return contexts
+
+    def _close(self, ctx: Context) -> None:
+        if self.open.get(ctx.id) is ctx:
+            del self.open[ctx.id]
+        self.closed[ctx.id] = None
+        if len(self.closed) > CLOSED_IDS:
+            del self.closed[next(iter(self.closed))]
 
     def _arm(self, ctx: Context) -> None:
         self._disarm(ctx)
@@ -255,6 +269,7 @@ class ContextSocket:
         self.service.sessions.add(self)
         reader = asyncio.create_task(self._read_guarded(), name=f"read-{self.connection_id}")
         writer = asyncio.create_task(self._write_loop(), name=f"write-{self.connection_id}")
+        notices = asyncio.create_task(self._notice_loop(), name=f"notices-{self.connection_id}")
         try:
             done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
             if writer in done:
@@ -262,12 +277,12 @@ class ContextSocket:
             else:
                 await writer
         finally:
-            for task in (reader, writer):
+            for task in (reader, writer, notices):
                 task.cancel()
             self.cancel()
             for ctx in self.answering:
                 self._disarm(ctx)
-            await asyncio.gather(reader, writer, return_exceptions=True)
+            await asyncio.gather(reader, writer, notices, return_exceptions=True)
             self.service.sessions.discard(self)
             self.service.admission.leave(self)
 
@@ -297,7 +312,7 @@ class ContextSocket:
                 self.cancel()
                 await self._outbox.put(Closing(1000, "client went away"))
                 return
-            if self._outbox.qsize() > MAX_PENDING_REPLIES:
+            if self._outbox.qsize() + self._notices.qsize() > MAX_PENDING_REPLIES:
                 self.service.metrics.count_error("too_many_pending")
                 await self._outbox.put(Closing(1008, "too many unanswered frames"))
                 return
@@ -346,6 +361,13 @@ class ContextSocket:
                 if self.after_answer(item):
                     await self.output.close(1000, "stream ended")
                     return
+        except Disconnected:
+            self.cancel()
+
+    async def _notice_loop(self) -> None:
+        try:
+            while True:
+                await self.output.send(await self._notices.get())
         except Disconnected:
             self.cancel()
 
