@@ -63,7 +63,9 @@ async def json_frames(ws: Any, until: Any, timeout: float = 60) -> list[dict[str
                 return seen
 
 
-async def test_elevenlabs_bad_frames_are_answered_and_the_socket_goes_on(hostile_server: RunningServer) -> None:
+async def test_elevenlabs_bad_frames_are_answered_and_the_socket_goes_on(
+    hostile_server: RunningServer,
+) -> None:
     url = ws_url(hostile_server, "/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_16000")
     async with websockets.connect(url, additional_headers=KEY) as ws:
         await ws.send("x" * 20_000)  # over max_message_bytes
@@ -89,7 +91,9 @@ async def test_thousands_of_contexts_are_refused_one_by_one(hostile_server: Runn
         assert len(errors) >= 1000 - MAX_CONTEXTS - 10 and {e["error"] for e in errors} == {"queue_full"}
         for i in range(MAX_CONTEXTS):
             await ws.send(json.dumps({"context_id": f"c{i}", "close_context": True}))
-        finals = await json_frames(ws, lambda f: f.get("isFinal") and f.get("contextId") == f"c{MAX_CONTEXTS - 1}")
+        finals = await json_frames(
+            ws, lambda f: f.get("isFinal") and f.get("contextId") == f"c{MAX_CONTEXTS - 1}"
+        )
         assert sum(1 for f in finals if f.get("isFinal")) == MAX_CONTEXTS
     await wait_for(lambda: sessions(hostile_server) == 0, timeout=20)
 
@@ -100,8 +104,14 @@ async def test_a_context_never_closed_is_ended_as_it_stands(hostile_server: Runn
         "voice": {"mode": "id", "id": "af_heart"},
         "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16000},
     }
-    async with websockets.connect(ws_url(hostile_server, "/tts/websocket"), additional_headers={"X-API-Key": TOKEN}) as ws:
-        await ws.send(json.dumps({**body, "context_id": "open", "transcript": "I never say I am done", "continue": True}))
+    async with websockets.connect(
+        ws_url(hostile_server, "/tts/websocket"), additional_headers={"X-API-Key": TOKEN}
+    ) as ws:
+        await ws.send(
+            json.dumps(
+                {**body, "context_id": "open", "transcript": "I never say I am done", "continue": True}
+            )
+        )
         frames = await json_frames(ws, lambda f: f["type"] in ("done", "error"), timeout=30)  # timeout 1 s
         assert frames[-1] == {"type": "done", "done": True, "status_code": 206, "context_id": "open"}
         assert any(f["type"] == "chunk" for f in frames)
@@ -114,7 +124,9 @@ async def test_a_context_never_closed_is_ended_as_it_stands(hostile_server: Runn
         assert too_long[-1]["error_code"] in ("message_too_large", "text_too_long")
 
 
-async def test_deepgram_unknown_messages_warn_and_a_bare_flush_is_answered(hostile_server: RunningServer) -> None:
+async def test_deepgram_unknown_messages_warn_and_a_bare_flush_is_answered(
+    hostile_server: RunningServer,
+) -> None:
     async with websockets.connect(
         ws_url(hostile_server, "/v1/speak?model=af_heart&encoding=linear16&sample_rate=16000"),
         additional_headers={"Authorization": f"Token {TOKEN}"},
@@ -125,7 +137,9 @@ async def test_deepgram_unknown_messages_warn_and_a_bare_flush_is_answered(hosti
         await ws.send(json.dumps({"type": "Flush"}))
         frames = await json_frames(ws, lambda f: f["type"] == "Flushed")
         warnings = [f for f in frames if f["type"] == "Warning"]
-        assert [w["code"] for w in warnings] == ["UNKNOWN_TYPE", "MISSING_TEXT"] and frames[-1]["sequence_id"] == 0
+        assert [w["code"] for w in warnings] == ["UNKNOWN_TYPE", "MISSING_TEXT"] and frames[-1][
+            "sequence_id"
+        ] == 0
         await ws.send(json.dumps({"type": "Speak", "text": "A long answer that is cleared. " * 20}))
         await ws.send(json.dumps({"type": "Clear"}))
         cleared = await json_frames(ws, lambda f: f["type"] == "Cleared", timeout=20)
@@ -141,7 +155,9 @@ async def test_a_client_that_never_reads_is_closed_and_its_slot_freed(hostile_se
 
     sock.setsockopt(socket_module.SOL_SOCKET, socket_module.SO_RCVBUF, 4096)
     ws.transport.pause_reading()  # type: ignore[attr-defined]
-    await ws.send(json.dumps({"type": "Speak", "text": "A long answer for a client that reads nothing at all. " * 20}))
+    await ws.send(
+        json.dumps({"type": "Speak", "text": "A long answer for a client that reads nothing at all. " * 20})
+    )
     await ws.send(json.dumps({"type": "Flush"}))
     await wait_for(lambda: 'code="slow_consumer"' in metrics(hostile_server), timeout=90)
     await wait_for(lambda: sessions(hostile_server) == 0, timeout=20)
@@ -158,9 +174,15 @@ async def test_wrong_keys_are_refused_before_anything_starts(hostile_server: Run
             async with websockets.connect(ws_url(hostile_server, path), additional_headers=headers):
                 pass
         assert refused.value.response.status_code == 403
-    answer = httpx.post(hostile_server.url + "/v1/text-to-speech/af_heart", json={"text": "Hi."}, headers={"xi-api-key": "no"})
+    answer = httpx.post(
+        hostile_server.url + "/v1/text-to-speech/af_heart", json={"text": "Hi."}, headers={"xi-api-key": "no"}
+    )
     assert answer.status_code == 401 and answer.json()["detail"]["status"] == "invalid_api_key"
-    answer = httpx.post(hostile_server.url + "/v1/speak", json={"text": "Hi."}, headers={"Authorization": "Token no"})
+    answer = httpx.post(
+        hostile_server.url + "/v1/speak", json={"text": "Hi."}, headers={"Authorization": "Token no"}
+    )
     assert answer.status_code == 401 and "err_msg" in answer.json()
-    answer = httpx.post(hostile_server.url + "/tts/bytes", json={"transcript": "Hi."}, headers={"X-API-Key": "no"})
+    answer = httpx.post(
+        hostile_server.url + "/tts/bytes", json={"transcript": "Hi."}, headers={"X-API-Key": "no"}
+    )
     assert answer.status_code == 401 and answer.json()["error"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
@@ -24,7 +24,9 @@ REPLY = (
     "Sure, I can help with that. I booked a table for two at the harbour restaurant, at eight tonight, "
     "and I will send the details to your phone."
 )
-LONG = " ".join(["Let me read you the whole menu, from the starters to the desserts, one dish at a time."] * 6)
+LONG = " ".join(
+    ["Let me read you the whole menu, from the starters to the desserts, one dish at a time."] * 6
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,9 @@ async def collect(stream: Any) -> tuple[np.ndarray, list[Any], float | None]:
     return np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768, words, first
 
 
-async def stream_words(plugin: Any, text: str, pace_s: float = 0.1) -> tuple[np.ndarray, list[Any], float, float]:
+async def stream_words(
+    plugin: Any, text: str, pace_s: float = 0.1
+) -> tuple[np.ndarray, list[Any], float, float]:
     stream = plugin.stream(conn_options=NO_RETRY)
     reader = asyncio.create_task(collect(stream))
     for token in tokens(text):

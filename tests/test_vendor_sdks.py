@@ -58,7 +58,9 @@ def test_elevenlabs_sdk_convert_stream_and_timestamps(vendor_server: RunningServ
     client = ElevenLabs(base_url=vendor_server.url, api_key=TOKEN)
     audio = b"".join(client.text_to_speech.convert("af_heart", text=TEXT, output_format="pcm_16000"))
     assert word_error_rate(TEXT, transcriber.transcribe(pcm16(audio), 16_000)) < 0.2
-    streamed = b"".join(client.text_to_speech.stream("JBFqnCBsd6RMkjVDRZzb", text=TEXT, output_format="pcm_24000"))
+    streamed = b"".join(
+        client.text_to_speech.stream("JBFqnCBsd6RMkjVDRZzb", text=TEXT, output_format="pcm_24000")
+    )
     assert word_error_rate(TEXT, transcriber.transcribe(pcm16(streamed), 24_000)) < 0.2
     mp3 = b"".join(client.text_to_speech.convert("af_heart", text="Hello.", output_format="mp3_44100_128"))
     assert mp3[:3] == b"ID3" or mp3[0] == 0xFF
@@ -72,7 +74,9 @@ def test_elevenlabs_sdk_convert_stream_and_timestamps(vendor_server: RunningServ
     for (_, ours_s), (_, whisper_ms, _) in zip(ours[:6], whisper[:6], strict=False):
         assert abs(ours_s * 1000 - whisper_ms) < 350, (ours[:6], whisper[:6])
 
-    chunks = list(client.text_to_speech.stream_with_timestamps("af_heart", text=TEXT, output_format="pcm_24000"))
+    chunks = list(
+        client.text_to_speech.stream_with_timestamps("af_heart", text=TEXT, output_format="pcm_24000")
+    )
     assert len(chunks) > 1
     stream_chars = [c for chunk in chunks if chunk.alignment for c in chunk.alignment.characters]
     assert "".join(stream_chars).split() == TEXT.split()
@@ -84,7 +88,11 @@ def test_elevenlabs_sdk_voices_models_and_errors(vendor_server: RunningServer) -
     assert "af_heart" in {v.voice_id for v in voices} and len(voices) >= 54
     assert "kokoro" in {m.model_id for m in client.models.list()}
     with pytest.raises(ElevenLabsError) as refused:
-        b"".join(ElevenLabs(base_url=vendor_server.url, api_key="wrong").text_to_speech.convert("af_heart", text="Hi."))
+        b"".join(
+            ElevenLabs(base_url=vendor_server.url, api_key="wrong").text_to_speech.convert(
+                "af_heart", text="Hi."
+            )
+        )
     assert refused.value.status_code == 401
     with pytest.raises(ElevenLabsError) as bad:
         b"".join(client.text_to_speech.convert("af_heart", text="Hi.", output_format="pcm_11025"))
@@ -95,7 +103,9 @@ def test_elevenlabs_sdk_voices_models_and_errors(vendor_server: RunningServer) -
 
 
 def cartesia_client(server: RunningServer) -> Cartesia:
-    return Cartesia(api_key=TOKEN, base_url=server.url, websocket_base_url=server.url.replace("http", "ws", 1))
+    return Cartesia(
+        api_key=TOKEN, base_url=server.url, websocket_base_url=server.url.replace("http", "ws", 1)
+    )
 
 
 RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
@@ -139,7 +149,12 @@ def test_cartesia_sdk_voices_and_errors(vendor_server: RunningServer) -> None:
     assert "af_heart" in ids
     with client.tts.websocket_connect() as connection:
         ctx = connection.context(model_id="sonic-2", voice={"mode": "id", "id": "af_heart"})
-        ctx.send(transcript="Hello.", voice={"mode": "id", "id": "af_heart"}, output_format={**RAW, "sample_rate": 11025}, continue_=False)
+        ctx.send(
+            transcript="Hello.",
+            voice={"mode": "id", "id": "af_heart"},
+            output_format={**RAW, "sample_rate": 11025},
+            continue_=False,
+        )
         events = list(ctx.receive())
     assert events[-1].type == "error" and "sample_rate" in (events[-1].message or "")
 
@@ -159,7 +174,9 @@ def test_deepgram_sdk_rest_and_websocket(vendor_server: RunningServer, transcrib
 
     client = deepgram_client(vendor_server)
     audio = b"".join(
-        client.speak.v1.audio.generate(text=TEXT, model="aura-2-thalia-en", encoding="linear16", container="none")
+        client.speak.v1.audio.generate(
+            text=TEXT, model="aura-2-thalia-en", encoding="linear16", container="none"
+        )
     )
     assert word_error_rate(TEXT, transcriber.transcribe(pcm16(audio))) < 0.2
 

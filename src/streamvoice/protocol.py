@@ -8,11 +8,11 @@ JSON object; anything else is audio. Raw PCM may start with ``{`` (0x7b), so a f
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import hmac
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any

@@ -51,7 +51,9 @@ def _bad(message: str) -> ProtocolError:
 def output_format(raw: object, containers: tuple[str, ...] = ("raw",)) -> tuple[str, int]:
     """Cartesia's ``output_format`` object as (our format, rate)."""
     if not isinstance(raw, dict):
-        raise _bad('"output_format" must be {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}')
+        raise _bad(
+            '"output_format" must be {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}'
+        )
     container = raw.get("container", "raw")
     if container not in containers:
         raise _bad(f'"output_format.container" must be one of {", ".join(containers)}')
@@ -98,11 +100,20 @@ def _speed(obj: dict[str, Any]) -> float | None:
     return validate_speed(raw)
 
 
-def resolve(service: SpeechService, obj: dict[str, Any], text: str = "", containers: tuple[str, ...] = ("raw",)) -> ResolvedRequest:
+def resolve(
+    service: SpeechService, obj: dict[str, Any], text: str = "", containers: tuple[str, ...] = ("raw",)
+) -> ResolvedRequest:
     fmt, rate = output_format(obj.get("output_format"), containers)
     voice = service.vendor_voices.resolve(_voice(obj.get("voice")), VENDOR)
     return service.requests.resolve(
-        text, SessionDefaults(), voice, _speed(obj), fmt, _lang(obj.get("language")), sample_rate=rate, ssml=False
+        text,
+        SessionDefaults(),
+        voice,
+        _speed(obj),
+        fmt,
+        _lang(obj.get("language")),
+        sample_rate=rate,
+        ssml=False,
     )
 
 
@@ -242,7 +253,9 @@ async def tts_bytes(request: Request) -> Response:
 
     media = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(resolved.format, "application/octet-stream")
     config = started.service.config
-    return TimedStream(body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release)
+    return TimedStream(
+        body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release
+    )
 
 
 async def tts_sse(request: Request) -> Response:
@@ -258,18 +271,33 @@ async def tts_sse(request: Request) -> Response:
                     if isinstance(data, Words):
                         if started.parsed and data.times:
                             yield sse_event(
-                                {"type": "timestamps", "done": False, "status_code": 206, "word_timestamps": timestamps(data.times)}
+                                {
+                                    "type": "timestamps",
+                                    "done": False,
+                                    "status_code": 206,
+                                    "word_timestamps": timestamps(data.times),
+                                }
                             )
                         continue
                     step = round(len(data) * 1000 / max(rate, 1), 1)
-                    yield sse_event({"type": "chunk", "data": b64(data), "done": False, "status_code": 206, "step_time": step})
+                    yield sse_event(
+                        {
+                            "type": "chunk",
+                            "data": b64(data),
+                            "done": False,
+                            "status_code": 206,
+                            "step_time": step,
+                        }
+                    )
         except ProtocolError as exc:
             yield sse_event({**error_event(exc, None), "request_id": ""})
             return
         yield sse_event({"type": "done", "done": True, "status_code": 200})
 
     config = started.service.config
-    return TimedStream(body(), "text/event-stream", started.service.metrics, config.send_timeout_s, on_close=started.release)
+    return TimedStream(
+        body(), "text/event-stream", started.service.metrics, config.send_timeout_s, on_close=started.release
+    )
 
 
 async def voices(request: Request) -> Response:
@@ -278,7 +306,7 @@ async def voices(request: Request) -> Response:
         return http_error(UNAUTHORIZED)
     if service is None:
         return http_error(ProtocolError(ErrorCode.NOT_READY, "the server is starting"))
-    listed = [
+    listed: list[dict[str, Any]] = [
         {
             "id": v.name,
             "name": v.name,
@@ -296,7 +324,9 @@ async def voices(request: Request) -> Response:
         for v in service.engine.voices()
     ]
     page, more = cursor_page(listed, request.query_params)
-    return JSONResponse({"data": page, "has_more": more, "next_page": page[-1]["id"] if more and page else None})
+    return JSONResponse(
+        {"data": page, "has_more": more, "next_page": page[-1]["id"] if more and page else None}
+    )
 
 
 def cursor_page(items: list[dict[str, Any]], query: Mapping[str, str]) -> tuple[list[dict[str, Any]], bool]:

@@ -39,7 +39,13 @@ VENDOR = "Deepgram"
 DEFAULT_MODEL = "aura-2-thalia-en"
 WS_ENCODINGS = {"linear16": "pcm", "mulaw": "ulaw", "alaw": "alaw"}
 HTTP_ENCODINGS = {**WS_ENCODINGS, "mp3": "mp3", "opus": "opus", "flac": "flac", "aac": "aac"}
-MEDIA = {"mp3": "audio/mpeg", "opus": "audio/ogg", "flac": "audio/flac", "aac": "audio/aac", "wav": "audio/wav"}
+MEDIA = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "flac": "audio/flac",
+    "aac": "audio/aac",
+    "wav": "audio/wav",
+}
 
 
 def _bad(message: str, param: str) -> ProtocolError:
@@ -64,7 +70,9 @@ def _lang(model: str) -> str | None:
     return None
 
 
-def resolve(service: SpeechService, query: Mapping[str, str], websocket: bool, text: str = "") -> tuple[ResolvedRequest, bool]:
+def resolve(
+    service: SpeechService, query: Mapping[str, str], websocket: bool, text: str = ""
+) -> tuple[ResolvedRequest, bool]:
     """The request a connection's (or a call's) query describes; and whether to wrap it in WAV."""
     encodings = WS_ENCODINGS if websocket else HTTP_ENCODINGS
     encoding = query.get("encoding") or ("linear16" if websocket else "mp3")
@@ -75,7 +83,9 @@ def resolve(service: SpeechService, query: Mapping[str, str], websocket: bool, t
     if container not in ("none", "wav", "ogg"):
         raise _bad("container must be none or wav", "container")
     wav = fmt == "pcm" and container == "wav"
-    default_rate = 8000 if fmt in ("ulaw", "alaw") else 22050 if fmt == "mp3" else 48000 if fmt == "opus" else 24000
+    default_rate = (
+        8000 if fmt in ("ulaw", "alaw") else 22050 if fmt == "mp3" else 48000 if fmt == "opus" else 24000
+    )
     rate = _rate(query, default_rate)
     model = query.get("model") or DEFAULT_MODEL
     voice = service.vendor_voices.resolve(model, VENDOR)
@@ -149,7 +159,8 @@ class DeepgramSocket(ContextSocket):
                 return True
             case _:
                 raise ProtocolError(
-                    ErrorCode.UNKNOWN_TYPE, f'"type" {str(kind)[:32]!r} is not one of Speak, Flush, Clear, Close'
+                    ErrorCode.UNKNOWN_TYPE,
+                    f'"type" {str(kind)[:32]!r} is not one of Speak, Flush, Clear, Close',
                 )
         return False
 
@@ -197,9 +208,14 @@ async def speak(request: Request) -> Response:
                     yield data
 
     media = MEDIA.get(resolved.format, "application/octet-stream")
-    headers = {"dg-request-id": str(uuid.uuid4()), "dg-model-name": request.query_params.get("model") or DEFAULT_MODEL}
+    headers = {
+        "dg-request-id": str(uuid.uuid4()),
+        "dg-model-name": request.query_params.get("model") or DEFAULT_MODEL,
+    }
     config = started.service.config
-    return TimedStream(body(), media, started.service.metrics, config.send_timeout_s, headers, started.release)
+    return TimedStream(
+        body(), media, started.service.metrics, config.send_timeout_s, headers, started.release
+    )
 
 
 ROUTES = [

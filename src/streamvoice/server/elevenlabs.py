@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
@@ -90,12 +90,24 @@ def _speed(settings: object) -> float | None:
 
 
 def resolve(
-    service: SpeechService, voice_id: str, fmt: str | None, text: str = "", settings: object = None, lang: object = None
+    service: SpeechService,
+    voice_id: str,
+    fmt: str | None,
+    text: str = "",
+    settings: object = None,
+    lang: object = None,
 ) -> ResolvedRequest:
     our_format, rate = output_format(fmt)
     voice = service.vendor_voices.resolve(voice_id, VENDOR)
     return service.requests.resolve(
-        text, SessionDefaults(), voice, _speed(settings), our_format, _lang(lang), sample_rate=rate, ssml=False
+        text,
+        SessionDefaults(),
+        voice,
+        _speed(settings),
+        our_format,
+        _lang(lang),
+        sample_rate=rate,
+        ssml=False,
     )
 
 
@@ -173,8 +185,8 @@ class ElevenLabsSocket(ContextSocket):
         cid = obj.get("context_id", obj.get("contextId")) if self.multi else "0"
         cid = str(cid)[:128] if cid is not None else "default"
         if obj.get("close_socket") is True:
-            for ctx in list(self.open.values()):
-                self.end(ctx)
+            for open_ctx in list(self.open.values()):
+                self.end(open_ctx)
             return True
         ctx = self.open.get(cid)
         if obj.get("close_context") is True:
@@ -184,7 +196,9 @@ class ElevenLabsSocket(ContextSocket):
         text = obj.get("text")
         if text is None and obj.get("flush") is not True:
             raise ProtocolError(
-                ErrorCode.MISSING_TEXT, 'send {"text": "..."} (or "flush", "close_context", "close_socket")', cid
+                ErrorCode.MISSING_TEXT,
+                'send {"text": "..."} (or "flush", "close_context", "close_socket")',
+                cid,
             )
         if text is not None and not isinstance(text, str):
             raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', cid)
@@ -278,7 +292,9 @@ def _parser(request: Request) -> Any:
         check_text(text, service.config.limits)
         voice_id = request.path_params.get("voice_id", "")
         fmt = request.query_params.get("output_format")
-        return resolve(service, voice_id, fmt, text, obj.get("voice_settings"), obj.get("language_code")), None
+        return resolve(
+            service, voice_id, fmt, text, obj.get("voice_settings"), obj.get("language_code")
+        ), None
 
     return parse
 
@@ -296,9 +312,17 @@ async def speech(request: Request) -> Response:
                 if isinstance(data, bytes):
                     yield data
 
-    media = "audio/mpeg" if resolved.format == "mp3" else "audio/basic" if resolved.format == "ulaw" else "audio/pcm"
+    media = (
+        "audio/mpeg"
+        if resolved.format == "mp3"
+        else "audio/basic"
+        if resolved.format == "ulaw"
+        else "audio/pcm"
+    )
     config = started.service.config
-    return TimedStream(body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release)
+    return TimedStream(
+        body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release
+    )
 
 
 async def _timestamped(started: Any) -> AsyncGenerator[dict[str, Any]]:
@@ -311,7 +335,11 @@ async def _timestamped(started: Any) -> AsyncGenerator[dict[str, Any]]:
                 pending += characters(data.times, said)
                 said = said or bool(data.times)
                 continue
-            yield {"audio_base64": b64(data), "alignment": http_alignment(pending), "normalized_alignment": http_alignment(pending)}
+            yield {
+                "audio_base64": b64(data),
+                "alignment": http_alignment(pending),
+                "normalized_alignment": http_alignment(pending),
+            }
             pending = []
 
 
@@ -329,8 +357,13 @@ async def with_timestamps(request: Request) -> Response:
         return http_error(exc)
     finally:
         started.release()
-    merged = {k: [v for a in chars for v in a[k]] for k in ("characters", "character_start_times_seconds", "character_end_times_seconds")}
-    return JSONResponse({"audio_base64": b64(bytes(audio)), "alignment": merged, "normalized_alignment": merged})
+    merged = {
+        k: [v for a in chars for v in a[k]]
+        for k in ("characters", "character_start_times_seconds", "character_end_times_seconds")
+    }
+    return JSONResponse(
+        {"audio_base64": b64(bytes(audio)), "alignment": merged, "normalized_alignment": merged}
+    )
 
 
 async def stream_with_timestamps(request: Request) -> Response:
@@ -344,7 +377,9 @@ async def stream_with_timestamps(request: Request) -> Response:
             yield (json.dumps(chunk) + "\n").encode()
 
     config = started.service.config
-    return TimedStream(body(), "application/json", started.service.metrics, config.send_timeout_s, on_close=started.release)
+    return TimedStream(
+        body(), "application/json", started.service.metrics, config.send_timeout_s, on_close=started.release
+    )
 
 
 async def voices(request: Request) -> Response:

@@ -93,7 +93,9 @@ class ContextSocket:
         self.utterances = service.utterances()
         self.open: dict[str, Context] = {}  # taking text
         self.answering: list[Context] = []  # every context not yet answered, in order
-        self.closed: dict[str, None] = {}  # ids of the last contexts closed (bounded: CLOSED_IDS), oldest first
+        self.closed: dict[
+            str, None
+        ] = {}  # ids of the last contexts closed (bounded: CLOSED_IDS), oldest first
         self._outbox: asyncio.Queue[Context | Frame | Closing | DrainCheck] = asyncio.Queue()
         self._notices: asyncio.Queue[Frame] = asyncio.Queue()  # sent at once (``refuse``)
         self._started = time.monotonic()
@@ -252,7 +254,9 @@ class ContextSocket:
     def _went_quiet(self, ctx: Context) -> None:
         ctx.timer = None
         if ctx.taking_text:
-            log.info("%s=%s: context %s had no text for a while; ended", self.name, self.connection_id, ctx.id)
+            log.info(
+                "%s=%s: context %s had no text for a while; ended", self.name, self.connection_id, ctx.id
+            )
             self.end(ctx)
 
     async def _gate(self, previous: Context | None) -> None:

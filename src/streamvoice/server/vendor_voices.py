@@ -57,7 +57,9 @@ class VendorVoices:
             try:
                 self.engine.parse_voice(ours)
             except VoiceError as exc:
-                raise ValueError(f"STREAMVOICE_VENDOR_VOICES_FILE: {vendor_id!r} -> {ours!r}: {exc}") from None
+                raise ValueError(
+                    f"STREAMVOICE_VENDOR_VOICES_FILE: {vendor_id!r} -> {ours!r}: {exc}"
+                ) from None
 
     def resolve(self, raw: object, vendor: str, default: str = DEFAULT_VOICE) -> str:
         """Our voice for a vendor's voice field."""
