@@ -114,3 +114,40 @@ async def test_barge_in_cuts_the_answer_and_the_next_is_spoken(
     first, last = contexts[0], contexts[-1]
     assert seconds(first) < 15.0  # the long reply is ~30 s: cut at the barge-in
     assert 0.8 < seconds(last) < 4.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vendor", ["elevenlabs", "cartesia", "deepgram"])
+async def test_the_http_services_speak_a_sentence(vendor: str, speech_server: RunningServer) -> None:
+    import aiohttp
+    from pipecat.services.cartesia.tts import CartesiaHttpTTSService
+    from pipecat.services.deepgram.tts import DeepgramHttpTTSService
+    from pipecat.services.elevenlabs.tts import ElevenLabsHttpTTSService
+
+    async with aiohttp.ClientSession() as http:
+        url = speech_server.url
+        tts = {
+            "elevenlabs": lambda: ElevenLabsHttpTTSService(
+                api_key="key",
+                base_url=url,
+                aiohttp_session=http,
+                settings=ElevenLabsHttpTTSService.Settings(voice="af_heart"),
+            ),
+            "cartesia": lambda: CartesiaHttpTTSService(
+                api_key="key",
+                base_url=url,
+                aiohttp_session=http,
+                settings=CartesiaHttpTTSService.Settings(voice="af_heart"),
+            ),
+            "deepgram": lambda: DeepgramHttpTTSService(
+                api_key="key",
+                base_url=url,
+                aiohttp_session=http,
+                settings=DeepgramHttpTTSService.Settings(voice="af_heart"),
+            ),
+        }[vendor]()
+        down, _ = await run_test(tts, frames_to_send=[TTSSpeakFrame(REPLY)], start_timeout=START)
+    assert not [f for f in down if isinstance(f, ErrorFrame)], [f for f in down if isinstance(f, ErrorFrame)]
+    assert 3.0 < seconds(down) < 9.0
+    if vendor == "elevenlabs":  # character times from /stream/with-timestamps
+        assert [f.text.strip() for f in down if isinstance(f, TTSTextFrame)] == REPLY.split()

@@ -6,7 +6,8 @@ One server (the model, scheduler and Wyoming listener in one process, as ``strea
 - *whole text*: the reply arrives in one request (session message, ``POST /invocations``, OpenAI raw and
   SSE, Kokoro-FastAPI captioned speech, Wyoming ``synthesize``); timed from the request.
 - *streamed text*: the reply arrives as an LLM writes it, word by word at ``--tokens-per-s`` (Wyoming's
-  streaming events as Home Assistant sends them, the LiveKit plugin's ``stream()``); timed from the first
+  streaming events as Home Assistant sends them, the LiveKit plugin's ``stream()``, the session protocol's
+  streamed message, and the ElevenLabs, Cartesia and Deepgram wires as their SDKs send them); timed from the first
   word, with when the last word was sent beside it: speech that starts before the text ends is the point.
 
     python -m streamvoice.bench.integrations [--trials N] [--tokens-per-s R]
@@ -183,6 +184,131 @@ async def livekit_stream(url: str, _: int, rate: float) -> Trial:
     return started, arrivals, bytes(pcm), text_done
 
 
+# A frame from the server: audio bytes it carries (None: none), and whether the answer is done.
+Reading = Callable[[str | bytes], tuple[bytes | None, bool]]
+
+
+async def _streamed_ws(
+    url: str,
+    headers: dict[str, str],
+    first: list[str],
+    each: Callable[[str], str],
+    last: list[str],
+    read: Reading,
+    rate: float,
+) -> Trial:
+    """The reply written word by word into a WebSocket wire (raw frames, as its SDK sends them)."""
+    import websockets
+
+    arrivals: Arrivals = []
+    pcm = bytearray()
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+
+        async def reader() -> None:
+            async for frame in ws:
+                audio, done = read(frame)
+                if audio:
+                    arrivals.append((time.perf_counter(), len(audio)))
+                    pcm.extend(audio)
+                if done:
+                    return
+
+        task = asyncio.create_task(reader())
+        started = time.perf_counter()
+        for frame in first:
+            await ws.send(frame)
+        for word in words():
+            await ws.send(each(word))
+            await asyncio.sleep(1.0 / rate)
+        text_done = time.perf_counter()
+        for frame in last:
+            await ws.send(frame)
+        await asyncio.wait_for(task, 120)
+    return started, arrivals, bytes(pcm), text_done
+
+
+def _ws(url: str) -> str:
+    return url.replace("http", "ws", 1)
+
+
+async def session_streamed(url: str, _: int, rate: float) -> Trial:
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        if isinstance(frame, bytes):
+            return frame, False
+        return None, json.loads(frame).get("type") in ("synthesis_complete", "error")
+
+    return await _streamed_ws(
+        _ws(url) + "/invocations-bidirectional-stream",
+        {},
+        [json.dumps({"type": "synthesize", "stream": True, "id": "r", "text": "", "format": "pcm"})],
+        lambda w: json.dumps({"type": "append", "id": "r", "text": w}),
+        [json.dumps({"type": "end", "id": "r"})],
+        read,
+        rate,
+    )
+
+
+async def elevenlabs_streamed(url: str, _: int, rate: float) -> Trial:
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        body = json.loads(frame)
+        return (base64.b64decode(body["audio"]) if body.get("audio") else None), body.get("isFinal") is True
+
+    path = "/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_24000"
+    return await _streamed_ws(
+        _ws(url) + path,
+        {"xi-api-key": "bench"},
+        [json.dumps({"text": " ", "context_id": "r"})],
+        lambda w: json.dumps({"text": w, "context_id": "r"}),
+        [
+            json.dumps({"text": "", "context_id": "r", "flush": True}),
+            json.dumps({"context_id": "r", "close_context": True}),
+        ],
+        read,
+        rate,
+    )
+
+
+async def cartesia_streamed(url: str, _: int, rate: float) -> Trial:
+    base = {
+        "model_id": "sonic-2",
+        "context_id": "r",
+        "voice": {"mode": "id", "id": "af_heart"},
+        "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000},
+    }
+
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        body = json.loads(frame)
+        audio = base64.b64decode(body["data"]) if body.get("type") == "chunk" else None
+        return audio, body.get("type") in ("done", "error")
+
+    return await _streamed_ws(
+        _ws(url) + "/tts/websocket",
+        {"X-API-Key": "bench"},
+        [],
+        lambda w: json.dumps({**base, "transcript": w, "continue": True}),
+        [json.dumps({**base, "transcript": "", "continue": False})],
+        read,
+        rate,
+    )
+
+
+async def deepgram_streamed(url: str, _: int, rate: float) -> Trial:
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        if isinstance(frame, bytes):
+            return frame, False
+        return None, json.loads(frame).get("type") == "Flushed"
+
+    return await _streamed_ws(
+        _ws(url) + "/v1/speak?model=af_heart&encoding=linear16&sample_rate=24000",
+        {"Authorization": "Token bench"},
+        [],
+        lambda w: json.dumps({"type": "Speak", "text": w}),
+        [json.dumps({"type": "Flush"})],
+        read,
+        rate,
+    )
+
+
 SURFACES: list[tuple[str, str, Callable[[str, int, float], Awaitable[Trial]]]] = [
     ("whole text", "session (WebSocket)", session),
     ("whole text", "POST /invocations", invocations),
@@ -192,6 +318,10 @@ SURFACES: list[tuple[str, str, Callable[[str, int, float], Awaitable[Trial]]]] =
     ("whole text", "Wyoming synthesize", wyoming_one_shot),
     ("streamed text", "Wyoming streaming (Home Assistant order)", wyoming_streaming),
     ("streamed text", "LiveKit plugin stream()", livekit_stream),
+    ("streamed text", "session, streamed text (append)", session_streamed),
+    ("streamed text", "ElevenLabs multi-stream-input", elevenlabs_streamed),
+    ("streamed text", "Cartesia /tts/websocket (continue)", cartesia_streamed),
+    ("streamed text", "Deepgram /v1/speak (Speak, Flush)", deepgram_streamed),
 ]
 
 
