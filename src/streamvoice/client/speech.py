@@ -114,8 +114,8 @@ class SpeechClient:
     async def send(self, payload: dict[str, Any], binary: bool = False) -> None:
         text = json.dumps(payload)
         kind = payload.get("type", "synthesize" if "text" in payload else None)
-        if kind == "synthesize" and isinstance(payload.get("id"), str):
-            self._unanswered[payload["id"]] = text
+        if kind == "synthesize" and isinstance(payload.get("id"), str) and not payload.get("stream"):
+            self._unanswered[payload["id"]] = text  # a streamed message's text is not kept: not replayed
         elif kind == "configure":
             self._configures = [*self._configures, text][-MAX_REPLAYED_CONFIGURES:]
         try:
@@ -136,9 +136,14 @@ class SpeechClient:
         lang: str | None = None,
         id: str | None = None,
         binary: bool = False,
+        stream: bool = False,
     ) -> str:
+        """Send a message; ``stream=True`` opens a streamed one: more text follows with ``append``, then
+        ``end`` (the server cuts it into pieces as it arrives: its chunker, its quiet cut)."""
         msg_id = id or f"m{next(self._ids)}"
         payload: dict[str, Any] = {"type": "synthesize", "text": text, "id": msg_id}
+        if stream:
+            payload["stream"] = True
         options = (
             ("voice", voice),
             ("speed", speed),
@@ -151,6 +156,18 @@ class SpeechClient:
                 payload[key] = value
         await self.send(payload, binary)
         return msg_id
+
+    async def append(self, id: str, text: str) -> None:
+        """More text for the streamed message ``id`` (an LLM's tokens as they arrive)."""
+        await self.send({"type": "append", "id": id, "text": text})
+
+    async def flush(self, id: str) -> None:
+        """Speak what the streamed message ``id`` has buffered now; more text may follow."""
+        await self.send({"type": "flush", "id": id})
+
+    async def end(self, id: str) -> None:
+        """The streamed message ``id`` has all its text."""
+        await self.send({"type": "end", "id": id})
 
     async def configure(self, **options: Any) -> None:
         await self.send({"type": "configure", **options})

@@ -1,8 +1,8 @@
 """A LiveKit Agents TTS plugin: ``streamvoice.integrations.livekit.TTS`` (extra ``livekit``).
 
-``stream()`` keeps one speech session per stream: tokens pushed with ``push_text`` go through the
-incremental chunker, each piece enters the session the moment it is complete, and audio reaches the
-emitter as the server decodes it, with each word's time (``aligned_transcript``) so LiveKit's transcript
+``stream()`` keeps one speech session per stream: tokens pushed with ``push_text`` go to the server as one
+streamed message (``append``), which the server cuts into pieces as they arrive (its chunker and quiet cut,
+no chunker here), and audio reaches the emitter as the server decodes it, with each word's time (``aligned_transcript``) so LiveKit's transcript
 follows what the listener hears. ``synthesize()`` uses the server's streamed HTTP route.
 Interrupting a stream closes its own session, which cancels only its own messages.
 
@@ -32,9 +32,7 @@ from livekit.agents import (
 from livekit.agents.types import TimedString
 
 from streamvoice.client import AudioChunk, SpeechClient
-from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.protocol import SAMPLE_RATE
-from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 
 FRAME_MS = 20  # the emitter's frame: WebRTC's, so the first frame leaves with the first decoded window
 RETRYABLE = {"server_busy", "not_ready", "going_away", "queue_full"}
@@ -169,25 +167,30 @@ class SynthesizeStream(tts.SynthesizeStream):
             await client.aclose()
 
     async def _send(self, client: SpeechClient, state: _Segment) -> None:
-        chunker = IncrementalSentenceChunker(FAST_FIRST)
+        """The pushed tokens as one streamed message: the server cuts it into pieces as they arrive (its
+        chunker and quiet cut, the same as every surface's); LiveKit's flush speaks what is buffered."""
         options = self._plugin.options()
+        msg_id: str | None = None
+        waiting = ""  # text before the first letter or digit: a message of only that would be refused
 
-        async def send(pieces: list[str]) -> None:
-            for piece in pieces:
-                if not any(ch.isalnum() for ch in piece):
+        async for data in self._input_ch:
+            if isinstance(data, self._FlushSentinel):
+                if msg_id is not None:
+                    await client.flush(msg_id)
+                continue
+            assert isinstance(data, str)
+            if msg_id is None:
+                waiting += data
+                if not any(ch.isalnum() for ch in waiting):
                     continue
                 state.start()
                 self._mark_started()
-                state.pending.add(await client.synthesize(piece, **options))
-
-        async for data in with_quiet(self._input_ch):
-            if data is QUIET:  # the LLM stopped after a finished sentence: say it now
-                await send(chunker.quiet())
-            elif isinstance(data, self._FlushSentinel):
-                await send(chunker.flush())
+                msg_id = await client.synthesize(waiting, stream=True, **options)
+                state.pending.add(msg_id)
             else:
-                await send(chunker.feed(data))  # type: ignore[arg-type]
-        await send(chunker.flush())
+                await client.append(msg_id, data)
+        if msg_id is not None:
+            await client.end(msg_id)
         state.input_done = True
         state.check_done()
 
