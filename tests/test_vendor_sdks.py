@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,3 +196,76 @@ def test_deepgram_sdk_rest_and_websocket(vendor_server: RunningServer, transcrib
                 break
     assert kinds[0] == "Metadata"
     assert word_error_rate(TEXT, transcriber.transcribe(pcm16(bytes(pcm)), 16_000)) < 0.2
+
+
+# --- ElevenLabs' convert_realtime: stream-input over TLS ------------------------------------------------
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1, made here: the SDK dials wss:// whatever its base URL says."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.slow
+def test_elevenlabs_sdk_convert_realtime_over_tls(engine, tmp_path: Path, monkeypatch, transcriber) -> None:  # type: ignore[no-untyped-def]
+    from streamvoice.asgi import free_port
+    from streamvoice.server.config import ServerConfig
+    from streamvoice.server.runner import build_server
+
+    cert, key = self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the SDK's default TLS context trusts it
+    port = free_port()
+    drainer = build_server(
+        ServerConfig(port=port, auth_token=TOKEN, admission_listeners=4),
+        engine,
+        log_level="warning",
+        ssl_certfile=str(cert),
+        ssl_keyfile=str(key),
+    )
+    server = RunningServer(drainer.app, port, server=drainer.server)
+    server.url = f"https://127.0.0.1:{port}"
+    server.start()
+    try:
+        client = ElevenLabs(base_url=server.url, api_key=TOKEN)
+        words = TEXT.split(" ")
+        tokens = iter([words[0]] + [" " + w for w in words[1:]])
+        audio = b"".join(
+            client.text_to_speech.convert_realtime(
+                voice_id="af_heart", text=tokens, output_format="pcm_24000"
+            )
+        )
+    finally:
+        server.stop()
+    assert word_error_rate(TEXT, transcriber.transcribe(pcm16(audio))) < 0.2
