@@ -35,7 +35,7 @@ from streamvoice.server.http_front import start_answer
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import TimedStream, encoded, sse_event
+from streamvoice.server.streams import encoded, sse_event
 from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
 
 VENDOR = "Cartesia"
@@ -244,18 +244,8 @@ async def tts_bytes(request: Request) -> Response:
     if isinstance(started, Response):
         return started
     resolved = started.resolved
-
-    async def body() -> AsyncGenerator[bytes]:
-        async with aclosing(encoded(resolved, started.first, started.pieces)) as chunks:
-            async for data in chunks:
-                if isinstance(data, bytes):
-                    yield data
-
     media = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(resolved.format, "application/octet-stream")
-    config = started.service.config
-    return TimedStream(
-        body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release
-    )
+    return started.respond(None, media)
 
 
 async def tts_sse(request: Request) -> Response:
@@ -294,10 +284,7 @@ async def tts_sse(request: Request) -> Response:
             return
         yield sse_event({"type": "done", "done": True, "status_code": 200})
 
-    config = started.service.config
-    return TimedStream(
-        body(), "text/event-stream", started.service.metrics, config.send_timeout_s, on_close=started.release
-    )
+    return started.respond(body(), "text/event-stream")
 
 
 async def voices(request: Request) -> Response:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -32,7 +31,6 @@ from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_t
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import TimedStream, encoded
 from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, serve
 
 VENDOR = "Deepgram"
@@ -200,22 +198,12 @@ async def speak(request: Request) -> Response:
     if isinstance(started, Response):
         return started
     resolved = started.resolved
-
-    async def body() -> AsyncGenerator[bytes]:
-        async with aclosing(encoded(resolved, started.first, started.pieces)) as chunks:
-            async for data in chunks:
-                if isinstance(data, bytes):
-                    yield data
-
     media = MEDIA.get(resolved.format, "application/octet-stream")
     headers = {
         "dg-request-id": str(uuid.uuid4()),
         "dg-model-name": request.query_params.get("model") or DEFAULT_MODEL,
     }
-    config = started.service.config
-    return TimedStream(
-        body(), media, started.service.metrics, config.send_timeout_s, headers, started.release
-    )
+    return started.respond(None, media, headers)
 
 
 ROUTES = [

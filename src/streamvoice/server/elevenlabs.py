@@ -43,7 +43,7 @@ from streamvoice.server.openai_api import models as openai_models
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import TimedStream, encoded
+from streamvoice.server.streams import encoded
 from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
 
 VENDOR = "ElevenLabs"
@@ -305,13 +305,6 @@ async def speech(request: Request) -> Response:
     if isinstance(started, Response):
         return started
     resolved = started.resolved
-
-    async def body() -> AsyncGenerator[bytes]:
-        async with aclosing(encoded(resolved, started.first, started.pieces)) as chunks:
-            async for data in chunks:
-                if isinstance(data, bytes):
-                    yield data
-
     media = (
         "audio/mpeg"
         if resolved.format == "mp3"
@@ -319,10 +312,7 @@ async def speech(request: Request) -> Response:
         if resolved.format == "ulaw"
         else "audio/pcm"
     )
-    config = started.service.config
-    return TimedStream(
-        body(), media, started.service.metrics, config.send_timeout_s, on_close=started.release
-    )
+    return started.respond(None, media)
 
 
 async def _timestamped(started: Any) -> AsyncGenerator[dict[str, Any]]:
@@ -376,10 +366,7 @@ async def stream_with_timestamps(request: Request) -> Response:
         async for chunk in _timestamped(started):
             yield (json.dumps(chunk) + "\n").encode()
 
-    config = started.service.config
-    return TimedStream(
-        body(), "application/json", started.service.metrics, config.send_timeout_s, on_close=started.release
-    )
+    return started.respond(body(), "application/json")
 
 
 async def voices(request: Request) -> Response:

@@ -22,7 +22,7 @@ from streamvoice.protocol import ProtocolError, parse_json_object
 from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of
 from streamvoice.server.requests import ResolvedRequest
 from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import Item, first_audio
+from streamvoice.server.streams import Item, TimedStream, audio_body, first_audio
 
 
 @dataclass
@@ -33,6 +33,14 @@ class Started[T]:
     first: Item
     pieces: AsyncGenerator[Item]
     release: Callable[[], None]  # gives the slot back when the answer ends
+
+    def respond(
+        self, body: AsyncGenerator[bytes] | None, media: str, headers: dict[str, str] | None = None
+    ) -> TimedStream:
+        """The answer as a streamed response (``body`` None: the audio alone), slot released at its end."""
+        chunks = audio_body(self.resolved, self.first, self.pieces) if body is None else body
+        timeout = self.service.config.send_timeout_s
+        return TimedStream(chunks, media, self.service.metrics, timeout, headers, self.release)
 
 
 async def start_answer[T](
