@@ -269,3 +269,42 @@ def test_elevenlabs_sdk_convert_realtime_over_tls(engine, tmp_path: Path, monkey
     finally:
         server.stop()
     assert word_error_rate(TEXT, transcriber.transcribe(pcm16(audio))) < 0.2
+
+
+@pytest.mark.slow
+async def test_elevenlabs_socket_alignment_follows_the_wire_and_whisper(
+    vendor_server: RunningServer, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    """Each message's character times are relative to its own audio (the wire's rule): a client that adds
+    each message's span to its clock, as Pipecat does, gets the times Whisper hears."""
+    import json
+
+    import websockets
+
+    url = (
+        vendor_server.url.replace("http", "ws", 1)
+        + "/v1/text-to-speech/af_heart/stream-input?output_format=pcm_24000"
+    )
+    pcm, chars, starts = bytearray(), [], []
+    async with websockets.connect(url, additional_headers={"xi-api-key": TOKEN}, max_size=None) as ws:
+        await ws.send(json.dumps({"text": " "}))
+        for word in TEXT.split(" "):
+            await ws.send(json.dumps({"text": word + " "}))
+        await ws.send(json.dumps({"text": ""}))
+        clock_ms = 0.0
+        async for raw in ws:
+            message = json.loads(raw)
+            if message.get("audio"):
+                pcm += base64.b64decode(message["audio"])
+            if alignment := message.get("alignment"):
+                chars += alignment["chars"]
+                starts += [clock_ms + t for t in alignment["charStartTimesMs"]]
+                clock_ms += alignment["charStartTimesMs"][-1] + alignment["charDurationsMs"][-1]
+            if message.get("isFinal"):
+                break
+    assert "".join(chars).split() == TEXT.split()
+    ours = first_words(chars, starts)
+    whisper = transcriber.words(pcm16(bytes(pcm)))
+    assert len(ours) == len(TEXT.split())
+    for (_, ours_ms), (_, whisper_ms, _) in zip(ours, whisper, strict=False):
+        assert abs(ours_ms - whisper_ms) < 350, (ours, whisper)

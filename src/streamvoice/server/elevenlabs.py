@@ -137,15 +137,26 @@ def characters(times: list[WordTime], leading_space: bool) -> list[Char]:
 
 
 def ws_alignment(chars: list[Char], offset_ms: float, end_ms: float) -> dict[str, list[Any]]:
-    """Characters relative to a message that starts at ``offset_ms``; a last space runs to its end, so a
-    client that adds each message's span to its clock stays in step with the audio."""
-    starts = [max(0, round(c.start_ms - offset_ms)) for c in chars]
-    durations = [max(0, round(c.end_ms - c.start_ms)) for c in chars]
-    names = [c.char for c in chars]
-    if chars and end_ms > chars[-1].end_ms:
+    """The characters that start in a message spanning [``offset_ms``, ``end_ms``) of the answer, relative
+    to its start. Their spans are clipped to the message and a space fills the rest, so the last start plus
+    its duration is the message's own length: a client that adds each message's span to its clock (as the
+    wire's rule implies) stays in step with the audio. Whole milliseconds from the answer's start are
+    rounded once, so the clock does not drift over many messages."""
+    first, last = round(offset_ms), round(end_ms)
+    names: list[str] = []
+    starts: list[int] = []
+    durations: list[int] = []
+    for c in chars:
+        start = min(max(round(c.start_ms), first), last)
+        end = min(max(round(c.end_ms), start), last)
+        names.append(c.char)
+        starts.append(start - first)
+        durations.append(end - start)
+    reached = first + (starts[-1] + durations[-1] if names else 0)
+    if reached < last or not names:
         names.append(" ")
-        starts.append(max(0, round(chars[-1].end_ms - offset_ms)))
-        durations.append(max(0, round(end_ms - chars[-1].end_ms)))
+        starts.append(reached - first)
+        durations.append(last - reached)
     return {"chars": names, "charStartTimesMs": starts, "charDurationsMs": durations}
 
 
@@ -236,11 +247,13 @@ class ElevenLabsSocket(ContextSocket):
         pending: list[Char] = ctx.wire.get("pending", [])
         now = [c for c in pending if c.start_ms < end_ms]
         ctx.wire["pending"] = pending[len(now) :]
-        body: dict[str, Any] = {"audio": b64(data), "isFinal": None}
-        if now:
-            alignment = ws_alignment(now, start_ms, end_ms if not ctx.wire["pending"] else now[-1].end_ms)
-            body["alignment"] = alignment
-            body["normalizedAlignment"] = alignment
+        alignment = ws_alignment(now, start_ms, end_ms)  # on every message: the client's clock moves by it
+        body: dict[str, Any] = {
+            "audio": b64(data),
+            "isFinal": None,
+            "alignment": alignment,
+            "normalizedAlignment": alignment,
+        }
         if self.multi:
             body["contextId"] = ctx.id
         return [json.dumps(body)]
