@@ -21,6 +21,7 @@ from streamvoice.server.utterance import (
     Failed,
     PieceEnded,
     PieceStarted,
+    StreamBounds,
     Utterance,
     Utterances,
 )
@@ -95,6 +96,25 @@ async def test_a_finished_sentence_is_spoken_after_the_quiet_cut_without_an_end(
     assert planner.planned == ["Good evening."] and not utterance.ended
     utterance.end()
     assert isinstance((await asyncio.wait_for(_events(utterance), 5))[-1], Completed)
+    host.scheduler.stop()
+
+
+async def test_streamed_text_is_bounded_in_characters_and_in_time() -> None:
+    host = _host()
+    planner = FakePlanner()
+    capped = Utterance(planner, _request(), Lane(host), bounds=StreamBounds(max_chars=20, idle_end_s=60))
+    capped.append("Twelve chars")
+    with pytest.raises(ProtocolError) as refused:
+        capped.append(" and then too many.")
+    assert refused.value.code == ErrorCode.TEXT_TOO_LONG and capped.ended  # what came is spoken, then done
+    assert isinstance((await asyncio.wait_for(_events(capped), 5))[-1], Completed)
+    told: list[bool] = []
+    idle = Utterance(planner, _request(), Lane(host), bounds=StreamBounds(max_chars=100, idle_end_s=0.1))
+    idle.on_idle = lambda: told.append(True)
+    idle.append("Nobody ends me")
+    await asyncio.sleep(0.3)
+    assert idle.ended and told == [True]  # ended as it stands, and the surface was told
+    assert isinstance((await asyncio.wait_for(_events(idle), 5))[-1], Completed)
     host.scheduler.stop()
 
 

@@ -26,7 +26,7 @@ from streamvoice.server.load import Load
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.scheduler import SynthesisScheduler
-from streamvoice.server.utterance import Utterance, Utterances
+from streamvoice.server.utterance import StreamBounds, Utterance, Utterances
 from streamvoice.server.vendor_voices import VendorVoices, load_vendor_voices
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.pronounce import MarkupError, to_segments
@@ -104,16 +104,26 @@ class SpeechService:
             )
         self.ready = True
 
+    @property
+    def quiet_cut_s(self) -> float:
+        return self.config.stream_quiet_cut_ms / 1000
+
+    @property
+    def stream_bounds(self) -> StreamBounds:
+        """Every surface's streamed text: ``MAX_STREAM_CHARS`` in all, ended after ``STREAM_TEXT_TIMEOUT_S``
+        without text."""
+        return StreamBounds(self.config.max_stream_chars, self.config.stream_text_timeout_s)
+
     def lane(self) -> Lane:
         return Lane(self)
 
     def utterance(self, request: ResolvedRequest) -> Utterance:
         """One answer on a lane of its own (an HTTP request, a Wyoming utterance)."""
-        return Utterance(self, request, self.lane(), quiet_cut_s=self.config.stream_quiet_cut_ms / 1000)
+        return Utterance(self, request, self.lane(), quiet_cut_s=self.quiet_cut_s, bounds=self.stream_bounds)
 
     def utterances(self) -> Utterances:
         """A listener's queue of answers on one lane (a session, a vendor connection)."""
-        return Utterances(self, self.lane(), quiet_cut_s=self.config.stream_quiet_cut_ms / 1000)
+        return Utterances(self, self.lane(), self.quiet_cut_s, self.stream_bounds)
 
     async def _on_planner[T](self, fn: Callable[..., T], *args: Any) -> T:
         """``fn`` on the planning thread. Callers wait in arrival order and each utterance plans one chunk

@@ -66,7 +66,7 @@ class BidiSession:
         self.session_id = session_id
         self.defaults = SessionDefaults()
         self.utterances = service.utterances()
-        self.streams = StreamedMessages(service.config.max_stream_chars, service.config.stream_text_timeout_s)
+        self.streams = StreamedMessages()
         self._outbox: asyncio.Queue[Message | Reply | Closing | DrainCheck] = asyncio.Queue()
         self._open: list[Message] = []  # accepted, not yet answered
         self._sequence = 0

@@ -10,7 +10,11 @@ Every surface is an adapter over this: it turns its wire into ``say`` / ``append
 - events come out in speaking order: ``PieceStarted``, the piece's ``Words`` (ms from the utterance's
   first sample), its audio windows, ``PieceEnded``; then exactly one ``Completed`` or ``Failed``;
 - cancelling stops planning, abandons every piece (the lane stops a window in flight), and a consumer
-  that stops reading cancels too.
+  that stops reading cancels too;
+- streamed text is bounded (``StreamBounds``, the same on every surface): the ``append`` that passes
+  ``max_chars`` is refused ``text_too_long`` and the utterance ends with what came; with no text for
+  ``idle_end_s`` it is ended as it stands (``on_idle`` tells the surface), so a stream never closed does not
+  hold its listener.
 
 ``Utterances`` holds the utterances open on one lane (a session's messages, a vendor connection's contexts)
 and owns the barge-in rule: cancelling the one being spoken restarts the listener's playback clock.
@@ -68,6 +72,14 @@ Event = PieceStarted | Words | Audio | PieceEnded | Completed | Failed
 CANCELLED = "cancelled before it finished"
 
 
+@dataclass(frozen=True)
+class StreamBounds:
+    """What one streamed utterance may hold: characters in all, and seconds without text."""
+
+    max_chars: int
+    idle_end_s: float
+
+
 MS_PER_TOKEN = 70  # Kokoro speaks ~14 phoneme tokens per second at speed 1.0: an estimate, before decoding
 
 
@@ -115,6 +127,7 @@ class Utterance:
         gate: Callable[[], Awaitable[None]] | None = None,
         quiet_cut_s: float = 0.0,
         uid: str | None = None,
+        bounds: StreamBounds | None = None,
     ) -> None:
         self.id = uid
         self.request = request
@@ -130,6 +143,10 @@ class Utterance:
         self._ended = False
         self.chars = 0  # text taken so far
         self.cancelled = False
+        self._bounds = bounds
+        self._idle: asyncio.TimerHandle | None = None
+        self.on_idle: Callable[[], None] | None = None  # told when no text came for ``idle_end_s``
+        self._arm_idle()
         self._task = asyncio.create_task(self._plan())
         self._task.add_done_callback(self._planning_ended)  # runs even if cancelled unstarted
 
@@ -147,6 +164,15 @@ class Utterance:
         """Streamed text as it arrives (an LLM's tokens): each piece is planned once the chunker cuts it."""
         if self._ended or self.cancelled or not text:
             return
+        if self._bounds is not None and self.chars + len(text) > self._bounds.max_chars:
+            self.end()
+            raise ProtocolError(
+                ErrorCode.TEXT_TOO_LONG,
+                f"this stream passed {self._bounds.max_chars} characters: what came before is spoken and it "
+                "is ended; send the rest as a new one",
+                self.id,
+            )
+        self._arm_idle()
         if self._chunker is None:
             self._chunker = IncrementalSentenceChunker(FAST_FIRST)
         self.chars += len(text)
@@ -167,6 +193,7 @@ class Utterance:
             return
         self.flush()
         self._ended = True
+        self._disarm_idle()
         self._texts.put_nowait(None)
 
     def cancel(self) -> None:
@@ -191,6 +218,25 @@ class Utterance:
         if self._chunker is not None and not self._ended:
             self._queue_pieces(self._chunker.quiet())
 
+    def _arm_idle(self) -> None:
+        if self._bounds is None or self._ended or self.cancelled:
+            return
+        self._disarm_idle()
+        self._idle = asyncio.get_running_loop().call_later(self._bounds.idle_end_s, self._went_idle)
+
+    def _disarm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    def _went_idle(self) -> None:
+        self._idle = None
+        if not self._ended and not self.cancelled:
+            log.info("streamed utterance %s had no text for a while: ended as it stands", self.id)
+            self.end()
+            if self.on_idle is not None:
+                self.on_idle()
+
     def _disarm_quiet(self) -> None:
         if self._quiet is not None:
             self._quiet.cancel()
@@ -204,6 +250,7 @@ class Utterance:
 
     def _stop(self) -> None:
         self._disarm_quiet()
+        self._disarm_idle()
         self._task.cancel()
         for piece in self._submitted:
             piece.cancel()
@@ -291,10 +338,13 @@ class Utterance:
 class Utterances:
     """The utterances open on one lane, in the order they were opened: one listener's queue of answers."""
 
-    def __init__(self, planner: Planner, lane: Lane, quiet_cut_s: float = 0.0) -> None:
+    def __init__(
+        self, planner: Planner, lane: Lane, quiet_cut_s: float = 0.0, bounds: StreamBounds | None = None
+    ) -> None:
         self.planner = planner
         self.lane = lane
         self.quiet_cut_s = quiet_cut_s
+        self.bounds = bounds
         self.open: list[Utterance] = []
         # Told when a barge-in restarts the listener's playback (a surface's own send pacing follows it).
         self.on_restart: Callable[[], None] | None = None
@@ -305,7 +355,7 @@ class Utterances:
         uid: str | None = None,
         gate: Callable[[], Awaitable[None]] | None = None,
     ) -> Utterance:
-        utterance = Utterance(self.planner, request, self.lane, gate, self.quiet_cut_s, uid)
+        utterance = Utterance(self.planner, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds)
         self.open.append(utterance)
         return utterance
 

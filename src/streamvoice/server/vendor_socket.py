@@ -11,8 +11,8 @@ What every wire gets from here, with the session protocol's settings:
 - contexts answered in the order they were opened, on one listener lane (one voice per connection);
 - at most ``max_queued_messages`` contexts open or answering: the one past it is refused in the wire's error
   shape and the connection goes on (never a dropped socket with live contexts on it);
-- at most ``max_stream_chars`` of text per context (the text past it is refused, the rest spoken);
-- a context with no text for ``stream_text_timeout_s`` is ended as it stands (a context never closed);
+- at most ``max_stream_chars`` of text per context and a context with no text for ``stream_text_timeout_s``
+  ended as it stands (``utterance.StreamBounds``, the same on every surface);
 - ``idle_timeout_s`` without a frame and ``session_lifetime_s`` close the socket; a frame over
   ``limits.max_message_bytes`` or not a JSON object is answered in the wire's error shape;
 - a client that reads nothing: ``WebSocketOutput`` closes it (1008) and at most ``MAX_PENDING_REPLIES``
@@ -67,7 +67,6 @@ class Context:
     flushes: int = 0
     sent_samples: int = 0  # at the model's rate
     spoken: bool = False  # has had words (not only the keep-alive space)
-    timer: asyncio.TimerHandle | None = None
     wire: dict[str, Any] = field(default_factory=dict)  # the wire's own per-context state
 
     @property
@@ -189,31 +188,25 @@ class ContextSocket:
         ctx = Context(cid, request, utterance, time.monotonic())
         self.open[cid] = ctx
         self.answering.append(ctx)
-        self._arm(ctx)
+        utterance.on_idle = lambda: self._close(ctx)  # no text for a while: ended as it stood
         self.service.metrics.count_message()
         self._outbox.put_nowait(ctx)
         return ctx
 
     def append(self, ctx: Context, text: str) -> None:
-        limits = self.service.config.limits
-        check_text(text, limits, ctx.id, speakable=False)
-        cap = self.service.config.max_stream_chars
-        if ctx.utterance.chars + len(text) > cap:
-            self.end(ctx)
-            raise ProtocolError(
-                ErrorCode.TEXT_TOO_LONG,
-                f"this context passed {cap} characters: what came before is spoken and the context is "
-                "closed; send the rest in a new context",
-                ctx.id,
-            )
+        """Text for a context (the utterance bounds it: ``StreamBounds``; past its characters it ends)."""
+        check_text(text, self.service.config.limits, ctx.id, speakable=False)
         if not ctx.spoken and text.strip():
             ctx.spoken = True
             if self.newest_takes_over:
                 for older in self.answering:
                     if older is not ctx and not older.taking_text and not older.utterance.cancelled:
                         self.cancel(older.id)
-        ctx.utterance.append(text)
-        self._arm(ctx)
+        try:
+            ctx.utterance.append(text)
+        except ProtocolError:
+            self._close(ctx)
+            raise
 
     def flush(self, ctx: Context) -> None:
         ctx.flushes += 1
@@ -222,7 +215,6 @@ class ContextSocket:
     def end(self, ctx: Context) -> None:
         """No more text for this context: what it has is spoken, then it is answered done."""
         ctx.utterance.end()
-        self._disarm(ctx)
         self._close(ctx)
 
     def cancel(self, cid: str | None = None) -> list[Context]:
@@ -230,7 +222,6 @@ class ContextSocket:
         cancelled = self.utterances.cancel(cid)
         contexts = [c for c in self.answering if c.utterance in cancelled]
         for ctx in contexts:
-            self._disarm(ctx)
             self._close(ctx)
         return contexts
 
@@ -240,24 +231,6 @@ class ContextSocket:
         self.closed[ctx.id] = None
         if len(self.closed) > CLOSED_IDS:
             del self.closed[next(iter(self.closed))]
-
-    def _arm(self, ctx: Context) -> None:
-        self._disarm(ctx)
-        timeout = self.service.config.stream_text_timeout_s
-        ctx.timer = asyncio.get_running_loop().call_later(timeout, self._went_quiet, ctx)
-
-    def _disarm(self, ctx: Context) -> None:
-        if ctx.timer is not None:
-            ctx.timer.cancel()
-            ctx.timer = None
-
-    def _went_quiet(self, ctx: Context) -> None:
-        ctx.timer = None
-        if ctx.taking_text:
-            log.info(
-                "%s=%s: context %s had no text for a while; ended", self.name, self.connection_id, ctx.id
-            )
-            self.end(ctx)
 
     async def _gate(self, previous: Context | None) -> None:
         """One planner per connection, in context order; a listener slot held before planning."""
@@ -284,8 +257,6 @@ class ContextSocket:
             for task in (reader, writer, notices):
                 task.cancel()
             self.cancel()
-            for ctx in self.answering:
-                self._disarm(ctx)
             await asyncio.gather(reader, writer, notices, return_exceptions=True)
             self.service.sessions.discard(self)
             self.service.admission.leave(self)
@@ -354,7 +325,6 @@ class ContextSocket:
                 try:
                     await self._answer(item)
                 finally:
-                    self._disarm(item)
                     if self.open.get(item.id) is item:
                         del self.open[item.id]
                     self.utterances.done(item.utterance)

@@ -102,7 +102,6 @@ class SpeechHandler(AsyncEventHandler):
         # Between synthesize-start and synthesize-stop: the utterance, or REFUSED when the start failed
         # (its error is sent; the chunks that follow are dropped and the stop still gets its answer).
         self._stream: Utterance | Refused | None = None
-        self._stream_timer: asyncio.TimerHandle | None = None
         self._speaking: asyncio.Task[None] | None = None
         self._utterances: dict[Utterance, Slot] = {}  # each holds its slot until its last audio
         config = service.config
@@ -210,35 +209,22 @@ class SpeechHandler(AsyncEventHandler):
         return True
 
     async def _feed(self, utterance: Utterance, text: Any) -> None:
-        """One streamed chunk: checked, capped, fed; the stream's quiet timer starts again."""
+        """One streamed chunk: checked and fed (the utterance bounds it: ``StreamBounds``)."""
         if not isinstance(text, str):
             raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string')
-        cap = self.service.config.max_stream_chars
         check_text(text, self.service.config.limits, speakable=False)
-        if utterance.chars + len(text) > cap:
+        try:
+            utterance.append(text)
+        except ProtocolError:
             # What fits is spoken; the rest of this stream is refused once, and its stop still answered.
-            self._end_stream()
             self._stream = Refused()
-            raise ProtocolError(
-                ErrorCode.TEXT_TOO_LONG,
-                f"this streamed utterance passed {cap} characters; what came before is spoken, the rest "
-                "is dropped. Start a new synthesize-start for more.",
-            )
-        utterance.append(text)
-        self._arm_stream_timer()
+            raise
 
-    def _arm_stream_timer(self) -> None:
-        if self._stream_timer is not None:
-            self._stream_timer.cancel()
-        timeout = self.service.config.stream_text_timeout_s
-        self._stream_timer = asyncio.get_running_loop().call_later(timeout, self._stream_went_quiet)
-
-    def _stream_went_quiet(self) -> None:
-        """No text for ``stream_text_timeout_s``: speak what came and end the stream, so a client that sent
-        synthesize-start and nothing more does not hold its slot."""
-        if not isinstance(self._stream, Utterance):
+    def _stream_went_quiet(self, utterance: Utterance) -> None:
+        """No text for ``stream_text_timeout_s``: the utterance spoke what came and ended; say so, so a
+        client that sent synthesize-start and nothing more knows why."""
+        if self._stream is not utterance:
             return
-        self._end_stream()
         self._stream = Refused()
         timeout = self.service.config.stream_text_timeout_s
         message = f"no synthesize-chunk for {timeout:g} s: the stream was spoken as it stood and ended"
@@ -246,9 +232,6 @@ class SpeechHandler(AsyncEventHandler):
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a closed socket: nothing to tell
 
     def _end_stream(self) -> None:
-        if self._stream_timer is not None:
-            self._stream_timer.cancel()
-            self._stream_timer = None
         if isinstance(self._stream, Utterance):
             self._stream.end()
 
@@ -275,7 +258,7 @@ class SpeechHandler(AsyncEventHandler):
         self._utterances[utterance] = slot
         if streaming:
             self._stream = utterance
-            self._arm_stream_timer()
+            utterance.on_idle = lambda: self._stream_went_quiet(utterance)
         self._speaking = asyncio.create_task(self._speak(utterance, streaming))
         return utterance
 
@@ -318,8 +301,6 @@ class SpeechHandler(AsyncEventHandler):
 
     async def disconnect(self) -> None:
         """The client left (Home Assistant cancels this way): nothing more is decoded for it."""
-        if self._stream_timer is not None:
-            self._stream_timer.cancel()
         for utterance, slot in list(self._utterances.items()):
             utterance.cancel()
             slot.release()
