@@ -186,3 +186,26 @@ async def test_wrong_keys_are_refused_before_anything_starts(hostile_server: Run
         hostile_server.url + "/tts/bytes", json={"transcript": "Hi."}, headers={"X-API-Key": "no"}
     )
     assert answer.status_code == 401 and answer.json()["error"]
+
+
+async def test_a_drain_finishes_open_contexts_refuses_new_ones_and_closes_1001(engine) -> None:  # type: ignore[no-untyped-def]
+    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False)
+    url = ws_url(server, "/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_16000")
+    try:
+        async with websockets.connect(url) as ws:
+            await ws.send(
+                json.dumps({"context_id": "before", "text": "Finishing this one, whatever happens. "})
+            )
+            await ws.send(json.dumps({"context_id": "before", "close_context": True}))
+            await json_frames(ws, lambda f: bool(f.get("audio")), timeout=30)
+            server.drainer.request_shutdown()  # what SIGTERM does
+            await ws.send(json.dumps({"context_id": "late", "text": "Arrived during the drain. "}))
+            frames = await json_frames(
+                ws, lambda f: f.get("isFinal") is True and f.get("contextId") == "before"
+            )
+            assert any(f.get("error") == "going_away" and f.get("contextId") == "late" for f in frames)
+            with pytest.raises(websockets.exceptions.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+            assert ws.close_code == 1001
+    finally:
+        await asyncio.to_thread(server.stop)
