@@ -12,7 +12,7 @@ from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
 
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.integrations.livekit import TTS
-from tests.helpers import RunningServer
+from tests.helpers import RunningServer, start_speech_server
 
 NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)
 REPLY = "Sure. I booked a table for two at the harbour restaurant, at eight o'clock tonight."
@@ -88,9 +88,17 @@ async def test_errors_surface_as_livekit_api_errors(speech_server: RunningServer
 
 
 @pytest.mark.slow
-async def test_interrupting_one_stream_leaves_the_other_whole(
-    speech_server: RunningServer, transcriber
-) -> None:  # type: ignore[no-untyped-def]
+async def test_interrupting_one_stream_leaves_the_other_whole(engine, transcriber) -> None:  # type: ignore[no-untyped-def]
+    # Two listeners at once: admission must count two whatever this machine measures (counting one, the
+    # second stream is refused at once: the first has ~20 s of text to say, past the queue's wait).
+    server = await asyncio.to_thread(start_speech_server, engine, admission_listeners=2)
+    try:
+        await _interrupt_one(server, transcriber)
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def _interrupt_one(speech_server: RunningServer, transcriber) -> None:  # type: ignore[no-untyped-def]
     plugin = TTS(base_url=speech_server.url, voice="af_heart")
     interrupted, kept = plugin.stream(conn_options=NO_RETRY), plugin.stream(conn_options=NO_RETRY)
     long_text = " ".join([REPLY] * 4)
