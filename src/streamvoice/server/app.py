@@ -43,7 +43,7 @@ from streamvoice.protocol import (
 )
 from streamvoice.server import captioned, cartesia, deepgram, elevenlabs, openai_api
 from streamvoice.server.config import ServerConfig
-from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of, unavailable
+from streamvoice.server.guards import authorized, listing_service, reserve, service_of, unavailable
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.metrics import Metrics
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
@@ -148,12 +148,11 @@ async def live(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    service = service_of(request)
     # Load and error counts tell an outsider what the server is doing: behind the token when one is set.
-    if not authorized(request, service):
-        return error_response(UNAUTHORIZED)
-    if service is None:
-        return error_response(ProtocolError(ErrorCode.NOT_READY, "the server is starting"))
+    try:
+        service = listing_service(request)
+    except ProtocolError as exc:
+        return error_response(exc)
     return PlainTextResponse(service.metrics.render(), media_type="text/plain; version=0.0.4")
 
 

@@ -30,7 +30,7 @@ from starlette.websockets import WebSocket
 from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.voices import LANGUAGES
 from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_text, validate_speed
-from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of
+from streamvoice.server.guards import listing_service
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
@@ -288,11 +288,10 @@ async def tts_sse(request: Request) -> Response:
 
 
 async def voices(request: Request) -> Response:
-    service = service_of(request)
-    if not authorized(request, service):
-        return http_error(UNAUTHORIZED)
-    if service is None:
-        return http_error(ProtocolError(ErrorCode.NOT_READY, "the server is starting"))
+    try:
+        service = listing_service(request)
+    except ProtocolError as exc:
+        return http_error(exc)
     listed: list[dict[str, Any]] = [
         {
             "id": v.name,

@@ -22,7 +22,6 @@ socket. Checked by ``pytest tests/test_elevenlabs.py``.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -37,7 +36,7 @@ from starlette.websockets import WebSocket
 from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.voices import LANGUAGES
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_speed
-from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of
+from streamvoice.server.guards import UNAUTHORIZED, authorized, listing_service, service_of
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.openai_api import models as openai_models
 from streamvoice.server.piece_audio import Words
@@ -328,7 +327,7 @@ async def speech(request: Request) -> Response:
     return started.respond(None, media)
 
 
-async def _timestamped(started: Any) -> AsyncGenerator[dict[str, Any]]:
+async def _timestamped(started: Any) -> AsyncGenerator[tuple[bytes, list[Char]]]:
     """Audio chunks with the characters that start in them, times from the answer's start."""
     pending: list[Char] = []
     said = False
@@ -338,12 +337,13 @@ async def _timestamped(started: Any) -> AsyncGenerator[dict[str, Any]]:
                 pending += characters(data.times, said)
                 said = said or bool(data.times)
                 continue
-            yield {
-                "audio_base64": b64(data),
-                "alignment": http_alignment(pending),
-                "normalized_alignment": http_alignment(pending),
-            }
+            yield data, pending
             pending = []
+
+
+def _timestamped_body(audio: bytes, chars: list[Char]) -> dict[str, Any]:
+    alignment = http_alignment(chars)
+    return {"audio_base64": b64(audio), "alignment": alignment, "normalized_alignment": alignment}
 
 
 async def with_timestamps(request: Request) -> Response:
@@ -353,20 +353,14 @@ async def with_timestamps(request: Request) -> Response:
         return started
     audio, chars = bytearray(), []
     try:
-        async for chunk in _timestamped(started):
-            audio += base64.b64decode(chunk["audio_base64"])
-            chars.append(chunk["alignment"])
+        async for data, chunk_chars in _timestamped(started):
+            audio += data
+            chars += chunk_chars
     except ProtocolError as exc:
         return http_error(exc)
     finally:
         started.release()
-    merged = {
-        k: [v for a in chars for v in a[k]]
-        for k in ("characters", "character_start_times_seconds", "character_end_times_seconds")
-    }
-    return JSONResponse(
-        {"audio_base64": b64(bytes(audio)), "alignment": merged, "normalized_alignment": merged}
-    )
+    return JSONResponse(_timestamped_body(bytes(audio), chars))
 
 
 async def stream_with_timestamps(request: Request) -> Response:
@@ -376,18 +370,17 @@ async def stream_with_timestamps(request: Request) -> Response:
         return started
 
     async def body() -> AsyncGenerator[bytes]:
-        async for chunk in _timestamped(started):
-            yield (json.dumps(chunk) + "\n").encode()
+        async for data, chars in _timestamped(started):
+            yield (json.dumps(_timestamped_body(data, chars)) + "\n").encode()
 
     return started.respond(body(), "application/json")
 
 
 async def voices(request: Request) -> Response:
-    service = service_of(request)
-    if not authorized(request, service):
-        return http_error(UNAUTHORIZED)
-    if service is None:
-        return http_error(ProtocolError(ErrorCode.NOT_READY, "the server is starting"))
+    try:
+        service = listing_service(request)
+    except ProtocolError as exc:
+        return http_error(exc)
     listed = [
         {
             "voice_id": v.name,

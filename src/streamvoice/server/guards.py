@@ -30,6 +30,17 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
     return None
 
 
+def listing_service(conn: HTTPConnection) -> SpeechService:
+    """The service for a route that only reads its state (voices, metrics): behind the token, and there
+    once the model is loaded; otherwise the ``ProtocolError`` to answer in the route's shape."""
+    service = service_of(conn)
+    if not authorized(conn, service):
+        raise UNAUTHORIZED
+    if service is None:
+        raise ProtocolError(ErrorCode.NOT_READY, "the server is starting")
+    return service
+
+
 def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
     token = service.config.auth_token if service is not None else None
     return key_authorized(conn.headers.get, token)

@@ -40,7 +40,7 @@ from streamvoice.protocol import (
     check_text,
     validate_speed,
 )
-from streamvoice.server.guards import UNAUTHORIZED, authorized, service_of
+from streamvoice.server.guards import UNAUTHORIZED, authorized, listing_service, service_of
 from streamvoice.server.http_front import Started, start_answer
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
@@ -220,11 +220,10 @@ async def speech(request: Request) -> Response:
 
 async def voices(request: Request) -> Response:
     headers = request_id_headers(request)
-    service = service_of(request)
-    if not authorized(request, service):
-        return error_response(UNAUTHORIZED, headers)
-    if service is None:
-        return error_response(ProtocolError(ErrorCode.NOT_READY, "the server is starting"), headers)
+    try:
+        service = listing_service(request)
+    except ProtocolError as exc:
+        return error_response(exc, headers)
     g2p = service.engine.g2p
     listed = [
         {

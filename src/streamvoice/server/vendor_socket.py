@@ -64,7 +64,6 @@ class Context:
     utterance: Utterance
     opened_at: float
     first_audio_at: float | None = None
-    flushes: int = 0
     sent_samples: int = 0  # at the model's rate
     spoken: bool = False  # has had words (not only the keep-alive space)
     wire: dict[str, Any] = field(default_factory=dict)  # the wire's own per-context state
@@ -209,7 +208,6 @@ class ContextSocket:
             raise
 
     def flush(self, ctx: Context) -> None:
-        ctx.flushes += 1
         ctx.utterance.flush()
 
     def end(self, ctx: Context) -> None:
