@@ -1,5 +1,6 @@
 """The agent pipeline over a stand-in transport behind the client's ``Transport`` seam: the pipeline's own
-logic (chunking into the session, relaying, one answer per piece, failures) without a speech server."""
+logic (tokens into one streamed message, relaying, one answer per message, failures) without a speech
+server. The real server's cutting is checked by ``tests/test_agent.py``."""
 
 from __future__ import annotations
 
@@ -11,16 +12,19 @@ from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
 from streamvoice.client import SpeechClient
 from streamvoice.client.transports import TransportClosed
+from streamvoice.text.chunker import FAST_FIRST, ChunkPolicy
 
 
 class FakeSpeech:
-    """Answers each synthesize frame as a speech server would: started, audio, complete (or an error)."""
+    """Answers as a speech server would: a whole synthesize at once; a streamed one once it ends, a piece
+    (its alignment frame, then its audio) per sentence; an error when a text holds ``fail_on``."""
 
     def __init__(self, fail_on: str | None = None, hang_up_after: int | None = None) -> None:
         self.received: list[dict[str, Any]] = []
         self._out: asyncio.Queue[str | bytes | None] = asyncio.Queue()
         self._fail_on = fail_on
         self._hang_up_after = hang_up_after
+        self._streamed: dict[str, str] = {}
 
     async def send(self, frame: str | bytes) -> None:
         msg = json.loads(frame)
@@ -28,16 +32,26 @@ class FakeSpeech:
         if self._hang_up_after is not None and len(self.received) > self._hang_up_after:
             self._out.put_nowait(None)
             return
-        if self._fail_on and self._fail_on in msg["text"]:
-            self._out.put_nowait(
-                json.dumps(
-                    {"type": "error", "code": "unknown_voice", "message": "no such voice", "id": msg["id"]}
-                )
-            )
+        if msg.get("stream"):
+            self._streamed[msg["id"]] = msg["text"]
+        elif msg["type"] == "append":
+            self._streamed[msg["id"]] += msg["text"]
+        elif msg["type"] == "end":
+            self._answer(msg["id"], [s + "." for s in self._streamed.pop(msg["id"]).split(".") if s.strip()])
+        else:
+            self._answer(msg["id"], [msg["text"]])
+
+    def _answer(self, msg_id: str, pieces: list[str]) -> None:
+        if self._fail_on and any(self._fail_on in piece for piece in pieces):
+            error = {"type": "error", "code": "unknown_voice", "message": "no such voice", "id": msg_id}
+            self._out.put_nowait(json.dumps(error))
             return
-        self._out.put_nowait(json.dumps({"type": "synthesis_started", "id": msg["id"], "sequence": 0}))
-        self._out.put_nowait(b"\x01\x00" * 480 * len(msg["text"].split()))
-        self._out.put_nowait(json.dumps({"type": "synthesis_complete", "id": msg["id"], "sequence": 0}))
+        self._out.put_nowait(json.dumps({"type": "synthesis_started", "id": msg_id, "sequence": 0}))
+        for piece in pieces:
+            words = [{"word": w, "start_ms": 0, "end_ms": 1} for w in piece.split()]
+            self._out.put_nowait(json.dumps({"type": "alignment", "id": msg_id, "words": words}))
+            self._out.put_nowait(b"\x01\x00" * 480 * len(words))
+        self._out.put_nowait(json.dumps({"type": "synthesis_complete", "id": msg_id, "sequence": 0}))
 
     async def recv(self) -> str | bytes:
         frame = await self._out.get()
@@ -49,12 +63,15 @@ class FakeSpeech:
         self._out.put_nowait(None)
 
 
-async def _turn(speech: FakeSpeech, text: str, mode: str = "bidi") -> list[dict[str, Any]]:
+async def _turn(
+    speech: FakeSpeech, text: str, mode: str = "bidi", policy: ChunkPolicy | None = None
+) -> list[dict[str, Any]]:
     async def connect() -> SpeechClient:
         return SpeechClient(speech)
 
     pipeline = SpeechPipeline(ScriptedTextSource(text, ttft_s=0.0, tokens_per_s=500), connect)
-    return [e async for e in pipeline.run("hi", TurnOptions(mode=mode))]  # type: ignore[arg-type]
+    options = TurnOptions(mode=mode, policy=policy)  # type: ignore[arg-type]
+    return [e async for e in pipeline.run("hi", options)]
 
 
 ANSWER = (
@@ -62,18 +79,29 @@ ANSWER = (
 )
 
 
-async def test_bidi_sends_pieces_as_they_complete_and_relays_every_answer() -> None:
+async def test_bidi_streams_every_token_into_one_message_and_reports_the_servers_pieces() -> None:
     speech = FakeSpeech()
     events = await _turn(speech, ANSWER)
     kinds = [e["type"] for e in events]
     assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
-    assert len(speech.received) >= 2  # more than one piece went into the session
-    sent = " ".join(m["text"] for m in speech.received)
-    assert sent.split() == ANSWER.split()  # nothing lost, nothing repeated
-    assert events[-1]["pieces"] == len(speech.received)
+    first, *appends, last = speech.received
+    assert first["stream"] is True and last == {"type": "end", "id": first["id"]}
+    assert len(appends) > 10 and {m["type"] for m in appends} == {"append"}  # token by token, uncut
+    assert first["text"] + "".join(m["text"] for m in appends) == ANSWER  # nothing lost, nothing repeated
+    pieces = [e["text"] for e in events if e["type"] == "speech_piece"]
+    assert len(pieces) == 3 == events[-1]["pieces"] and pieces[1] == "Other pigments then show through."
+    assert sum(1 for e in events if e["type"] == "alignment") == 3
     audio = sum(len(e["data"]) for e in events if e["type"] == "audio_chunk")
     assert audio == events[-1]["audio_bytes"] > 0
     assert kinds.index("audio_start") < kinds.index("audio_chunk") < kinds.index("audio_end")
+
+
+async def test_a_schedule_makes_the_agent_cut_the_pieces_itself_one_message_each() -> None:
+    speech = FakeSpeech()
+    events = await _turn(speech, ANSWER, policy=FAST_FIRST)
+    assert len(speech.received) >= 2 and all("stream" not in m for m in speech.received)
+    assert " ".join(m["text"] for m in speech.received).split() == ANSWER.split()
+    assert events[-1]["type"] == "agent_end" and events[-1]["pieces"] == len(speech.received)
 
 
 async def test_batch_sends_one_message_after_the_whole_answer() -> None:

@@ -4,7 +4,7 @@ against ``agent_start``, with the whole stack started locally as real processes 
 It also writes what it measured, so the difference can be heard and seen (``--out``, default
 ``demo-out/``): each mode's last run as a WAV that starts when the question was asked, with every chunk
 placed where it arrived (the silence the listener waited is in the file, stalls too), and
-``timeline.png``: both modes on one time axis, the LLM's text arriving, each piece sent to speech, the
+``timeline.png``: both modes on one time axis, the LLM's text arriving, each piece the speech server cut, the
 audio arriving and when speech was heard.
 """
 
@@ -131,7 +131,7 @@ def write_timeline(path: Path, runs: dict[str, RunResult], prompt: str) -> bool:
     except ImportError:
         return False
     fig, axes = plt.subplots(len(runs), 1, figsize=(11, 2.1 * len(runs) + 0.8), sharex=True)
-    lanes = {"LLM text": 3, "sent to speech": 2, "audio arrives": 1}
+    lanes = {"LLM text": 3, "speech pieces": 2, "audio arrives": 1}
     end = max((s + d for r in runs.values() for s, d in playback(r)), default=1.0)
     for ax, (mode, run) in zip(np.atleast_1d(axes), runs.items(), strict=True):
         ax.scatter([t / 1000 for t, _ in run.texts], [3] * len(run.texts), marker="|", s=120, color="#555")

@@ -1,8 +1,13 @@
 """One agent turn: text streams from a language model, speech streams back to the caller.
 
-``bidi``: every piece the chunker completes goes straight into one speech session, so synthesis overlaps
-generation and audio is forwarded the moment it arrives. ``batch``: the baseline the AWS reference sample measured
-against; wait for the whole answer, then one synthesis request.
+``bidi``: the model's tokens go, as they arrive, into one streamed message of a speech session; the server
+cuts them into pieces (its chunker: fast first piece, abbreviation and number rules, quiet cut) and speaks
+each as soon as it is cut, so synthesis overlaps generation and audio is forwarded the moment it arrives.
+``batch``: the baseline the AWS reference sample measured against; wait for the whole answer, then one
+synthesis request.
+
+A ``TurnOptions.policy`` makes the agent cut the pieces itself with that schedule, one message each: kept so
+``bench.e2e`` can compare schedules through the same pipeline; nothing else sets it.
 
 The pipeline speaks to the speech server only through ``streamvoice.client`` (the protocol), never its
 insides, so the same code drives a local server or a SageMaker endpoint.
@@ -15,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from streamvoice.agent.llm import LLMError, TextSource
@@ -23,7 +28,7 @@ from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.client.transports import TransportClosed
 from streamvoice.protocol import SAMPLE_RATE, ErrorCode, ProtocolError
-from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
+from streamvoice.text.chunker import FAST_FIRST, ChunkPolicy, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.agent")
 
@@ -33,11 +38,10 @@ Mode = Literal["bidi", "batch", "say"]
 Event = dict[str, Any]
 Connect = Callable[[], Awaitable[SpeechClient]]
 
-# The agent's default piece schedule: a fast first piece (first clause at a comma once it is long enough),
-# then pieces that grow toward Kokoro's comfortable length.
-AGENT_POLICY = ChunkPolicy(
-    min_tokens=(12, 30, 60, 100), max_tokens=300, fast_first=True, first_clause_min_tokens=20
-)
+# The schedule the server cuts a streamed message with (bench.e2e compares the agent cutting by it).
+SERVER_POLICY = FAST_FIRST
+# The id of the one streamed message a bidi turn speaks (each turn has its own session).
+ANSWER_ID = "answer"
 
 
 # Audio events a turn may hold for a caller who reads slowly; past this the turn stops reading speech,
@@ -75,7 +79,7 @@ class TurnOptions:
     voice: str | None = None
     speed: float | None = None
     format: str = "pcm"
-    policy: ChunkPolicy = field(default_factory=lambda: AGENT_POLICY)
+    policy: ChunkPolicy | None = None  # None: the server cuts the stream; a schedule: the agent does
     timeout_s: float = 120.0
 
 
@@ -126,8 +130,9 @@ class _Turn:
         self.audio_bytes = 0
         self.message_start_ms = 0.0  # where the message being received starts in the turn's audio
         self.first_audio_ms: float | None = None
-        self.pieces_sent = 0
-        self.answered = 0
+        self.pieces = 0  # the pieces spoken: cut by the server (its alignment frames), or sent by us
+        self.sent = 0  # messages sent to the session
+        self.answered = 0  # of those, answered
         self.audio_started = False
 
     async def run_guarded(self, queue: _Events) -> None:
@@ -175,7 +180,7 @@ class _Turn:
         self.emit(
             "agent_end",
             text="".join(self.text),
-            pieces=self.pieces_sent,
+            pieces=self.pieces,
             audio_bytes=self.audio_bytes,
             time_to_first_audio_ms=self.first_audio_ms,
         )
@@ -189,40 +194,56 @@ class _Turn:
             yield word if i == 0 else " " + word
 
     async def _send(self, client: SpeechClient, piece: str) -> None:
-        self.emit("speech_piece", index=self.pieces_sent, text=piece)  # what went to speech, and when
+        self.emit("speech_piece", index=self.pieces, text=piece)  # what went to speech, and when
         o = self.options
-        await client.synthesize(
-            piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.pieces_sent}"
-        )
-        self.pieces_sent += 1
+        await client.synthesize(piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.sent}")
+        self.pieces += 1
+        self.sent += 1
+
+    def _got(self, delta: str) -> None:
+        self.text.append(delta)
+        self.emit("text_delta", text=delta)
+
+    async def _stream(self, client: SpeechClient, produced: asyncio.Event) -> None:
+        """Every token into one streamed message; the server decides when to speak."""
+        o = self.options
+        await client.synthesize("", voice=o.voice, speed=o.speed, format=o.format, id=ANSWER_ID, stream=True)
+        self.sent = 1
+        async for delta in self._text():
+            self._got(delta)
+            await client.append(ANSWER_ID, delta)
+        await client.end(ANSWER_ID)
+        produced.set()
+
+    async def _cut(self, client: SpeechClient, policy: ChunkPolicy, produced: asyncio.Event) -> None:
+        """Pieces cut here with ``policy``, one message each (bench.e2e's comparison of schedules)."""
+        chunker = IncrementalSentenceChunker(policy)
+        async for delta in with_quiet(self._text()):
+            if delta is QUIET:  # the model paused after a finished sentence: speak it now
+                for piece in chunker.quiet():
+                    await self._send(client, piece)
+                continue
+            assert isinstance(delta, str)
+            self._got(delta)
+            for piece in chunker.feed(delta):
+                await self._send(client, piece)
+        for piece in chunker.flush():
+            await self._send(client, piece)
+        produced.set()
 
     async def _bidi(self, client: SpeechClient) -> None:
-        chunker = IncrementalSentenceChunker(self.options.policy)
         produced = asyncio.Event()
-
-        async def produce() -> None:
-            async for delta in with_quiet(self._text()):
-                if delta is QUIET:  # the model paused after a finished sentence: speak it now
-                    for piece in chunker.quiet():
-                        await self._send(client, piece)
-                    continue
-                assert isinstance(delta, str)
-                self.text.append(delta)
-                self.emit("text_delta", text=delta)
-                for piece in chunker.feed(delta):
-                    await self._send(client, piece)
-            for piece in chunker.flush():
-                await self._send(client, piece)
-            produced.set()
-
-        producer = asyncio.create_task(produce())
+        policy = self.options.policy
+        producer = asyncio.create_task(
+            self._stream(client, produced) if policy is None else self._cut(client, policy, produced)
+        )
         consumer = asyncio.create_task(self._consume(client, produced))
         try:
             done, _ = await asyncio.wait({producer, consumer}, return_when=asyncio.FIRST_COMPLETED)
             if consumer in done:
                 consumer.result()  # the speech leg failed while the model was still writing
             producer.result() if producer in done else await producer
-            if self.answered >= self.pieces_sent:
+            if self.answered >= self.sent:
                 consumer.cancel()  # everything was already spoken while the model finished
             else:
                 await consumer
@@ -233,8 +254,7 @@ class _Turn:
 
     async def _batch(self, client: SpeechClient) -> None:
         async for delta in self.p.source.stream(self.prompt):
-            self.text.append(delta)
-            self.emit("text_delta", text=delta)
+            self._got(delta)
         answer = " ".join("".join(self.text).split())
         produced = asyncio.Event()
         if answer:
@@ -243,8 +263,8 @@ class _Turn:
         await self._consume(client, produced)
 
     async def _consume(self, client: SpeechClient, produced: asyncio.Event) -> None:
-        """Forward audio as it arrives until every piece sent has been answered."""
-        if produced.is_set() and self.answered >= self.pieces_sent:
+        """Forward audio as it arrives until every message sent has been answered."""
+        if produced.is_set() and self.answered >= self.sent:
             return
         async for event in client.events():
             if isinstance(event, AudioChunk):
@@ -260,10 +280,15 @@ class _Turn:
             if event.type == "synthesis_started":
                 self.message_start_ms = self.audio_bytes / 2 * 1000 / SAMPLE_RATE
             elif event.type == "alignment":
-                self._words(event.payload.get("words") or [])
+                words = event.payload.get("words") or []
+                if event.payload.get("id") == ANSWER_ID:  # one frame per piece the server cut
+                    text = " ".join(str(w.get("word", "")) for w in words)
+                    self.emit("speech_piece", index=self.pieces, text=text)
+                    self.pieces += 1
+                self._words(words)
             elif event.type == "synthesis_complete":
                 self.answered += 1
-            if produced.is_set() and self.answered >= self.pieces_sent:
+            if produced.is_set() and self.answered >= self.sent:
                 return
         raise ProtocolError(
             ErrorCode.SPEECH_DISCONNECTED, "the speech server closed the session before the answer was spoken"

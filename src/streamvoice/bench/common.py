@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streamvoice.audio.levels import heard_onset
+from streamvoice.text.chunker import ChunkPolicy
 
 RESULTS_DIR = Path(os.environ.get("STREAMVOICE_RESULTS", "results"))
 
@@ -22,6 +23,12 @@ FOUR_SENTENCES = (
     "Your package left our warehouse on Monday and is now with the courier. "
     "It should arrive by Thursday afternoon, weather permitting. "
     "If it does not arrive by then, just reply and we will send a replacement."
+)
+
+# The schedule the agent cut pieces with until the server took the cutting over (issue #32): the benches
+# that cut on the client (continuity; e2e's "bidi (sentences)") keep it so their figures stay comparable.
+CLIENT_SCHEDULE = ChunkPolicy(
+    min_tokens=(12, 30, 60, 100), max_tokens=300, fast_first=True, first_clause_min_tokens=20
 )
 
 

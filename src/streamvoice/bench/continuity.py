@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from streamvoice.agent.llm import ScriptedTextSource
-from streamvoice.agent.pipeline import AGENT_POLICY
-from streamvoice.bench.common import heard_onset_s, table, write_result
+from streamvoice.bench.common import CLIENT_SCHEDULE, heard_onset_s, table, write_result
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
@@ -45,7 +44,7 @@ BYTES_PER_S = SR * 2
 
 async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
     source = ScriptedTextSource(text, ttft_s=0.2, tokens_per_s=rate)
-    chunker = IncrementalSentenceChunker(AGENT_POLICY)
+    chunker = IncrementalSentenceChunker(CLIENT_SCHEDULE)
     t0 = time.perf_counter()
     pieces: dict[str, dict[str, Any]] = {}
     chunks: list[tuple[float, float]] = []  # (arrival s, audio seconds)

@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from streamvoice.agent.llm import LlamaCppSource, ScriptedTextSource, TextSource
-from streamvoice.agent.pipeline import AGENT_POLICY, SpeechPipeline, TurnOptions
-from streamvoice.bench.common import heard_onset_s, stats, table, write_result
+from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
+from streamvoice.bench.common import CLIENT_SCHEDULE, heard_onset_s, stats, table, write_result
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import SpeechClient
@@ -35,8 +35,9 @@ ANSWER = (
 PROMPT = "Why is the sky blue?"
 MODES: dict[str, TurnOptions] = {
     "batch": TurnOptions(mode="batch"),
-    "bidi (sentences)": TurnOptions(mode="bidi", policy=replace(AGENT_POLICY, fast_first=False)),
-    "bidi + fast first piece": TurnOptions(mode="bidi", policy=AGENT_POLICY),
+    "bidi (sentences)": TurnOptions(mode="bidi", policy=replace(CLIENT_SCHEDULE, fast_first=False)),
+    "bidi + fast first piece (agent cuts)": TurnOptions(mode="bidi", policy=CLIENT_SCHEDULE),
+    "bidi + fast first piece": TurnOptions(mode="bidi"),  # the agent as shipped: the server cuts
 }
 
 

@@ -33,7 +33,7 @@ class RunResult:
     text_to_heard_ms: float | None = None  # from the LLM's first text: the part of the latency that is ours
     # The turn as it happened, for the demo's timeline and WAVs (left out of the JSON summary's runs).
     texts: list[tuple[float, str]] = field(default_factory=list, repr=False)  # (t_ms, LLM text delta)
-    pieces: list[tuple[float, str]] = field(default_factory=list, repr=False)  # (t_ms, text sent to speech)
+    pieces: list[tuple[float, str]] = field(default_factory=list, repr=False)  # (t_ms, a speech piece's text)
     arrivals: list[tuple[float, int]] = field(default_factory=list, repr=False)  # (t_ms, audio bytes)
     pcm: bytes = field(default=b"", repr=False)  # all of it, 16-bit mono at SAMPLE_RATE
 
