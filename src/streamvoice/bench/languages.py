@@ -2,7 +2,10 @@
 fed three G2Ps side by side: ours (``engine.g2p``, what the server runs), the official pipeline's (misaki's
 classes called directly, as ``kokoro`` builds them) and raw espeak-ng (what this server did before).
 Then LLM-style English with and without text normalisation (share of the expected words heard, both
-sides normalised), and what G2P and normalisation cost a 60-token piece.
+sides normalised), what G2P and normalisation cost a 60-token piece, and per language the share of
+sentences with a value (money, time, date, percentage, phone number, unit, ordinal:
+``bench.spoken_values``) read and heard right, before issue #33's rules (the G2P reading the digits)
+and with them, with what the rules cost a piece.
 
     python -m streamvoice.bench.languages      (writes results/languages.json)
 
@@ -21,6 +24,7 @@ from typing import Any
 
 from streamvoice.bench.asr import Transcriber
 from streamvoice.bench.common import machine, table, write_result
+from streamvoice.bench.spoken_values import VALUES, heard_right, read_right
 from streamvoice.bench.wer import character_error_rate, words
 from streamvoice.engine import KokoroEngine
 from streamvoice.text.normalize import say
@@ -177,6 +181,50 @@ def planning_cost_ms(engine: KokoroEngine, repeat: int = 30) -> dict[str, float]
     return {"tokens": tokens, **{k: round(statistics.median(v), 2) for k, v in timed.items()}}
 
 
+def value_rows(engine: KokoroEngine, transcriber: Transcriber) -> list[dict[str, Any]]:
+    """Per language: the share of value sentences right before and after, and the rules' cost."""
+    rows = []
+    for lang, (voice, whisper_lang, values) in VALUES.items():
+        right = {"before": 0, "after": 0}
+        wrong: list[str] = []
+        for value in values:
+            for path in right:
+                if path == "after":
+                    phonemes = " ".join(p.phonemes for p in engine.planner.plan(value.text, lang))
+                else:
+                    phonemes = engine.g2p.phonemize(say(value.text, lang, values=False), lang)
+                ok = read_right(lang, phonemes, value, engine.g2p.phonemize)
+                if ok and lang != "hi":  # Whisper base writes Hindi in Urdu script: the reading only
+                    audio = _speak_phonemes(engine, phonemes, voice)
+                    heard = transcriber.transcribe(audio, language=whisper_lang)
+                    ok = heard_right(lang, heard, value, engine.g2p.phonemize)
+                right[path] += ok
+                if path == "after" and not ok:
+                    wrong.append(value.kind)
+        cost: dict[str, list[float]] = {"before": [], "after": []}
+        for _ in range(20):
+            for value in values:
+                for path, flag in (("before", False), ("after", True)):
+                    started = time.perf_counter()
+                    say(value.text, lang, values=flag)
+                    cost[path].append((time.perf_counter() - started) * 1000)
+        rows.append(
+            {
+                "lang": lang,
+                "sentences": len(values),
+                "before": round(right["before"] / len(values), 3),
+                "after": round(right["after"] / len(values), 3),
+                "wrong_after": ",".join(wrong) or "-",
+                "rules_ms": round(statistics.median(cost["after"]) - statistics.median(cost["before"]), 3),
+            }
+        )
+        print(
+            f"  {lang}: {right['before']}/{len(values)} before, {right['after']}/{len(values)} after",
+            flush=True,
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -210,7 +258,28 @@ def main() -> None:
     )
     cost = planning_cost_ms(engine)
     print(f"planning a {cost['tokens']}-token piece (median ms): {cost}")
-    result = {"machine": machine(), "languages": rows, "llm_english_heard": share, "planning_ms": cost}
+    print("\nvalues (money, time, date, percent, phone, unit, ordinal) read and heard right:", flush=True)
+    values = value_rows(engine, transcriber)
+    print(
+        table(
+            values,
+            [
+                ("lang", "language"),
+                ("sentences", "sentences"),
+                ("before", "right before"),
+                ("after", "right after"),
+                ("wrong_after", "wrong after"),
+                ("rules_ms", "rules' cost per piece ms"),
+            ],
+        )
+    )
+    result = {
+        "machine": machine(),
+        "languages": rows,
+        "llm_english_heard": share,
+        "planning_ms": cost,
+        "values": values,
+    }
     path = write_result("languages", result)
     print(f"\nwrote {path}")
 

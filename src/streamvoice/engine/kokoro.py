@@ -41,6 +41,7 @@ from streamvoice.engine.voices import (
 from streamvoice.engine.windows import COLD_PLAN, SAMPLES_PER_FRAME, WindowCap, WindowPlan
 from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
 from streamvoice.protocol import DEFAULT_PAUSES, DEFAULT_VOICE, SAMPLE_RATE, Pauses
+from streamvoice.text.language_rules import warm as warm_rules
 
 log = logging.getLogger("streamvoice.engine")
 # phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
@@ -437,6 +438,7 @@ class KokoroEngine:
         for lang in SUPPORTED_LANGS:  # each installed language's G2P loads now, not on a caller's time
             if self.g2p.installed(lang):
                 self.g2p.phonemize(calibration_text(lang), lang)
+                warm_rules(lang)  # and its number engine (num2words, cn2an: 60-200 ms to import)
         seconds = 0.0
         for voice in voices:
             spec = self.parse_voice(voice)

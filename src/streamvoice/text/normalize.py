@@ -7,9 +7,10 @@ original text with what is said for it, so word timings can name "$12.50" (the c
 times of "twelve dollars fifty" (Kokoro-FastAPI's users report exactly this broken: timings that name the
 expansion, "nine thirtyPM").
 
-English is normalised fully. Other languages get what is language-neutral (URLs, emails, emoji and
-symbols dropped or named); their G2P reads numbers itself (espeak-ng in its language, misaki's cn2an and
-num2kana for Mandarin and Japanese).
+English is normalised here; Spanish, French, Italian, Portuguese, Japanese, Mandarin and Hindi by their
+rules in ``text.locales``, ``text.japanese``, ``text.mandarin`` and ``text.hindi`` (numbers in words from
+``text.number_words``), after what is language-neutral (URLs, emails, emoji and symbols). The language is
+the voice's or the message's ``lang``: "3/4/2026" is March 4 in American English, 3 April in British.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from streamvoice.text.language_rules import language_rules
 from streamvoice.text.numbers import cardinal, decimal, digits, ordinal, plural, year
 from streamvoice.text.pronounce import END, PHONEMES, SAY, SEP, SPACE
 
@@ -31,7 +33,7 @@ class Token:
     space_before: bool = True
 
 
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]  # the same shape in every rules module
 
 MONTHS = "January February March April May June July August September October November December".split()
 _MONTH_OF = {m[:3].lower(): m for m in MONTHS}  # "Sept" and "September" too: by their first three
@@ -186,7 +188,18 @@ def _iso_date(m: re.Match[str]) -> str:
 
 
 def _us_date(m: re.Match[str]) -> str:
-    month, day, y = int(m["mo"]), int(m["d"]), m["y"]
+    return _numeric_date(int(m["a"]), int(m["b"]), m["y"])
+
+
+def _uk_date(m: re.Match[str]) -> str:
+    day, month, y = int(m["a"]), int(m["b"]), m["y"]
+    if not 1 <= month <= 12 or not 1 <= day <= 31:
+        return f"{cardinal(day)} {cardinal(month)} {cardinal(int(y))}"
+    full = int(y) + (2000 if len(y) == 2 else 0)
+    return f"the {ordinal(day)} of {MONTHS[month - 1]} {year(full)}"
+
+
+def _numeric_date(month: int, day: int, y: str) -> str:
     if not 1 <= month <= 12 or not 1 <= day <= 31:
         return f"{cardinal(month)} {cardinal(day)} {cardinal(int(y))}"
     full = int(y) + (2000 if len(y) == 2 else 0)
@@ -326,7 +339,7 @@ ENGLISH_RULES: tuple[Rule, ...] = (
     (re.compile(rf"\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?:\s?{_AMPM})?"), _time),
     (re.compile(rf"\b(?P<h>1[0-2]|0?[1-9])(?P<min>)\s?{_AMPM}"), _time),
     (re.compile(r"\b(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b"), _iso_date),
-    (re.compile(r"\b(?P<mo>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4}|\d{2})\b"), _us_date),
+    (re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4}|\d{2})\b"), _us_date),
     (
         re.compile(rf"\b{_MONTH}\.?\s(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s(?P<year>\d{{4}})\b)?"),
         _month_day,
@@ -370,17 +383,23 @@ MARKED_RULES: tuple[Rule, ...] = (
 )
 
 
-def rules_for(lang: str) -> tuple[Rule, ...]:
-    """English reads everything; other languages only what is neutral, in their own G2P's numbers."""
+def rules_for(lang: str, values: bool = True) -> tuple[Rule, ...]:
+    """Each language's rules after the marked spans and what is neutral (URLs, emails, symbols).
+    ``values=False`` leaves out the non-English languages' value rules: the path before issue #33, which
+    ``bench.languages`` measures against."""
     if lang.startswith("en"):
-        return (*MARKED_RULES, *ENGLISH_RULES[:4], *SHARED_RULES, *ENGLISH_RULES[4:])  # "+1" is no sum
-    return (*MARKED_RULES, *ENGLISH_RULES[:3], *SHARED_RULES)
+        english = ENGLISH_RULES
+        if lang != "en-us":  # the rest of the English-speaking world writes the day first
+            english = tuple((p, _uk_date if say is _us_date else say) for p, say in ENGLISH_RULES)
+        return (*MARKED_RULES, *english[:4], *SHARED_RULES, *english[4:])  # "+1" is no sum
+    own = language_rules(lang) if values else ()
+    return (*MARKED_RULES, *ENGLISH_RULES[:3], *own, *SHARED_RULES)
 
 
-def normalize(text: str, lang: str = "en-us") -> list[Token]:
+def normalize(text: str, lang: str = "en-us", values: bool = True) -> list[Token]:
     """The text as tokens: spans rules rewrote, and the words between them as they were."""
     claims: list[tuple[int, int, str]] = []
-    for pattern, say in rules_for(lang):
+    for pattern, say in rules_for(lang, values):
         for m in pattern.finditer(text):
             a, b = m.span()
             if a == b or any(a < cb and ca < b for ca, cb, _ in claims):
@@ -414,12 +433,21 @@ def spoken_text(tokens: list[Token]) -> str:
         if not token.spoken:
             continue
         joined = bool(out) and not token.space_before
-        if joined and out[-1].isalnum() and token.spoken[0].isalnum():
+        if joined and _apart(out[-1], token.spoken[0]):
             joined = False
         out += token.spoken if joined or not out else " " + token.spoken
     return " ".join(out.split())
 
 
-def say(text: str, lang: str = "en-us") -> str:
+def _apart(left: str, right: str) -> bool:
+    """Two words that would run together; Japanese and Chinese write none of the spaces between words."""
+    return left.isalnum() and right.isalnum() and not (_wide(left) or _wide(right))
+
+
+def _wide(ch: str) -> bool:
+    return ord(ch) >= 0x2E80
+
+
+def say(text: str, lang: str = "en-us", values: bool = True) -> str:
     """The text as it will be read (what the docs' table and the tests show)."""
-    return spoken_text(normalize(text, lang))
+    return spoken_text(normalize(text, lang, values))

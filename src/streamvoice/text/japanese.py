@@ -1,0 +1,185 @@
+"""What assistants write in Japanese, in the words a speaker says: amounts in kanji numerals (misaki
+reads 九百八十円 right, and a run of kana numbers it cuts into words Whisper hears as digits), and the
+counters whose sounds change in kana (四時 "よじ", 四十分 "よんじゅっぷん", 九月 "くがつ", 五日 "いつか",
+四円 "よえん"), where misaki reads digits or kanji wrong ("3月5日" was "san-tsuki go-nichi", 分 "ふん"
+after every number). Measured by ``python -m streamvoice.bench.languages``; checked by
+``pytest tests/test_locales.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from streamvoice.text import number_words as nw
+
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+
+DIGIT = ("ぜろ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
+HUNDREDS = {1: "ひゃく", 3: "さんびゃく", 6: "ろっぴゃく", 8: "はっぴゃく"}
+THOUSANDS = {1: "せん", 3: "さんぜん", 8: "はっせん"}
+BIG = ((10**12, "ちょう"), (10**8, "おく"), (10**4, "まん"))
+MONTHS = {4: "しがつ", 7: "しちがつ", 9: "くがつ"}
+DAYS = {
+    1: "ついたち", 2: "ふつか", 3: "みっか", 4: "よっか", 5: "いつか", 6: "むいか", 7: "なのか",
+    8: "ようか", 9: "ここのか", 10: "とおか", 14: "じゅうよっか", 20: "はつか", 24: "にじゅうよっか",
+}  # fmt: skip
+HOURS = {4: "よじ", 7: "しちじ", 9: "くじ"}
+# 分: ふん after 2, 5, 7, 9; ぷん (with a small っ) after 1, 3, 4, 6, 8, 10
+MINUTES = {1: "いっぷん", 3: "さんぷん", 4: "よんぷん", 6: "ろっぷん", 8: "はっぷん", 0: "じゅっぷん"}
+YEN = {4: "よえん"}
+
+
+def _under_10000(n: int) -> str:
+    out = ""
+    th, n = divmod(n, 1000)
+    if th:
+        out += THOUSANDS.get(th, DIGIT[th] + "せん")
+    hu, n = divmod(n, 100)
+    if hu:
+        out += HUNDREDS.get(hu, DIGIT[hu] + "ひゃく")
+    te, n = divmod(n, 10)
+    if te:
+        out += "じゅう" if te == 1 else DIGIT[te] + "じゅう"
+    if n:
+        out += DIGIT[n]
+    return out
+
+
+def kanji(n: int) -> str:
+    return "マイナス" + kanji(-n) if n < 0 else "ゼロ" if n == 0 else nw.cardinal(n, "ja")
+
+
+def cardinal(n: int) -> str:
+    """In kana: only for counters, whose sound changes this module spells out."""
+    if n == 0:
+        return "ゼロ"
+    if n < 0:
+        return "マイナス" + cardinal(-n)
+    out = ""
+    for scale, name in BIG:
+        if n >= scale:
+            head, n = divmod(n, scale)
+            out += _under_10000(head) + name
+    return out + _under_10000(n)
+
+
+def minutes(n: int) -> str:
+    if n % 10 == 0 and n:  # 10, 20, 30 分: "じゅっぷん", "にじゅっぷん"
+        return (cardinal(n // 10 * 10)[:-3] if n > 10 else "") + "じゅっぷん"
+    head, last = divmod(n, 10)
+    if last in MINUTES and last:
+        return (cardinal(head * 10) if head else "") + MINUTES[last]
+    return cardinal(n) + "ふん"
+
+
+def digits(text: str) -> str:
+    names = ("ゼロ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
+    return "".join(names[int(d)] for d in text if d.isdigit())
+
+
+def decimal(whole: int, fraction: str) -> str:
+    return kanji(whole) + "点" + "".join("〇一二三四五六七八九"[int(d)] for d in fraction)
+
+
+def _value(text: str) -> tuple[int, str]:
+    whole, _, fraction = text.replace(",", "").partition(".")
+    return int(whole or "0"), fraction
+
+
+def number(text: str) -> str:
+    whole, fraction = _value(text)
+    return decimal(whole, fraction) if fraction else kanji(whole)
+
+
+NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+UNITS = {
+    "km": "キロメートル", "m": "メートル", "cm": "センチメートル", "mm": "ミリメートル",
+    "kg": "キログラム", "g": "グラム", "mg": "ミリグラム", "L": "リットル", "l": "リットル",
+    "ml": "ミリリットル", "mL": "ミリリットル", "km/h": "キロメートルじそく", "GB": "ギガバイト",
+    "MB": "メガバイト", "kWh": "キロワットアワー",
+}  # fmt: skip
+CURRENCY_AFTER = {"円": "えん", "ドル": "ドル", "ユーロ": "ユーロ"}
+CURRENCY_BEFORE = {"¥": "えん", "￥": "えん", "$": "ドル", "US$": "ドル", "€": "ユーロ"}
+
+
+def _money(m: re.Match[str]) -> str:
+    written = m["cur"] or m["cur2"]
+    name = CURRENCY_BEFORE.get(written) or CURRENCY_AFTER[written]
+    whole, fraction = _value(m["n"])
+    if name == "えん" and not fraction and whole % 10 == 4:  # 4円 "よえん"
+        return (kanji(whole - 4) if whole > 4 else "") + "よえん"
+    return number(m["n"]) + ("円" if name == "えん" else name)
+
+
+def _date(m: re.Match[str]) -> str:
+    said = ""
+    if m["y"]:
+        said += kanji(int(m["y"])) + "年"
+    month, day = int(m["mo"]), int(m["d"]) if m["d"] else 0
+    if month:
+        said += MONTHS.get(month, cardinal(month) + "がつ")
+    if day:
+        said += DAYS.get(day, cardinal(day) + "にち")
+    return said
+
+
+def _hour(hour: int) -> str:
+    if hour in HOURS:
+        return HOURS[hour]
+    if hour > 10 and hour % 10 in HOURS:  # 14時 "じゅうよじ"
+        return cardinal(hour - hour % 10) + HOURS[hour % 10]
+    return cardinal(hour) + "じ"
+
+
+def _clock(m: re.Match[str]) -> str:
+    said = _hour(int(m["h"]))
+    if m["han"]:
+        return said + "はん"
+    return said + minutes(int(m["min"])) if m["min"] and int(m["min"]) else said
+
+
+def _phone(m: re.Match[str]) -> str:
+    return "、".join(digits(g) for g in re.findall(r"\d+", m.group()))
+
+
+def _percent(m: re.Match[str]) -> str:
+    return number(m["n"]) + "パーセント"
+
+
+def _temperature(m: re.Match[str]) -> str:
+    value = m["t"]
+    sign = "マイナス" if value[:1] in "-−" else ""
+    said = sign + number(value.lstrip("+-−")) + "ど"
+    return ("かし" if m["scale"] == "F" else "") + said
+
+
+def _unit(m: re.Match[str]) -> str:
+    return number(m["n"]) + UNITS[m["unit"]]
+
+
+def _range(m: re.Match[str]) -> str:
+    return f"{number(m['a'])}から{number(m['b'])}"
+
+
+def _ordinal(m: re.Match[str]) -> str:
+    return "第" + kanji(int(m["n"]))
+
+
+_UNIT_NAMES = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
+RULES: tuple[Rule, ...] = (
+    (re.compile(r"(?<!\d)0\d{1,4}-\d{1,4}-\d{3,4}(?!\d)|(?<!\d)\+\d{1,3}[\s-]\d{1,4}[\s-]\d{1,4}[\s-]\d{3,4}(?!\d)"), _phone),
+    (re.compile(rf"(?P<cur>US\$|[¥￥$€])\s?(?P<n>{NUM})(?P<cur2>)"), _money),
+    (re.compile(rf"(?P<n>{NUM})\s?(?P<cur2>円|ドル|ユーロ)(?P<cur>)"), _money),
+    (re.compile(r"(?P<y>\d{4})[/-](?P<mo>\d{1,2})[/-](?P<d>\d{1,2})(?!\d)"), _date),
+    (re.compile(r"(?:(?P<y>\d{4})年)?(?P<mo>\d{1,2})月(?:(?P<d>\d{1,2})日)?"), _date),
+    (re.compile(r"(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?P<han>)(?!\d)"), _clock),
+    (re.compile(r"(?P<h>[01]?\d|2[0-3])時(?:(?P<min>[0-5]?\d)分|(?P<han>半))?"), _clock),
+    (re.compile(rf"(?P<t>[-+−]?{NUM})\s?(?:°\s?(?P<scale>[CF])?|℃|度)"), _temperature),
+    (re.compile(rf"(?P<n>{NUM})\s?[%％]"), _percent),
+    (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})(?![\d.])"), _range),
+    (re.compile(r"(?<!\d)(?P<d>[1-3]?\d)日"), lambda m: DAYS.get(int(m["d"]), cardinal(int(m["d"])) + "にち")),
+    (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), _unit),
+    (re.compile(r"第(?P<n>\d+)"), _ordinal),
+    (re.compile(NUM), lambda m: number(m.group())),
+)  # fmt: skip

@@ -1,0 +1,114 @@
+"""What each language's rules say for what assistants write (``text.locales``, ``text.japanese``,
+``text.mandarin``, ``text.hindi``): the readings, the caller's words kept as the tokens' originals, the
+date order per English, and a language without its number engine left as it was."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamvoice.text import number_words
+from streamvoice.text.normalize import normalize, say
+
+READINGS: dict[str, list[tuple[str, str]]] = {
+    "es": [
+        ("Son 1.250,40 € al mes.", "Son mil doscientos cincuenta euros con cuarenta céntimos al mes."),
+        ("Vale 21 $.", "Vale veintiún dólares."),
+        ("Cuesta 1.000.000 €.", "Cuesta un millón de euros."),
+        ("Quedamos a las 8:05.", "Quedamos a las ocho y cinco."),
+        ("Abrimos de 10-14 h.", "Abrimos de diez a catorce horas."),
+        ("Nació el 02/01/1998.", "Nació el dos de enero de mil novecientos noventa y ocho."),
+        (
+            "Llame al +34 611 222 333.",
+            "Llame al más treinta y cuatro, seis uno uno, dos dos dos, tres tres tres.",
+        ),
+        ("Hace -3 °C fuera.", "Hace menos tres grados fuera."),
+        ("Es el 1.er premio y la 2.ª vez.", "Es el primer premio y la segunda vez."),
+        ("Tarda 20-30 min.", "Tarda veinte a treinta minutos."),
+    ],
+    "fr-fr": [
+        ("Total : 7,05 €.", "Total : sept euros cinq."),
+        ("Départ à 6h.", "Départ à six heures."),
+        ("À 21h15 précises.", "À vingt et une heures quinze précises."),
+        ("Le 1er juin et la 1re fois.", "Le premier juin et la première fois."),
+        ("Le 05/02/2026.", "Le cinq février deux mille vingt-six."),
+        ("Ville de 2 300 000 habitants.", "Ville de deux millions trois cent mille habitants."),
+        ("Il fait 0,5 °C.", "Il fait zéro virgule cinq degrés."),
+    ],
+    "it": [
+        ("Costa 1 €.", "Costa un euro."),
+        ("Il 01/03/2026 alle 9:30.", "Il primo marzo duemilaventisei alle nove e trenta."),
+        ("Sconto del 10 %.", "Sconto del dieci per cento."),
+        ("La 3ª strada.", "La terza strada."),
+        ("Pesa 2 kg.", "Pesa due chili."),
+    ],
+    "pt-br": [
+        ("Custa R$ 1,00.", "Custa um real."),
+        ("Custa R$ 2.500,75.", "Custa dois mil e quinhentos reais e setenta e cinco centavos."),
+        ("Chego às 1h30.", "Chego às uma e trinta."),
+        ("Às 22h.", "Às vinte e duas horas."),
+        ("Ligue (21) 3456-7890.", "Ligue dois um, três quatro cinco seis, sete oito nove zero."),
+        ("A 1ª vez.", "A primeira vez."),
+    ],
+    "ja": [
+        ("合計は12,400円です。", "合計は一万二千四百円です。"),
+        ("4円です。", "よえんです。"),
+        ("9時半に。", "くじはんに。"),
+        ("7月24日まで。", "しちがつにじゅうよっかまで。"),
+        ("2026/1/1に。", "二千二十六年いちがつついたちに。"),
+        ("10:01発", "じゅうじいっぷん発"),
+    ],
+    "cmn": [
+        ("一共¥2.05。", "一共两元零五分。"),
+        ("一共12元。", "一共十二元。"),
+        ("2点见。", "两点见。"),
+        ("9:05出发。", "九点零五分出发。"),
+        ("2025-12-31到期。", "二零二五年十二月三十一日到期。"),
+        ("气温-3°C。", "气温零下三摄氏度。"),
+        ("3.5%的利率", "百分之三点五的利率"),
+    ],
+    "hi": [
+        ("कीमत ₹1,25,000 है।", "कीमत एक लाख पच्चीस हज़ार रुपये है।"),
+        ("Rs. 12.50 दें।", "बारह रुपये पचास पैसे दें।"),
+        ("रात 10:00 बजे।", "रात दस बजे।"),
+        ("दोपहर 2:30 बजे।", "दोपहर ढाई बजे।"),
+        ("यह 5वीं बार है।", "यह पाँचवीं बार है।"),
+        ("10-15 मिनट", "दस से पंद्रह मिनट"),
+    ],
+}
+
+
+@pytest.mark.parametrize("lang", sorted(READINGS))
+def test_each_language_reads_values_as_its_speakers_do(lang: str) -> None:
+    assert [say(text, lang) for text, _ in READINGS[lang]] == [said for _, said in READINGS[lang]]
+
+
+def test_the_callers_words_stay_the_originals_word_timings_name() -> None:
+    tokens = normalize("Paga ₹499 a las 14h30.", "hi")
+    assert "₹499" in [t.original for t in tokens]
+    tokens = normalize("El tren sale a las 14h30 y cuesta 25,50 €.", "es")
+    spans = {t.original: t.spoken for t in tokens}
+    assert spans["14h30"] == "catorce y treinta" and spans["25,50 €"].startswith("veinticinco euros")
+
+
+def test_numeric_dates_follow_the_language() -> None:
+    assert say("on 3/4/2026", "en-us") == "on March fourth twenty twenty-six"
+    assert say("on 3/4/2026", "en-gb") == "on the third of April twenty twenty-six"
+    assert say("el 3/4/2026", "es") == "el tres de abril de dos mil veintiséis"
+
+
+def test_a_language_whose_number_engine_is_missing_is_read_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from streamvoice.text import language_rules
+
+    monkeypatch.setattr(number_words, "_num2words", lambda: None)
+    language_rules.language_rules.cache_clear()
+    try:
+        assert say("Cuesta 25,50 €.", "es") == "Cuesta 25,50 €."
+        assert say("价格¥12。", "cmn") == "价格十二元。"  # cn2an, not num2words, reads Mandarin
+    finally:
+        language_rules.language_rules.cache_clear()
+
+
+def test_english_is_unchanged_by_the_other_languages() -> None:
+    assert say("It costs $12.50 at 3pm.", "en-us") == "It costs twelve dollars fifty cents at three p m."
