@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from streamvoice.engine import KokoroEngine
 from streamvoice.text import number_words
 from streamvoice.text.normalize import normalize, say
 
@@ -24,6 +25,7 @@ READINGS: dict[str, list[tuple[str, str]]] = {
         ("Hace -3 °C fuera.", "Hace menos tres grados fuera."),
         ("Es el 1.er premio y la 2.ª vez.", "Es el primer premio y la segunda vez."),
         ("Tarda 20-30 min.", "Tarda veinte a treinta minutos."),
+        ("Bajan un 2-4 %.", "Bajan un dos a cuatro por ciento."),
     ],
     "fr-fr": [
         ("Total : 7,05 €.", "Total : sept euros cinq."),
@@ -40,6 +42,7 @@ READINGS: dict[str, list[tuple[str, str]]] = {
         ("Sconto del 10 %.", "Sconto del dieci per cento."),
         ("La 3ª strada.", "La terza strada."),
         ("Pesa 2 kg.", "Pesa due chili."),
+        ("Al 2° piano, con 30° fuori.", "Al secondo piano, con trenta gradi fuori."),
     ],
     "pt-br": [
         ("Custa R$ 1,00.", "Custa um real."),
@@ -48,6 +51,7 @@ READINGS: dict[str, list[tuple[str, str]]] = {
         ("Às 22h.", "Às vinte e duas horas."),
         ("Ligue (21) 3456-7890.", "Ligue dois um, três quatro cinco seis, sete oito nove zero."),
         ("A 1ª vez.", "A primeira vez."),
+        ("Em 1° lugar, com 30° hoje.", "Em primeiro lugar, com trinta graus hoje."),
     ],
     "ja": [
         ("合計は12,400円です。", "合計は一万二千四百円です。"),
@@ -65,6 +69,7 @@ READINGS: dict[str, list[tuple[str, str]]] = {
         ("2025-12-31到期。", "二零二五年十二月三十一日到期。"),
         ("气温-3°C。", "气温零下三摄氏度。"),
         ("3.5%的利率", "百分之三点五的利率"),
+        ("涨了3-5%", "涨了百分之三到五"),
     ],
     "hi": [
         ("कीमत ₹1,25,000 है।", "कीमत एक लाख पच्चीस हज़ार रुपये है।"),
@@ -112,3 +117,13 @@ def test_a_language_whose_number_engine_is_missing_is_read_as_written(
 
 def test_english_is_unchanged_by_the_other_languages() -> None:
     assert say("It costs $12.50 at 3pm.", "en-us") == "It costs twelve dollars fifty cents at three p m."
+
+
+def test_word_timings_name_the_callers_words_in_every_script(engine: KokoroEngine) -> None:
+    def names(text: str, lang: str) -> list[str]:
+        return [w.word for piece in engine.planner.plan(text, lang) for w in piece.words]
+
+    assert names("価格は¥1,280です。会議は15:30です。", "ja") == ["価格は¥1,280です。", "会議は15:30です。"]
+    assert names("价格是¥128.5。", "cmn") == ["价格是¥128.5。"]
+    assert names("Cuesta 25,50 € a las 14h30.", "es") == ["Cuesta", "25,50 €", "a", "las", "14h30."]
+    assert names("कीमत ₹499 है।", "hi") == ["कीमत", "₹499", "है।"]

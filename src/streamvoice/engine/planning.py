@@ -131,9 +131,14 @@ def on_original_words(tokens: list[Token], said: tuple[WordSpan, ...]) -> tuple[
     """Spans of the spoken words, grouped back into the caller's words: "$12.50" gets the span from
     "twelve" to "cents". Where the counts do not line up (a span covering several words), the spoken
     spans are kept as they are: coarser or differently named, never wrong."""
-    counts = [len(text_words(t.spoken)) for t in tokens]
-    if sum(counts) != len(said) or all(t.original == t.spoken for t in tokens):
+    if all(t.original == t.spoken for t in tokens):
         return said
+    counts = [len(text_words(t.spoken)) for t in tokens]
+    if sum(counts) != len(said):
+        tokens = written_words(tokens)  # Japanese and Chinese: a rule's span inside a run without spaces
+        counts = [len(text_words(t.spoken)) for t in tokens]
+        if sum(counts) != len(said):
+            return said
     out: list[WordSpan] = []
     k = 0
     for i, (token, n) in enumerate(zip(tokens, counts, strict=True)):
@@ -146,6 +151,19 @@ def on_original_words(tokens: list[Token], said: tuple[WordSpan, ...]) -> tuple[
             out.append(WordSpan(name, said[k].first, said[k + n - 1].last))
             k += n
     return tuple(out)
+
+
+def written_words(tokens: list[Token]) -> list[Token]:
+    """Tokens joined as the caller wrote them, one per run without spaces: "価格は" "¥1,280" "です。" is
+    one word, said "価格は千二百八十円です。" and named "価格は¥1,280です。"."""
+    out: list[Token] = []
+    for token in tokens:
+        if out and not token.space_before:
+            last = out[-1]
+            out[-1] = Token(last.original + token.original, spoken_text([last, token]), last.space_before)
+        else:
+            out.append(token)
+    return out
 
 
 def split_phonemes(phonemes: str, max_tokens: int) -> list[tuple[int, int]]:

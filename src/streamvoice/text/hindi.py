@@ -101,6 +101,7 @@ RULES: tuple[Rule, ...] = (
     (re.compile(r"\b(?P<d>\d{1,2})[/.-](?P<mo>\d{1,2})[/.-](?P<y>\d{4})\b"), _date),
     (re.compile(rf"{_PART}\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)\b(?:\s?बजे)?"), _clock),
     (re.compile(rf"(?P<t>[-+−]?{NUM})\s?°\s?(?P<scale>[CF])?(?![A-Za-z])"), _temperature),
+    (re.compile(rf"(?<![\d.,])(?P<a>{NUM})\s?[-–]\s?(?P<b>{NUM})\s?%"), lambda m: f"{number(m['a'])} से {number(m['b'])} प्रतिशत"),
     (re.compile(rf"(?P<n>{NUM})\s?%"), lambda m: f"{number(m['n'])} प्रतिशत"),
     (re.compile(rf"(?<![\d.,])(?P<a>{NUM})\s?[-–]\s?(?P<b>{NUM})(?![\d.,-])"), lambda m: f"{number(m['a'])} से {number(m['b'])}"),
     (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), lambda m: f"{number(m['n'])} {UNITS[m['unit']]}"),

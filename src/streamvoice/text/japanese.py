@@ -176,6 +176,7 @@ RULES: tuple[Rule, ...] = (
     (re.compile(r"(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?P<han>)(?!\d)"), _clock),
     (re.compile(r"(?P<h>[01]?\d|2[0-3])時(?:(?P<min>[0-5]?\d)分|(?P<han>半))?"), _clock),
     (re.compile(rf"(?P<t>[-+−]?{NUM})\s?(?:°\s?(?P<scale>[CF])?|℃|度)"), _temperature),
+    (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})\s?[%％]"), lambda m: f"{number(m['a'])}から{number(m['b'])}パーセント"),
     (re.compile(rf"(?P<n>{NUM})\s?[%％]"), _percent),
     (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})(?![\d.])"), _range),
     (re.compile(r"(?<!\d)(?P<d>[1-3]?\d)日"), lambda m: DAYS.get(int(m["d"]), cardinal(int(m["d"])) + "にち")),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from streamvoice.text import number_words as nw
 
@@ -70,7 +70,7 @@ class Latin:
     units: dict[str, tuple[str, str]]
     ordinal_marks: str  # a regex of what follows the digits of an ordinal
     feminine_hours: bool = True
-    extra: tuple[Rule, ...] = field(default=())
+    degree_ordinal_nouns: str = ""  # "1° lugar": the nouns a degree sign counts instead of degrees
 
 
 def _said(n: int, lang: str, feminine: bool = False) -> str:
@@ -146,6 +146,9 @@ def latin_rules(loc: Latin) -> tuple[Rule, ...]:
     def percent(m: re.Match[str]) -> str:
         return f"{_number(m['n'], lang)} {loc.percent}"
 
+    def percent_span(m: re.Match[str]) -> str:  # "5-10 %"
+        return f"{span(m)} {loc.percent}"
+
     def temperature(m: re.Match[str]) -> str:
         value = m["t"].lstrip("+-−")
         sign = f"{nw.MINUS[nw.family(lang)]} " if m["t"][:1] in "-−" else ""
@@ -218,7 +221,18 @@ def latin_rules(loc: Latin) -> tuple[Rule, ...]:
         (re.compile(r"\b(?P<a>[01]?\d|2[0-3])\s?[-–]\s?(?P<b>[01]?\d|2[0-4])\s?h\b(?![\w/])"), hours_span),
         (re.compile(r"\b(?P<h>[01]?\d|2[0-3])(?::|h|H)(?P<min>[0-5]\d)\b(?:\s?h\b)?"), clock),
         (re.compile(r"\b(?P<h>[01]?\d|2[0-3])\s?h\b(?![\w/])"), hours),
+        *(
+            (
+                (
+                    re.compile(rf"\b(?P<n>\d+)(?P<mark>°)(?=\s+(?:{loc.degree_ordinal_nouns})\b)(?P<noun>)"),
+                    ordinal,
+                ),
+            )
+            if loc.degree_ordinal_nouns
+            else ()
+        ),
         (re.compile(rf"(?P<t>[-+−]?{num})\s?°\s?(?P<scale>[CF])?(?![A-Za-z])"), temperature),
+        (re.compile(rf"(?<![\d.,])(?P<a>{num})\s?[-–]\s?(?P<b>{num})\s?%"), percent_span),
         (re.compile(rf"(?P<n>{num})\s?%"), percent),
         (
             re.compile(rf"(?<![\d.,])(?P<a>{num})\s?[-–]\s?(?P<b>{num})\s?(?P<unit>{unit_names})(?![\w/])"),
@@ -227,7 +241,6 @@ def latin_rules(loc: Latin) -> tuple[Rule, ...]:
         (re.compile(rf"(?<![\d.,])(?P<a>{num})\s?[-–]\s?(?P<b>{num})(?![\d.,-])"), span),
         (re.compile(rf"(?<![\w.,])(?P<n>{num})\s?(?P<unit>{unit_names})(?![\w/])"), unit),
         (re.compile(rf"\b(?P<n>\d+)(?P<mark>{loc.ordinal_marks})(?![\w])(?=(?P<noun>\s+[^\W\d])?)"), ordinal),
-        *loc.extra,
         (re.compile(num), lambda m: _number(m.group(), lang)),
     )
 
@@ -393,6 +406,7 @@ ITALIAN = Latin(
         "kWh": ("chilowattora", "chilowattora"),
     },
     ordinal_marks=r"º|ª",
+    degree_ordinal_nouns="piano|posto|anno|giorno|classificato|classificata|secolo|livello",
 )
 
 PORTUGUESE = Latin(
@@ -436,6 +450,7 @@ PORTUGUESE = Latin(
         "GB": ("gigabyte", "gigabytes"),
         "kWh": ("quilowatt-hora", "quilowatts-hora"),
     },
-    ordinal_marks=r"º|ª|°(?=\s+[a-zà-ú])",
+    ordinal_marks=r"º|ª",
+    degree_ordinal_nouns="lugar|andar|ano|dia|colocado|colocada|turno|semestre|tempo|série|vez",
 )
 LATIN = {"es": SPANISH, "fr": FRENCH, "it": ITALIAN, "pt": PORTUGUESE}

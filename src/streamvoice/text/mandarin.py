@@ -120,6 +120,7 @@ RULES: tuple[Rule, ...] = (
     (re.compile(r"(?P<part>上午|下午|早上|晚上|中午|凌晨)?(?P<h>[01]?\d|2[0-3])[:：](?P<min>[0-5]\d)(?!\d)"), _clock),
     (re.compile(r"(?P<part>上午|下午|早上|晚上|中午|凌晨)?(?P<h>[01]?\d|2[0-3])点(?:(?P<min>[0-5]?\d)分?)?"), _clock),
     (re.compile(rf"(?P<t>[-+−]?{NUM})\s?(?:°\s?(?P<scale>[CF])?|℃)"), _temperature),
+    (re.compile(rf"(?P<a>{NUM})\s?[-–~～到至]\s?(?P<b>{NUM})\s?[%％]"), lambda m: f"百分之{number(m['a'])}到{number(m['b'])}"),
     (re.compile(rf"(?P<n>{NUM})\s?[%％]"), _percent),
     (re.compile(rf"(?P<a>{NUM})\s?[-–~～到至]\s?(?P<b>{NUM})(?![\d.])"), _range),
     (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), _unit),
