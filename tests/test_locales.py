@@ -127,3 +127,43 @@ def test_word_timings_name_the_callers_words_in_every_script(engine: KokoroEngin
     assert names("价格是¥128.5。", "cmn") == ["价格是¥128.5。"]
     assert names("Cuesta 25,50 € a las 14h30.", "es") == ["Cuesta", "25,50 €", "a", "las", "14h30."]
     assert names("कीमत ₹499 है।", "hi") == ["कीमत", "₹499", "है।"]
+
+
+HOSTILE = [
+    "1",
+    "1 ",
+    "1.",
+    "1,",
+    "-1",
+    "1%",
+    "1°",
+    "1-",
+    "1:1",
+    "12/03/",
+    "(11) ",
+    "¥1",
+    "₹1,",
+    "1月",
+    "第1",
+    "a-",
+]
+
+
+@pytest.mark.parametrize("lang", ["es", "fr-fr", "it", "pt-br", "ja", "cmn", "hi", "en-us"])
+def test_value_rules_cost_grows_in_step_with_the_text_not_its_square(lang: str) -> None:
+    """A run of digits and marks as long as a piece may hold (the chunker cuts a run at 1,000 characters)
+    must not make a rule try every start against every end: ten times the text, not a hundred times."""
+    import time
+
+    def cost(text: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            say(text, lang)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    say("1", lang)  # the rules compiled, the number engine imported
+    for unit in HOSTILE:
+        short, long = cost(unit * (100 // len(unit))), cost(unit * (1000 // len(unit)))
+        assert long < 30 * short + 0.005, (unit, short, long)

@@ -14,7 +14,8 @@ from streamvoice.text import number_words as nw
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
-NUM = r"(?:\d{1,3}(?:,\d{2,3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+LANG = "hi"
+NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{2,3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 MONTHS = "जनवरी फ़रवरी मार्च अप्रैल मई जून जुलाई अगस्त सितंबर अक्टूबर नवंबर दिसंबर".split()
 UNITS = {
     "km": "किलोमीटर", "m": "मीटर", "cm": "सेंटीमीटर", "mm": "मिलीमीटर", "kg": "किलो", "g": "ग्राम",
@@ -33,10 +34,12 @@ def cardinal(n: int) -> str:
 
 def _value(text: str) -> tuple[int, str]:
     whole, _, fraction = text.replace(",", "").partition(".")
-    return int(whole or "0"), fraction
+    return int(whole[-nw.MAX_DIGITS - 1 :] or "0"), fraction[: nw.MAX_DIGITS]  # an id is read as digits
 
 
 def number(text: str) -> str:
+    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:
+        return nw.digits(text, LANG)
     whole, fraction = _value(text)
     return nw.decimal(whole, fraction, "hi") if fraction else cardinal(whole)
 
@@ -105,6 +108,6 @@ RULES: tuple[Rule, ...] = (
     (re.compile(rf"(?P<n>{NUM})\s?%"), lambda m: f"{number(m['n'])} प्रतिशत"),
     (re.compile(rf"(?<![\d.,])(?P<a>{NUM})\s?[-–]\s?(?P<b>{NUM})(?![\d.,-])"), lambda m: f"{number(m['a'])} से {number(m['b'])}"),
     (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), lambda m: f"{number(m['n'])} {UNITS[m['unit']]}"),
-    (re.compile(r"(?P<n>\d+)(?P<mark>ला|ली|ले|रा|री|रे|था|थी|थे|वाँ|वां|वीं|वें|ठा|ठी)"), _ordinal),
+    (re.compile(r"(?<!\d)(?P<n>\d+)(?P<mark>ला|ली|ले|रा|री|रे|था|थी|थे|वाँ|वां|वीं|वें|ठा|ठी)"), _ordinal),
     (re.compile(NUM), lambda m: number(m.group())),
 )  # fmt: skip

@@ -84,15 +84,18 @@ def decimal(whole: int, fraction: str) -> str:
 
 def _value(text: str) -> tuple[int, str]:
     whole, _, fraction = text.replace(",", "").partition(".")
-    return int(whole or "0"), fraction
+    return int(whole[-nw.MAX_DIGITS - 1 :] or "0"), fraction[: nw.MAX_DIGITS]  # an id is read as digits
 
 
 def number(text: str) -> str:
+    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:
+        return nw.digits(text, LANG)
     whole, fraction = _value(text)
     return decimal(whole, fraction) if fraction else kanji(whole)
 
 
-NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+LANG = "ja"
+NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 UNITS = {
     "km": "キロメートル", "m": "メートル", "cm": "センチメートル", "mm": "ミリメートル",
     "kg": "キログラム", "g": "グラム", "mg": "ミリグラム", "L": "リットル", "l": "リットル",

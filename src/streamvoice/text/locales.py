@@ -24,7 +24,9 @@ Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 # writes the English way (a point before exactly one or two digits is a decimal point, before three a
 # thousands separator).
 _GROUP = "[.\u00a0\u202f ]"
-LATIN_NUM = rf"(?:\d{{1,3}}(?:{_GROUP}\d{{3}})+(?:,\d+)?(?!\d|\.\d)|\d+,\d+|\d+\.\d{{1,2}}(?!\d|\.\d)|\d+)"
+LATIN_NUM = (
+    rf"(?<!\d)(?:\d{{1,3}}(?:{_GROUP}\d{{3}})+(?:,\d+)?(?!\d|\.\d)|\d+,\d+|\d+\.\d{{1,2}}(?!\d|\.\d)|\d+)"
+)
 
 
 def latin_value(text: str) -> tuple[int, str]:
@@ -78,6 +80,8 @@ def _said(n: int, lang: str, feminine: bool = False) -> str:
 
 
 def _number(text: str, lang: str, feminine: bool = False) -> str:
+    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:  # an id, not a quantity
+        return nw.digits(text, lang)
     whole, fraction = latin_value(text)
     if fraction:
         return nw.decimal(whole, fraction, lang)

@@ -15,7 +15,8 @@ from streamvoice.text import number_words as nw
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
-NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+LANG = "zh"
+NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 YEAR_DIGITS = "零一二三四五六七八九"
 UNITS = {
     "km": "公里", "m": "米", "cm": "厘米", "mm": "毫米", "kg": "公斤", "g": "克", "mg": "毫克",
@@ -32,10 +33,12 @@ def cardinal(n: int) -> str:
 
 def _value(text: str) -> tuple[int, str]:
     whole, _, fraction = text.replace(",", "").partition(".")
-    return int(whole or "0"), fraction
+    return int(whole[-nw.MAX_DIGITS - 1 :] or "0"), fraction[: nw.MAX_DIGITS]  # an id is read as digits
 
 
 def number(text: str) -> str:
+    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:
+        return nw.digits(text, LANG)
     whole, fraction = _value(text)
     return nw.decimal(whole, fraction, "zh") if fraction else cardinal(whole)
 

@@ -117,7 +117,7 @@ EMOJI = re.compile(
     "[\U0001f000-\U0001faff\U00002600-\U000027bf\U0001f1e6-\U0001f1ff\ufe0f\u200d\u2b00-\u2bff\u2300-\u23ff]+"
 )
 
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"  # (?<!\d): linear on a digit run
 _AMPM = r"(?:(?P<ampm>[aApP])\.\s?[mM]\.|(?P<ampm2>[aApP])\s?[mM])(?![A-Za-z])"
 _TAIL = r"(?<![.,;:!?)\]'\"])"  # a URL never ends in the sentence's punctuation
 
@@ -316,7 +316,7 @@ ENGLISH_RULES: tuple[Rule, ...] = (
     (re.compile(rf"(?:https?://|www\.)[^\s<>\"]+{_TAIL}"), _url),
     (
         re.compile(
-            r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|dev|ai|app|co|edu|gov|uk|de|fr|info)\b(?:/[^\s<>\"]*"
+            r"(?<![\w.-])[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|dev|ai|app|co|edu|gov|uk|de|fr|info)\b(?:/[^\s<>\"]*"
             + _TAIL
             + ")?"
         ),
@@ -348,7 +348,7 @@ ENGLISH_RULES: tuple[Rule, ...] = (
         re.compile(rf"\b(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s(?:of\s)?{_MONTH}\b(?:,?\s(?P<year>\d{{4}})\b)?"),
         _day_month,
     ),
-    (re.compile(r"(?P<t>[-+]?\d+(?:\.\d+)?)\s?°\s?(?P<scale>[FCK])?\b"), _temperature),
+    (re.compile(r"(?<!\d)(?P<t>[-+]?\d+(?:\.\d+)?)\s?°\s?(?P<scale>[FCK])?\b"), _temperature),
     (re.compile(r"(?:\b(?P<century>1[0-9]|20)(?P<tens>[1-9]0|00)|'(?P<tens2>[1-9]0))'?s\b"), _decade),
     (re.compile(rf"(?P<n>{_NUM})\s?%"), _percent),
     (re.compile(r"\b[vV](?P<v>\d+(?:\.\d+)+)\b|\b(?P<v2>\d+\.\d+\.\d+)\b"), _version),
@@ -404,7 +404,11 @@ def normalize(text: str, lang: str = "en-us", values: bool = True) -> list[Token
             a, b = m.span()
             if a == b or any(a < cb and ca < b for ca, cb, _ in claims):
                 continue
-            claims.append((a, b, say(m)))
+            try:
+                spoken = say(m)
+            except (ValueError, KeyError, IndexError):  # a rule's bug on this span: read it as written
+                continue
+            claims.append((a, b, spoken))
     claims.sort()
     tokens: list[Token] = []
     at = 0

@@ -17,7 +17,7 @@ from collections.abc import Callable
 log = logging.getLogger("streamvoice.text")
 
 MAX_WORDS = 10**15  # past this a number is an id, read digit by digit
-Feminine = bool
+MAX_DIGITS = 15
 
 # Hindi 0-99 are not built from parts: each has its own word.
 HINDI_0_99 = (
@@ -122,7 +122,7 @@ def masculine_before_noun(words: str, fam: str) -> str:
     return words
 
 
-def cardinal(n: int, lang: str, feminine: Feminine = False) -> str:
+def cardinal(n: int, lang: str, feminine: bool = False) -> str:
     fam = family(lang)
     if n < 0:
         return f"{MINUS.get(fam, '-')} {cardinal(-n, lang, feminine)}"
@@ -143,7 +143,7 @@ def cardinal(n: int, lang: str, feminine: Feminine = False) -> str:
 MINUS = {"es": "menos", "fr": "moins", "it": "meno", "pt": "menos", "ja": "マイナス", "zh": "负", "hi": "ऋण"}
 
 
-def ordinal(n: int, lang: str, feminine: Feminine = False) -> str:
+def ordinal(n: int, lang: str, feminine: bool = False) -> str:
     fam = family(lang)
     if fam == "hi":
         return HINDI_ORDINALS.get(n, f"{_hindi(n)}वाँ")
