@@ -1,7 +1,8 @@
 """Values in every language, spoken by the real server and judged as ``bench.languages`` judges them
 (``bench.spoken_values``): read as a native speaker reads them (the planned phonemes) and heard by
 Whisper base with the language forced (Hindi: the reading only; Whisper base writes it in Urdu script).
-Before issue #33, 35 of these 49 failed (``python -m streamvoice.bench.languages``, "before")."""
+Before issue #33, 46 of these 49 failed (``python -m streamvoice.bench.languages``, "right before"; the
+three right were Spanish percentage ranges and the Japanese and Mandarin ordinals)."""
 
 from __future__ import annotations
 

@@ -29,11 +29,10 @@ from streamvoice.text.normalize import say
 NEMO_LANG = {"es": "es", "fr-fr": "fr", "it": "it", "pt-br": "pt", "hi": "hi", "ja": "ja", "cmn": "zh"}
 
 
-def _holds(lang: str, read: str, said: tuple[str, ...]) -> bool:
-    """Whether the text reading holds the expected words (folded; Japanese and Mandarin as characters)."""
-    if lang in ("ja", "cmn"):
-        return any(_bare(s) in _bare(read) for s in said)
-    return any(f" {fold(s)} " in f" {fold(read)} " for s in said)
+def _holds(read: str, said: tuple[str, ...]) -> bool:
+    """Whether the text reading holds the expected words, folded and without spaces ("duecento
+    cinquanta" and "duecentocinquanta" are one sound)."""
+    return any(_bare(fold(s)) in _bare(fold(read)) for s in said)
 
 
 def _bare(text: str) -> str:
@@ -63,11 +62,12 @@ def measure(lang: str, engine: str, cache_dir: str) -> dict[str, Any]:
     rows, costs = [], []
     for value in VALUES[lang][2]:
         t0 = time.perf_counter()
-        said = read(value.text)
+        try:
+            said = read(value.text)
+        except Exception as exc:  # NeMo's grammars fail on some inputs: a wrong reading, not the end
+            said = f"(failed: {type(exc).__name__})"
         costs.append((time.perf_counter() - t0) * 1000)
-        rows.append(
-            {"kind": value.kind, "text": value.text, "read": said, "right": _holds(lang, said, value.said)}
-        )
+        rows.append({"kind": value.kind, "text": value.text, "read": said, "right": _holds(said, value.said)})
         print(f"  {lang} {value.kind:8} {'ok ' if rows[-1]['right'] else 'NO '} {said}", flush=True)
     return {
         "lang": lang,

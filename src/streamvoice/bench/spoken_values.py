@@ -37,7 +37,7 @@ class Value:
 # voice, Whisper's language code, the sentences
 VALUES: dict[str, tuple[str, str, tuple[Value, ...]]] = {
     "es": ("ef_dora", "es", (
-        Value("money", "La cena sale por 32,75 € en total.", ("treinta y dos euros con setenta y cinco",)),
+        Value("money", "La cena sale por 32,75 € en total.", ("treinta y dos euros con setenta y cinco", "treinta y dos euros setenta y cinco")),
         Value("time", "El tren sale a las 7h15 desde Atocha.", ("siete y quince",)),
         Value("date", "La reserva es para el 18/06/2030.", ("dieciocho de junio de dos mil treinta",)),
         Value("percent", "Los precios suben un 5-8 % este año.", ("cinco a ocho por ciento",)),
@@ -55,17 +55,17 @@ VALUES: dict[str, tuple[str, str, tuple[Value, ...]]] = {
         Value("ordinal", "La salle est au 2e sous-sol.", ("deuxième",)),
     )),
     "it": ("if_sara", "it", (
-        Value("money", "Il pranzo costa 14,50 € a testa.", ("quattordici euro e cinquanta",)),
+        Value("money", "Il pranzo costa 14,50 € a testa.", ("quattordici euro e cinquanta", "quattordici euro cinquanta")),
         Value("time", "Il treno parte alle 18:40 dal binario tre.", ("diciotto e quaranta",)),
         Value("date", "La visita è fissata per il 07/11/2030.", ("sette novembre duemilatrenta",)),
-        Value("percent", "Lo sconto è del 15 % su tutto.", ("quindici per cento",)),
+        Value("percent", "Lo sconto è del 15 % su tutto.", ("quindici per cento", "quindici percento")),
         Value("phone", "Il numero è 347 812 5590.", ("tre quattro sette, otto uno due, cinque cinque nove zero",)),
         Value("unit", "Aggiungi 250 ml di latte caldo.", ("duecentocinquanta millilitri",)),
         Value("ordinal", "Abito al 4° piano.", ("quarto piano",)),
     )),
     "pt-br": ("pf_dora", "pt", (
         Value("money", "O ingresso custa R$ 45,90 na bilheteria.", ("quarenta e cinco reais e noventa",)),
-        Value("time", "A consulta é às 10h30 de amanhã.", ("dez e trinta", "dez e meia")),
+        Value("time", "A consulta é às 10h30 de amanhã.", ("dez e trinta", "dez e meia", "dez horas e trinta")),
         Value("date", "O voo sai em 23/08/2026.", ("vinte e três de agosto de dois mil e vinte e seis",)),
         Value("percent", "Os preços devem subir 5-10% no ano.", ("cinco a dez por cento",)),
         Value("phone", "Ligue para 98123-4567 se precisar.", ("nove oito um dois três, quatro cinco seis sete",)),
@@ -75,7 +75,7 @@ VALUES: dict[str, tuple[str, str, tuple[Value, ...]]] = {
     "ja": ("jf_alpha", "ja", (
         Value("money", "このランチは¥980です。", ("九百八十円",)),
         Value("time", "次のバスは17:40に出ます。", ("じゅうしちじよんじゅっぷん",)),
-        Value("date", "試験は4月9日に行われます。", ("しがつここのか",)),
+        Value("date", "試験は4月9日に行われます。", ("しがつここのか", "四月九日")),
         Value("percent", "成功率は85%でした。", ("八十五パーセント",)),
         Value("phone", "お店の番号は045-678-1234です。", ("ゼロよんご",)),
         Value("unit", "駅から3.5kmあります。", ("三点五キロメートル",)),
@@ -91,8 +91,8 @@ VALUES: dict[str, tuple[str, str, tuple[Value, ...]]] = {
         Value("ordinal", "他排在第4位。", ("第四",)),
     )),
     "hi": ("hf_alpha", "hi", (
-        Value("money", "इस किताब की कीमत ₹350 है।", ("तीन सौ पचास रुपये",)),
-        Value("time", "ट्रेन सुबह 6:15 बजे चलेगी।", ("छह बजकर पंद्रह मिनट",)),
+        Value("money", "इस किताब की कीमत ₹350 है।", ("तीन सौ पचास रुपये", "तीन सौ पचास रुपए")),
+        Value("time", "ट्रेन सुबह 6:15 बजे चलेगी।", ("छह बजकर पंद्रह मिनट", "सवा छह बजे")),
         Value("date", "परीक्षा 12/05/2026 को है।", ("बारह मई दो हज़ार छब्बीस",)),
         Value("percent", "ब्याज दर 7% है।", ("सात प्रतिशत",)),
         Value("phone", "मुझे 98450 12367 पर फ़ोन करें।", ("नौ आठ चार पाँच शून्य",)),
