@@ -32,21 +32,13 @@ def cardinal(n: int) -> str:
     return nw.cardinal(n, "hi")
 
 
-def _value(text: str) -> tuple[int, str]:
-    whole, _, fraction = text.replace(",", "").partition(".")
-    return int(whole[-nw.MAX_DIGITS - 1 :] or "0"), fraction[: nw.MAX_DIGITS]  # an id is read as digits
-
-
 def number(text: str) -> str:
-    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:
-        return nw.digits(text, LANG)
-    whole, fraction = _value(text)
-    return nw.decimal(whole, fraction, "hi") if fraction else cardinal(whole)
+    return nw.number(text, LANG)
 
 
 def money(written: str, amount: str) -> str:
     many, one, sub = CURRENCIES[written.rstrip(".").strip()]
-    whole, fraction = _value(amount)
+    whole, fraction = nw.point_value(amount)
     paise = int(fraction[:2].ljust(2, "0")) if fraction else 0
     said = f"{cardinal(whole)} {one if whole == 1 else many}" if whole or not paise else ""
     if paise:

@@ -78,20 +78,8 @@ def digits(text: str) -> str:
     return "".join(names[int(d)] for d in text if d.isdigit())
 
 
-def decimal(whole: int, fraction: str) -> str:
-    return kanji(whole) + "点" + "".join("〇一二三四五六七八九"[int(d)] for d in fraction)
-
-
-def _value(text: str) -> tuple[int, str]:
-    whole, _, fraction = text.replace(",", "").partition(".")
-    return int(whole[-nw.MAX_DIGITS - 1 :] or "0"), fraction[: nw.MAX_DIGITS]  # an id is read as digits
-
-
 def number(text: str) -> str:
-    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:
-        return nw.digits(text, LANG)
-    whole, fraction = _value(text)
-    return decimal(whole, fraction) if fraction else kanji(whole)
+    return nw.number(text, LANG)
 
 
 LANG = "ja"
@@ -109,7 +97,7 @@ CURRENCY_BEFORE = {"¥": "えん", "￥": "えん", "$": "ドル", "US$": "ド�
 def _money(m: re.Match[str]) -> str:
     written = m["cur"] or m["cur2"]
     name = CURRENCY_BEFORE.get(written) or CURRENCY_AFTER[written]
-    whole, fraction = _value(m["n"])
+    whole, fraction = nw.point_value(m["n"])
     if name == "えん" and not fraction and whole % 10 == 4:  # 4円 "よえん"
         return (kanji(whole - 4) if whole > 4 else "") + "よえん"
     return number(m["n"]) + ("円" if name == "えん" else name)

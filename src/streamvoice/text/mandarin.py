@@ -31,16 +31,8 @@ def cardinal(n: int) -> str:
     return nw.cardinal(n, "zh")
 
 
-def _value(text: str) -> tuple[int, str]:
-    whole, _, fraction = text.replace(",", "").partition(".")
-    return int(whole[-nw.MAX_DIGITS - 1 :] or "0"), fraction[: nw.MAX_DIGITS]  # an id is read as digits
-
-
 def number(text: str) -> str:
-    if sum(ch.isdigit() for ch in text) > nw.MAX_DIGITS:
-        return nw.digits(text, LANG)
-    whole, fraction = _value(text)
-    return nw.decimal(whole, fraction, "zh") if fraction else cardinal(whole)
+    return nw.number(text, LANG)
 
 
 def _two(n: int) -> str:
@@ -54,7 +46,7 @@ def _money(m: re.Match[str]) -> str:
 
 def money(name: str, amount: str) -> str:
     """ "128.5" 元 -> 一百二十八元五角; 块 (the spoken word) takes 毛 for its tenths."""
-    whole, fraction = _value(amount)
+    whole, fraction = nw.point_value(amount)
     if name not in ("元", "块"):
         return number(amount) + name
     said = _two(whole) + name if whole or not fraction else ""

@@ -185,3 +185,19 @@ def decimal(whole: int, fraction: str, lang: str) -> str:
     else:
         tail = digits(fraction, lang)
     return f"{cardinal(whole, lang)} {point[fam]} {tail}"
+
+
+def point_value(text: str) -> tuple[int, str]:
+    """(whole, fraction digits) of a number written with a decimal point and comma groups ("1,280.5",
+    Hindi's "1,00,000"), as Japanese, Mandarin and Hindi write them; an id past ``MAX_DIGITS`` is cut (it
+    is read digit by digit)."""
+    whole, _, fraction = text.replace(",", "").partition(".")
+    return int(whole[-MAX_DIGITS - 1 :] or "0"), fraction[:MAX_DIGITS]
+
+
+def number(text: str, lang: str) -> str:
+    """A number written with a decimal point, said in ``lang`` (Japanese, Mandarin, Hindi)."""
+    if sum(ch.isdigit() for ch in text) > MAX_DIGITS:
+        return digits(text, lang)
+    whole, fraction = point_value(text)
+    return decimal(whole, fraction, lang) if fraction else cardinal(whole, lang)
