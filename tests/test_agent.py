@@ -70,6 +70,17 @@ def test_bidi_speaks_while_the_model_is_still_writing(scripted_agent: RunningSer
     assert starts == sorted(starts) and starts[-1] < pcm_of(events).size / 24
 
 
+def test_an_answer_with_nothing_speakable_is_a_turn_without_audio(speech_server: RunningServer) -> None:
+    """The streamed message ends empty (the server answers ``empty_text``): the turn ends as in batch."""
+    agent = start_agent(ScriptedTextSource("🙂 ... 🎉", ttft_s=0.0), speech_server.url)
+    try:
+        events = turn(agent.url, {"prompt": "Smile", "mode": "bidi"})
+    finally:
+        agent.stop()
+    assert events[-1]["type"] == "agent_end" and events[-1]["pieces"] == 0, events[-1]
+    assert not [e for e in events if e["type"] in ("error", "audio_chunk")]
+
+
 def test_batch_waits_for_the_whole_answer(scripted_agent: RunningServer) -> None:
     events = turn(scripted_agent.url, {"prompt": "Why is the sky blue?", "mode": "batch"})
     check_shape(events)

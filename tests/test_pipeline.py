@@ -42,6 +42,10 @@ class FakeSpeech:
             self._answer(msg["id"], [msg["text"]])
 
     def _answer(self, msg_id: str, pieces: list[str]) -> None:
+        if not pieces:  # as the server answers a streamed message with nothing speakable in it
+            error = {"type": "error", "code": "empty_text", "message": "nothing speakable", "id": msg_id}
+            self._out.put_nowait(json.dumps(error))
+            return
         if self._fail_on and any(self._fail_on in piece for piece in pieces):
             error = {"type": "error", "code": "unknown_voice", "message": "no such voice", "id": msg_id}
             self._out.put_nowait(json.dumps(error))
@@ -109,6 +113,12 @@ async def test_batch_sends_one_message_after_the_whole_answer() -> None:
     events = await _turn(speech, ANSWER, mode="batch")
     assert [m["text"] for m in speech.received] == [" ".join(ANSWER.split())]
     assert events[-1]["type"] == "agent_end"
+
+
+async def test_an_answer_with_nothing_to_say_ends_the_turn_without_audio_or_error() -> None:
+    events = await _turn(FakeSpeech(), "")
+    assert events[-1]["type"] == "agent_end" and events[-1]["pieces"] == 0
+    assert not [e for e in events if e["type"] in ("error", "audio_chunk")]
 
 
 async def test_a_speech_error_ends_the_turn_with_speech_failed() -> None:

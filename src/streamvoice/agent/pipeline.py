@@ -272,7 +272,9 @@ class _Turn:
                 self._audio(event.data)
                 continue
             assert isinstance(event, ControlEvent)
-            if event.type == "error":
+            if event.type == "error" and self._said_nothing(event.payload):
+                self.answered += 1  # the model's answer had nothing speakable (empty, emoji): no audio
+            elif event.type == "error":
                 raise ProtocolError(
                     ErrorCode.SPEECH_FAILED,
                     f"speech synthesis failed: {event.payload.get('message', 'unknown error')}",
@@ -293,6 +295,10 @@ class _Turn:
         raise ProtocolError(
             ErrorCode.SPEECH_DISCONNECTED, "the speech server closed the session before the answer was spoken"
         )
+
+    def _said_nothing(self, error: dict[str, Any]) -> bool:
+        """The streamed answer ended with nothing to say: a turn with no audio, as in ``batch``."""
+        return error.get("code") == ErrorCode.EMPTY_TEXT and error.get("id") == ANSWER_ID and self.pieces == 0
 
     def _audio(self, data: bytes) -> None:
         if not self.audio_started:

@@ -28,7 +28,6 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from streamvoice.engine.alignment import WordTime
-from streamvoice.engine.voices import LANGUAGES
 from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_text, validate_speed
 from streamvoice.server.guards import listing_service
 from streamvoice.server.http_front import start_answer
@@ -37,6 +36,7 @@ from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
 from streamvoice.server.streams import encoded, sse_event
 from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
+from streamvoice.server.vendor_voices import vendor_language
 
 VENDOR = "Cartesia"
 ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "ulaw", "pcm_alaw": "alaw"}
@@ -82,16 +82,6 @@ def _voice(raw: object) -> object:
     return raw
 
 
-def _lang(raw: object) -> str | None:
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    code = raw.strip().lower()
-    for ours, _ in LANGUAGES.values():
-        if code == ours or ours.startswith(code + "-") or (code == "zh" and ours == "cmn"):
-            return ours
-    return code
-
-
 def _speed(obj: dict[str, Any]) -> float | None:
     config = obj.get("generation_config")
     raw = config.get("speed") if isinstance(config, dict) else obj.get("speed")
@@ -111,7 +101,7 @@ def resolve(
         voice,
         _speed(obj),
         fmt,
-        _lang(obj.get("language")),
+        vendor_language(obj.get("language")),
         sample_rate=rate,
         ssml=False,
     )

@@ -26,12 +26,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from streamvoice.engine.voices import LANGUAGES
 from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_text, validate_speed
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
 from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, serve
+from streamvoice.server.vendor_voices import vendor_language
 
 VENDOR = "Deepgram"
 DEFAULT_MODEL = "aura-2-thalia-en"
@@ -61,11 +61,7 @@ def _rate(query: Mapping[str, str], default: int) -> int:
 
 def _lang(model: str) -> str | None:
     """Aura names end in their language ("aura-2-celeste-es"); ours carry their own."""
-    tail = model.rsplit("-", 1)[-1].lower() if model.startswith("aura") else ""
-    for ours, _ in LANGUAGES.values():
-        if tail and (tail == ours or ours.startswith(tail + "-")):
-            return ours
-    return None
+    return vendor_language(model.rsplit("-", 1)[-1], keep_unknown=False) if model.startswith("aura") else None
 
 
 def resolve(

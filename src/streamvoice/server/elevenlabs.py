@@ -44,6 +44,7 @@ from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
 from streamvoice.server.streams import encoded
 from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
+from streamvoice.server.vendor_voices import vendor_language
 
 VENDOR = "ElevenLabs"
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -72,16 +73,6 @@ def output_format(raw: str | None) -> tuple[str, int]:
     )
 
 
-def _lang(raw: object) -> str | None:
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    code = raw.strip().lower()
-    for short, (ours, _) in LANGUAGES.items():
-        if code in (short, ours) or ours.startswith(code + "-") or (code == "zh" and ours == "cmn"):
-            return ours
-    return code
-
-
 def _speed(settings: object) -> float | None:
     if isinstance(settings, dict) and settings.get("speed") is not None:
         return validate_speed(settings["speed"])
@@ -104,7 +95,7 @@ def resolve(
         voice,
         _speed(settings),
         our_format,
-        _lang(lang),
+        vendor_language(lang),
         sample_rate=rate,
         ssml=False,
     )

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from streamvoice.engine.kokoro import KokoroEngine
-from streamvoice.engine.voices import VoiceError
+from streamvoice.engine.voices import LANGUAGES, VoiceError
 from streamvoice.protocol import DEFAULT_VOICE, MAX_VOICE_CHARS, ErrorCode, ProtocolError
 
 log = logging.getLogger("streamvoice.vendor")
@@ -84,3 +84,16 @@ class VendorVoices:
             self._told.add(name)
             log.info("%s voice %r is not ours and not mapped: speaking with %s", vendor, name[:64], default)
         return default
+
+
+def vendor_language(raw: object, keep_unknown: bool = True) -> str | None:
+    """A vendor's language field ("es", "fr", "pt", "zh", "en", or a Kokoro letter) as our code
+    ("es", "fr-fr", "pt-br", "cmn", "en-us"); an unknown code is passed on for the request's own check
+    (``keep_unknown``) or dropped (Deepgram's model suffixes, where "-en" may just be a name)."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    code = raw.strip().lower()
+    for short, (ours, _) in LANGUAGES.items():
+        if code in (short, ours) or ours.startswith(code + "-") or (code == "zh" and ours == "cmn"):
+            return ours
+    return code if keep_unknown else None

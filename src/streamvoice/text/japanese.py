@@ -65,12 +65,51 @@ def cardinal(n: int) -> str:
 
 
 def minutes(n: int) -> str:
-    if n % 10 == 0 and n:  # 10, 20, 30 分: "じゅっぷん", "にじゅっぷん"
-        return (cardinal(n // 10 * 10)[:-3] if n > 10 else "") + "じゅっぷん"
+    return counted(n, "分")
+
+
+# Counters whose sound changes after some last digits (0: the form after 10, 20, ... 90), and the plain
+# reading after the others: 一回 いっかい, 三階 さんがい, 六本 ろっぽん, 八歳 はっさい, 十個 じゅっこ.
+COUNTERS: dict[str, tuple[str, dict[int, str]]] = {
+    "分": ("ふん", MINUTES),
+    "回": ("かい", {1: "いっかい", 6: "ろっかい", 8: "はっかい", 0: "じゅっかい"}),
+    "個": ("こ", {1: "いっこ", 6: "ろっこ", 8: "はっこ", 0: "じゅっこ"}),
+    "階": ("かい", {1: "いっかい", 3: "さんがい", 6: "ろっかい", 8: "はっかい", 0: "じゅっかい"}),
+    "本": ("ほん", {1: "いっぽん", 3: "さんぼん", 6: "ろっぽん", 8: "はっぽん", 0: "じゅっぽん"}),
+    "杯": ("はい", {1: "いっぱい", 3: "さんばい", 6: "ろっぱい", 8: "はっぱい", 0: "じゅっぱい"}),
+    "匹": ("ひき", {1: "いっぴき", 3: "さんびき", 6: "ろっぴき", 8: "はっぴき", 0: "じゅっぴき"}),
+    "歳": ("さい", {1: "いっさい", 8: "はっさい", 0: "じゅっさい"}),
+    "ヶ月": ("かげつ", {1: "いっかげつ", 6: "ろっかげつ", 8: "はっかげつ", 0: "じゅっかげつ"}),
+}
+for _month in ("か月", "カ月", "ヵ月", "ケ月"):
+    COUNTERS[_month] = COUNTERS["ヶ月"]
+# Counted with the native numbers, up to ten: ひとつ ... とお, ひとり, ふたり.
+NATIVE = {
+    "つ": dict(enumerate("ひとつ ふたつ みっつ よっつ いつつ むっつ ななつ やっつ ここのつ とお".split(), 1)),
+    "人": {1: "ひとり", 2: "ふたり", 4: "よにん"},
+}
+
+
+def counted(n: int, counter: str) -> str:
+    """A number with its counter, as it sounds: 21分 にじゅういっぷん, 30分 さんじゅっぷん, 3人 さんにん."""
+    if counter in NATIVE:
+        if n in NATIVE[counter]:
+            return NATIVE[counter][n]
+        if counter == "つ":  # past ten the native count has no words: the number alone
+            return cardinal(n)
+        head, last = divmod(n, 10)
+        if last == 0:
+            return cardinal(n) + "にん"
+        return (cardinal(head * 10) if head else "") + ("よにん" if last == 4 else cardinal(last) + "にん")
+    if counter == "歳" and n == 20:
+        return "はたち"
+    plain, changed = COUNTERS[counter]
     head, last = divmod(n, 10)
-    if last in MINUTES and last:
-        return (cardinal(head * 10) if head else "") + MINUTES[last]
-    return cardinal(n) + "ふん"
+    if last == 0 and 0 < n < 100:  # 10 ... 90: "じゅう" shortens to "じゅっ"
+        return cardinal(n)[: -len("じゅう")] + changed[0]
+    if last in changed and n < 100:
+        return (cardinal(head * 10) if head else "") + changed[last]
+    return cardinal(n) + plain
 
 
 def digits(text: str) -> str:
@@ -123,6 +162,13 @@ def _hour(hour: int) -> str:
     return cardinal(hour) + "じ"
 
 
+def _days(m: re.Match[str]) -> str:
+    """A day without its month: 2日 to 10日 sound the same as a date and as a count of days; 1日 is a
+    count ("1日3回": いちにち), the first of a month only beside its month (handled by the date rule)."""
+    day = int(m["d"])
+    return "いちにち" if day == 1 else DAYS.get(day, cardinal(day) + "にち")
+
+
 def _clock(m: re.Match[str]) -> str:
     said = _hour(int(m["h"]))
     if m["han"]:
@@ -170,8 +216,9 @@ RULES: tuple[Rule, ...] = (
     (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})\s?[%％]"), lambda m: f"{number(m['a'])}から{number(m['b'])}パーセント"),
     (re.compile(rf"(?P<n>{NUM})\s?[%％]"), _percent),
     (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})(?![\d.])"), _range),
-    (re.compile(r"(?<!\d)(?P<d>[1-3]?\d)日"), lambda m: DAYS.get(int(m["d"]), cardinal(int(m["d"])) + "にち")),
+    (re.compile(r"(?<!\d)(?P<d>[1-3]?\d)日"), _days),
     (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), _unit),
     (re.compile(r"第(?P<n>\d+)"), _ordinal),
+    (re.compile(rf"(?<!\d)(?P<n>\d{{1,3}})(?P<c>{'|'.join(sorted(COUNTERS | NATIVE, key=len, reverse=True))})"), lambda m: counted(int(m["n"]), m["c"])),
     (re.compile(NUM), lambda m: number(m.group())),
 )  # fmt: skip
