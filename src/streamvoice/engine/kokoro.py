@@ -41,7 +41,7 @@ from streamvoice.engine.voices import (
 from streamvoice.engine.windows import COLD_PLAN, SAMPLES_PER_FRAME, WindowCap, WindowPlan
 from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
 from streamvoice.protocol import DEFAULT_PAUSES, DEFAULT_VOICE, SAMPLE_RATE, Pauses
-from streamvoice.text.language_rules import warm as warm_rules
+from streamvoice.text.normalize import warm as warm_rules
 
 log = logging.getLogger("streamvoice.engine")
 # phonemizer warns on every call about word counts it cannot match; the phonemes are still right.

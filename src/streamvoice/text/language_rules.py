@@ -26,14 +26,3 @@ def language_rules(lang: str) -> tuple[Rule, ...]:
     if fam in LATIN:
         return latin_rules(LATIN[fam])
     return {"ja": japanese.RULES, "zh": mandarin.RULES, "hi": hindi.RULES}.get(fam, ())
-
-
-# One line per language with a value in it, read once at start so the engine's import and the rules'
-# compile happen then (``KokoroEngine.warm_up``), never on a caller's first request.
-_WARM_TEXT = "1.234,50 € 14:30 12/03/2026 20% 3.5 km 第3 ¥1,280 ₹499"
-
-
-def warm(lang: str) -> None:
-    from streamvoice.text.normalize import say  # normalize imports this module
-
-    say(_WARM_TEXT, lang)
