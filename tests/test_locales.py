@@ -169,4 +169,4 @@ def test_value_rules_cost_grows_in_step_with_the_text_not_its_square(lang: str) 
     say("1", lang)  # the rules compiled, the number engine imported
     for unit in HOSTILE:
         short, long = cost(unit * (100 // len(unit))), cost(unit * (1000 // len(unit)))
-        assert long < 30 * short + 0.005, (unit, short, long)
+        assert long < 40 * short + 0.005, (unit, short, long)  # a square would be ~100x

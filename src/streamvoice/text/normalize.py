@@ -15,6 +15,7 @@ the voice's or the message's ``lang``: "3/4/2026" is March 4 in American English
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -398,18 +399,18 @@ def rules_for(lang: str, values: bool = True) -> tuple[Rule, ...]:
 
 def normalize(text: str, lang: str = "en-us", values: bool = True) -> list[Token]:
     """The text as tokens: spans rules rewrote, and the words between them as they were."""
-    claims: list[tuple[int, int, str]] = []
+    claims: list[tuple[int, int, str]] = []  # kept sorted; claims never overlap, so neighbours tell
     for pattern, say in rules_for(lang, values):
         for m in pattern.finditer(text):
             a, b = m.span()
-            if a == b or any(a < cb and ca < b for ca, cb, _ in claims):
+            at = bisect.bisect_left(claims, (a, b))
+            if a == b or (at and claims[at - 1][1] > a) or (at < len(claims) and claims[at][0] < b):
                 continue
             try:
                 spoken = say(m)
             except (ValueError, KeyError, IndexError):  # a rule's bug on this span: read it as written
                 continue
-            claims.append((a, b, spoken))
-    claims.sort()
+            claims.insert(at, (a, b, spoken))
     tokens: list[Token] = []
     at = 0
     for a, b, spoken in claims:
