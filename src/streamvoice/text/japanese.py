@@ -113,8 +113,7 @@ def counted(n: int, counter: str) -> str:
 
 
 def digits(text: str) -> str:
-    names = ("ゼロ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
-    return "".join(names[int(d)] for d in text if d.isdigit())
+    return nw.digits(text, LANG)
 
 
 def number(text: str) -> str:
@@ -122,7 +121,7 @@ def number(text: str) -> str:
 
 
 LANG = "ja"
-NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+NUM = nw.POINT_NUM
 UNITS = {
     "km": "キロメートル", "m": "メートル", "cm": "センチメートル", "mm": "ミリメートル",
     "kg": "キログラム", "g": "グラム", "mg": "ミリグラム", "L": "リットル", "l": "リットル",

@@ -16,7 +16,7 @@ from streamvoice.text import number_words as nw
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
 LANG = "zh"
-NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+NUM = nw.POINT_NUM
 YEAR_DIGITS = "零一二三四五六七八九"
 UNITS = {
     "km": "公里", "m": "米", "cm": "厘米", "mm": "毫米", "kg": "公斤", "g": "克", "mg": "毫克",

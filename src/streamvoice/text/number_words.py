@@ -163,7 +163,7 @@ def ordinal(n: int, lang: str, feminine: bool = False) -> str:
 
 def digits(text: str, lang: str) -> str:
     names = DIGITS[family(lang)].split()
-    sep = "" if family(lang) in ("zh",) else " "
+    sep = "" if family(lang) in ("zh", "ja") else " "  # no spaces between words in these scripts
     return sep.join(names[int(d)] for d in text if d.isdigit())
 
 
@@ -185,6 +185,11 @@ def decimal(whole: int, fraction: str, lang: str) -> str:
     else:
         tail = digits(fraction, lang)
     return f"{cardinal(whole, lang)} {point[fam]} {tail}"
+
+
+# A number written with a decimal point and thousands commas, as Japanese and Mandarin write them
+# ((?<!\d): a match starts only where a digit run starts, so a long run costs linear time).
+POINT_NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 
 
 def point_value(text: str) -> tuple[int, str]:
