@@ -108,14 +108,19 @@ def test_a_language_whose_number_engine_is_missing_is_read_as_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from streamvoice.text import language_rules
+    from streamvoice.text.normalize import rules_for
+
+    def forget() -> None:  # both caches hold the rules built with the engine
+        language_rules.language_rules.cache_clear()
+        rules_for.cache_clear()
 
     monkeypatch.setattr(number_words, "_num2words", lambda: None)
-    language_rules.language_rules.cache_clear()
+    forget()
     try:
         assert say("Cuesta 25,50 €.", "es") == "Cuesta 25,50 €."
         assert say("价格¥12。", "cmn") == "价格十二元。"  # cn2an, not num2words, reads Mandarin
     finally:
-        language_rules.language_rules.cache_clear()
+        forget()
 
 
 def test_english_is_unchanged_by_the_other_languages() -> None:

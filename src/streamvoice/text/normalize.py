@@ -16,6 +16,7 @@ the voice's or the message's ``lang``: "3/4/2026" is March 4 in American English
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -384,6 +385,7 @@ MARKED_RULES: tuple[Rule, ...] = (
 )
 
 
+@functools.cache  # built once per language, not for every chunk planned
 def rules_for(lang: str, values: bool = True) -> tuple[Rule, ...]:
     """Each language's rules after the marked spans and what is neutral (URLs, emails, symbols).
     ``values=False`` leaves out the non-English languages' value rules: the path before issue #33, which
