@@ -4,9 +4,7 @@ already admitted keep their slots."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +15,7 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.admission import Admission, DecodeSpeed, measured_capacity
-from tests.helpers import RunningServer, metric, start_speech_server
+from tests.helpers import RunningServer, metric, start_speech_server, wait_for
 
 SENTENCE = "The courier left the depot at nine and will reach your street before noon."
 LONG = (SENTENCE + " ") * 3
@@ -43,7 +41,7 @@ def test_decoding_speed_is_a_slow_audio_weighted_average() -> None:
 
 
 async def test_slots_queue_and_refusals() -> None:
-    admission = Admission("queue", lambda: 1, queue_bound=1, max_wait_s=0.5, idle_release_s=0.05)
+    admission = Admission("queue", lambda: 1, queue_bound=1, max_wait_s=2.0, idle_release_s=0.05)
     a, b, c = object(), object(), object()
     assert admission.enter(a) == "admitted"
     assert admission.enter(b) == "queued" and admission.position(b) == 1
@@ -51,7 +49,7 @@ async def test_slots_queue_and_refusals() -> None:
     assert (admission.capacity, admission.admitted, admission.queued, admission.headroom) == (1, 1, 1, -1)
     waiting = asyncio.create_task(admission.wait(b))
     admission.idle(a)  # a's answer ended; its slot goes after the idle release
-    await asyncio.wait_for(waiting, 1.0)
+    await waiting
     assert admission.holds(b) and not admission.holds(a)
     assert admission.enter(c, can_wait=False) == "refused"
     assert admission.enter(a) == "queued"
@@ -62,20 +60,16 @@ async def test_slots_queue_and_refusals() -> None:
     assert admission.admitted == 0 and admission.refused == 3
 
 
-def test_a_speaker_keeps_its_slot_between_sentences() -> None:
-    async def run() -> None:
-        admission = Admission("refuse", lambda: 1, idle_release_s=0.2)
-        a, b = object(), object()
-        assert admission.enter(a) == "admitted"
-        admission.idle(a)
-        await asyncio.sleep(0.05)
-        assert admission.enter(a) == "admitted"  # the next sentence came within the release time
-        admission.idle(a)
-        assert admission.enter(b) == "refused"
-        await asyncio.sleep(0.3)
-        assert admission.enter(b) == "admitted"
-
-    asyncio.run(run())
+async def test_a_speaker_keeps_its_slot_between_sentences() -> None:
+    admission = Admission("refuse", lambda: 1, idle_release_s=0.2)
+    a, b = object(), object()
+    assert admission.enter(a) == "admitted"
+    admission.idle(a)
+    assert admission.enter(a) == "admitted"  # the next sentence came within the release time
+    admission.idle(a)
+    assert admission.enter(b) == "refused"
+    await wait_for(lambda: admission.admitted == 0)  # the release ran out
+    assert admission.enter(b) == "admitted"
 
 
 @pytest.fixture
@@ -93,11 +87,11 @@ def one_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
     server.stop()
 
 
-async def first_event(ws: Any, timeout: float = 5.0) -> tuple[float, dict[str, Any]]:
+async def first_event(ws: Any, timeout: float = 60.0) -> dict[str, Any]:
     while True:
         frame = await asyncio.wait_for(ws.recv(), timeout)
         if isinstance(frame, str):
-            return time.monotonic(), json.loads(frame)
+            return json.loads(frame)  # type: ignore[no-any-return]
 
 
 async def until_complete(ws: Any, msg_id: str) -> list[str]:
@@ -116,17 +110,17 @@ async def test_one_too_many_waits_told_and_one_more_is_refused(one_listener: Run
     ws_url = one_listener.url.replace("http", "ws") + "/invocations-bidirectional-stream"
     async with connect(ws_url) as a, connect(ws_url) as b, connect(ws_url) as c:
         await a.send(json.dumps({"text": LONG, "id": "a1"}))
-        _, started = await first_event(a, 30)
+        started = await first_event(a)
         assert started["type"] == "synthesis_started"
-        sent = time.monotonic()
+        # Told at once: the first thing each hears is its place in the queue, or a refusal whose retry hint
+        # says when (not the end of a wait: "no listener slot freed within 20 s").
         await b.send(json.dumps({"text": "Hello, I will wait.", "id": "b1"}))
-        told_at, queued = await first_event(b)
+        queued = await first_event(b)
         assert queued == {"type": "queued", "id": "b1", "sequence": 0, "position": 1, "max_wait_s": 20}
-        assert told_at - sent < 1.0
         await c.send(json.dumps({"text": "And me?", "id": "c1"}))
-        told_at, refused = await first_event(c)
+        refused = await first_event(c)
         assert refused["type"] == "error" and refused["code"] == "server_busy" and refused["id"] == "c1"
-        assert "retry in about" in refused["message"] and told_at - sent < 1.0
+        assert "retry in about" in refused["message"] and "freed within" not in refused["message"]
         assert metric(one_listener, "streamvoice_capacity_listeners") == 1
         assert metric(one_listener, "streamvoice_queued_listeners") == 1
         assert metric(one_listener, "streamvoice_headroom_listeners") == -1
@@ -135,8 +129,9 @@ async def test_one_too_many_waits_told_and_one_more_is_refused(one_listener: Run
         kinds = await until_complete(b, "b1")
         assert kinds[0] == "synthesis_started" and kinds[-1] == "synthesis_complete"
         # HTTP callers cannot be told they wait: a full server answers 503 at once.
+        await wait_for(lambda: metric(one_listener, "streamvoice_admitted_listeners") == 0)  # b's released
         await a.send(json.dumps({"text": LONG, "id": "a2"}))
-        await asyncio.sleep(0.5)  # b's slot is released (0.3 s idle); a takes it again
+        assert (await first_event(a))["type"] == "synthesis_started"  # a takes the slot again
         async with httpx.AsyncClient() as http:
             r = await http.post(one_listener.url + "/invocations", json={"text": "Hi."}, timeout=10)
         assert (
@@ -145,36 +140,28 @@ async def test_one_too_many_waits_told_and_one_more_is_refused(one_listener: Run
         assert (await until_complete(a, "a2"))[-1] == "synthesis_complete"
 
 
-@pytest.mark.slow
-async def test_the_server_as_shipped_admits_what_it_measures_and_tells_the_next_caller_at_once(
-    engine: KokoroEngine,
+async def test_the_server_as_shipped_counts_listeners_from_its_full_windows_measure(
+    engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Admission is on by default, counting 0.85 of the audio full windows make per second (timed alone
-    at warm-up: the warm-up's own speed, G2P loading and small windows included, read ~1.3x slower and
-    sized 2 cores for one listener where they keep two fed). One caller beyond is told at once."""
+    """Admission is on by default, counting 0.85 of the audio full windows make per second, timed alone at
+    warm-up (``engine.time_windows``): the warm-up's own speed, G2P loading and small windows included, read
+    ~1.3x slower and sized 2 cores for one listener where they keep two fed. Here the measure is given (0.4
+    s of work per second of audio: two listeners), so what is checked is what the server does with it; how
+    fast this machine decodes is ``python -m streamvoice.bench.capacity``'s to say. That a caller beyond the
+    slots is told at once is ``test_one_too_many_waits_told_and_one_more_is_refused``."""
+    measured: list[str] = []
+
+    def full_windows(voice: str = "af_heart", frames: int = 40, passes: int = 2) -> list[tuple[float, float]]:
+        measured.append(voice)
+        return [(1.6, 0.64), (1.6, 0.64)]
+
+    monkeypatch.setattr(engine, "time_windows", full_windows)
     server = await asyncio.to_thread(start_speech_server, engine)
     try:
         service = server.drainer.app.state.service
-        # the same measure taken again, three times: one take on a shared 2-core VM varies by up to ~30%
-        # (0.243 against the server's 0.315 in one clean-clone CI run), the warm-up's speed reads ~1.3x
-        takes = [await asyncio.to_thread(engine.time_windows) for _ in range(3)]
-        rtfs = [sum(work for _, work in t) / sum(audio for audio, _ in t) for t in takes]
-        assert service.config.admission == "queue"
-        assert 0.8 * min(rtfs) <= service.load.decode_speed.rtf <= 1.25 * max(rtfs), rtfs
-        capacity = metric(server, "streamvoice_capacity_listeners")
-        assert capacity == measured_capacity(1, service.load.decode_speed.rtf) >= 1
-        ws_url = server.url.replace("http", "ws") + "/invocations-bidirectional-stream"
-        async with contextlib.AsyncExitStack() as stack:
-            admitted = [await stack.enter_async_context(connect(ws_url)) for _ in range(int(capacity))]
-            for i, ws in enumerate(admitted):
-                # about 5 s each: a slot frees within the newcomer's wait (10 s), so it is told it waits
-                await ws.send(json.dumps({"text": SENTENCE, "id": f"a{i}"}))
-                assert (await first_event(ws, 30))[1]["type"] == "synthesis_started"
-            late = await stack.enter_async_context(connect(ws_url))
-            sent = time.monotonic()
-            await late.send(json.dumps({"text": "Can I speak too?", "id": "late"}))
-            told_at, event = await first_event(late)
-            assert event["type"] == "queued" and event["position"] == 1 and told_at - sent < 1.0
+        assert measured and service.config.admission == "queue"
+        assert service.load.decode_speed.rtf == pytest.approx(0.4)
+        assert metric(server, "streamvoice_capacity_listeners") == measured_capacity(1, 0.4) == 2
     finally:
         await asyncio.to_thread(server.stop)
 
@@ -190,20 +177,19 @@ async def test_a_caller_that_cannot_be_served_within_the_wait_is_told_at_once(
     async with connect(ws_url) as a, connect(ws_url) as b:
         for i in range(4):
             await a.send(json.dumps({"text": LONG, "id": f"a{i}"}))
-        _, started = await first_event(a, 30)
+        started = await first_event(a)
         assert started["type"] == "synthesis_started"
-        sent = time.monotonic()
         await b.send(json.dumps({"text": "Can I speak now?", "id": "b1"}))
-        told_at, refused = await first_event(b)
+        refused = await first_event(b)
         assert refused["type"] == "error" and refused["code"] == "server_busy" and refused["id"] == "b1"
-        assert told_at - sent < 1.0
+        assert "freed within" not in refused["message"]  # told at once, not at the end of the wait
         retry_s = float(refused["message"].split("retry in about ")[1].split(" s")[0])
         assert 40 <= retry_s <= 90  # four answers of ~15 s each, less what was already said
         await a.send(json.dumps({"type": "cancel"}))  # barge-in: a's queue is gone
         await until_complete(a, "a3")
         await a.send(json.dumps({"text": "Only this.", "id": "a4"}))
-        _, started = await first_event(a, 30)
+        assert (await first_event(a))["type"] == "synthesis_started"
         await b.send(json.dumps({"text": "And now?", "id": "b2"}))
-        _, queued = await first_event(b)
+        queued = await first_event(b)
         assert queued["type"] == "queued" and queued["id"] == "b2"  # a frees its slot within the wait
         assert (await until_complete(b, "b2"))[-1] == "synthesis_complete"

@@ -5,7 +5,6 @@ batcher only stacks and splits arrays); ``test_batching.py`` runs the real decod
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,7 @@ def rows_at_once(batcher: DecodeBatcher, feeds: list[tuple[Feeds, Any]]) -> list
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(60)
     assert all(r is not None for r in results)
     return [r for r in results if r is not None]
 
@@ -80,10 +79,12 @@ def test_windows_of_different_sizes_are_not_stacked() -> None:
 
 
 def test_a_window_alone_on_the_server_does_not_wait() -> None:
-    batcher = DecodeBatcher(Recorder(), max_rows=4, linger_s=30.0, busy=lambda: 1)
-    started = time.monotonic()
-    batcher.decode(row(1.0), 5)
-    assert time.monotonic() - started < 10.0  # far below the 30 s it would wait for company
+    # lingering for company would take ten minutes: done within the join's generous minute means it did not
+    batcher = DecodeBatcher(Recorder(), max_rows=4, linger_s=600.0, busy=lambda: 1)
+    alone = threading.Thread(target=batcher.decode, args=(row(1.0), 5), daemon=True)
+    alone.start()
+    alone.join(60)
+    assert not alone.is_alive() and batcher.calls == 1
 
 
 def test_a_batch_holds_at_most_max_rows() -> None:
@@ -110,5 +111,5 @@ def test_a_failed_call_fails_every_row_it_carried() -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(60)
     assert [str(e) for e in errors] == ["decoder failed", "decoder failed"]

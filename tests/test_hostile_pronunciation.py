@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.server.requests import load_lexicon
 from streamvoice.text.pronounce import MARKS, MAX_SILENCE_MS, apply_lexicon, check_lexicon
-from tests.helpers import RunningServer, speak, start_speech_server
+from tests.helpers import RunningServer, speak, start_speech_server, wait_for
 
 CHAIN = "-".join(str(i % 10) for i in range(5_000))[:9_999]  # 1-2-3-...: ~n^2.8 in misaki before
 LATIN_CHAIN = "-".join("ab" for _ in range(3_300))[:9_999]
@@ -29,73 +28,71 @@ LATIN_CHAIN = "-".join("ab" for _ in range(3_300))[:9_999]
 
 @pytest.fixture(scope="module")
 def server(engine: KokoroEngine) -> Iterator[RunningServer]:
-    server = start_speech_server(engine)
+    # four listeners on any machine: what these tests check is planning, not admission
+    server = start_speech_server(engine, admission_listeners=4)
     yield server
     server.stop()
 
 
-async def _first_audio_s(url: str, message: dict[str, Any]) -> float:
-    """Seconds from sending ``message`` on a fresh session to its first audio frame (a session that has just
-    spoken still has audio to play, so its next message is rightly not due yet)."""
-    async with connect(url) as ws:
-        started = time.perf_counter()
-        await ws.send(json.dumps(message))
-        async with asyncio.timeout(30):
-            while True:
-                frame = await ws.recv()
-                if isinstance(frame, bytes):
-                    return time.perf_counter() - started
-                event = json.loads(frame)
-                assert event["type"] not in ("error", "synthesis_complete"), event
-
-
 async def _answer(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
-    """The message's one answer (complete or error), audio skipped; alignment words kept on it."""
+    """The message's one answer (complete or error), with the alignment words and the audio bytes before it."""
     await ws.send(json.dumps(message))
     words: list[str] = []
-    async with asyncio.timeout(60):
+    audio = 0
+    async with asyncio.timeout(120):
         while True:
             frame = await ws.recv()
             if isinstance(frame, bytes):
+                audio += len(frame)
                 continue
             event = json.loads(frame)
             if event["type"] == "alignment":
                 words += [w["word"] for w in event["words"]]
             if event["type"] in ("synthesis_complete", "error"):
-                return {**event, "words": words}
+                return {**event, "words": words, "audio_bytes": audio}
 
 
 # --- 1. a hyphen chain (and its Latin twin through a Mandarin voice) stalls nobody ------------------------
 
 
-async def test_a_hyphen_chain_does_not_delay_another_callers_first_audio(engine: KokoroEngine) -> None:
-    # Three callers at once are admitted on any machine: what is tested is planning, not admission.
-    server = await asyncio.to_thread(start_speech_server, engine, admission_listeners=4)
-    try:
-        service = server.drainer.app.state.service
-        sentence = {"type": "synthesize", "text": "Your table for four is booked for seven tonight."}
-        # The Mandarin phonemiser loads on its first use (seconds, on the planning thread): load it now, so
-        # what follows measures the attack, not a cold start.
-        await _first_audio_s(server.ws_url, {"type": "synthesize", "text": "你好。", "voice": "zf_xiaobei"})
-        normal = min([await _first_audio_s(server.ws_url, sentence) for _ in range(3)])
-        rtf = service.load.decode_speed.rtf
-        async with connect(server.ws_url) as attacker, httpx.AsyncClient(timeout=60) as http:
-            await attacker.send(json.dumps({"type": "synthesize", "text": CHAIN, "id": "chain"}))
-            speech = http.post(
-                server.url + "/v1/audio/speech",
-                json={"input": LATIN_CHAIN, "voice": "zf_xiaobei", "response_format": "pcm"},
-            )
-            attack = asyncio.ensure_future(speech)
-            await asyncio.sleep(1.0)  # the attacks are being planned
-            during = [await _first_audio_s(server.ws_url, sentence) for _ in range(2)]
-            await attacker.send(json.dumps({"type": "cancel"}))
-            attack.cancel()
-        # Before: 23 s for first audio (0.2 s normally), one planning thread blocked for seconds per chunk.
-        assert max(during) < max(1.0, 4 * normal), (normal, during)
-        # Planning is not slow decoding: the speed admission counts with did not fall (it once tripled).
-        assert service.load.decode_speed.rtf <= 1.25 * rtf, (rtf, service.load.decode_speed.rtf)
-    finally:
-        await asyncio.to_thread(server.stop)
+async def test_a_hyphen_chain_takes_one_planning_turn_at_a_time(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two attackers (a 10,000-character hyphen chain on a session, its Latin twin through a Mandarin voice
+    over HTTP) and an ordinary caller share the one planning thread: the caller's chunk is planned within a
+    turn per attacker of each of its own planning steps, not after the chains. Before, the chain held the
+    thread for 23 s (first audio 0.2 s normally). What a turn costs is bounded apart
+    (``tests/test_g2p_bounds.py``); the effect on heard onset is measured by ``python -m
+    streamvoice.bench.hostile`` (README, results)."""
+    planner = server.drainer.app.state.service.engine.planner
+    turns: list[str] = []  # who each planned chunk belonged to, in the planning thread's order
+    plan_chunk = planner.plan_chunk
+
+    def recorded(chunk: str, lang: str, paragraph_end: bool = False) -> Any:
+        turns.append("caller" if "booked" in chunk else "attacker")
+        return plan_chunk(chunk, lang, paragraph_end)
+
+    monkeypatch.setattr(planner, "plan_chunk", recorded)
+    sentence = {"type": "synthesize", "text": "Your table for four is booked for seven tonight."}
+    async with connect(server.ws_url) as attacker, httpx.AsyncClient(timeout=120) as http:
+        await attacker.send(json.dumps({"type": "synthesize", "text": CHAIN, "id": "chain"}))
+        speech = http.post(
+            server.url + "/v1/audio/speech",
+            json={"input": LATIN_CHAIN, "voice": "zf_xiaobei", "response_format": "pcm"},
+        )
+        attack = asyncio.ensure_future(speech)
+        await wait_for(lambda: turns.count("attacker") >= 4, timeout=120)  # both chains are being planned
+        before = len(turns)
+        async with connect(server.ws_url) as caller:
+            assert (await _answer(caller, sentence))["type"] == "synthesis_complete"
+        await attacker.send(json.dumps({"type": "cancel"}))
+        attack.cancel()
+    after = turns[before:]
+    assert "caller" in after, after
+    # the caller's message takes three steps on the thread (markup, chunking, its chunk); before each, at
+    # most one turn per attacker
+    assert after.index("caller") <= 2 * 3, after
+    assert turns.count("attacker") >= 4 + after.index("caller")
 
 
 # --- 2. failures inside planning: a clear code or a fallback reading, never synthesis_failed ---------------
@@ -273,8 +270,8 @@ async def test_breaks_and_pauses_are_capped_per_message(server: RunningServer) -
         # The same through punctuation: paragraph pauses of 3 s after almost nothing to say.
         await ws.send(json.dumps({"type": "configure", "pauses": {"paragraph_ms": 3000}}))
         assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "configured"
-        started = time.perf_counter()
         answer = await _answer(ws, {"type": "synthesize", "text": "A.\n\n" * 2_000})
         assert answer["type"] == "error" and answer["code"] == "invalid_field", answer
         assert "pauses and breaks" in answer["message"]
-        assert time.perf_counter() - started < 30  # refused within the first minute of it, not after 100
+        # refused within the first minute of it, not after 100 (24 kHz, 16-bit: 48,000 bytes a second)
+        assert answer["audio_bytes"] < 60 * 48_000, answer["audio_bytes"]

@@ -12,6 +12,7 @@ from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import SynthesisScheduler
 from streamvoice.server.window_sizing import LARGEST_WINDOW_FRAMES, PAST_CAPACITY_WINDOW_FRAMES, WindowCost
 from tests.fakes import FakeEngine, FakeHost, FakeRequest
+from tests.helpers import wait_for
 
 
 def _lane_decoding_one_piece() -> tuple[FakeHost, Lane, PieceAudio]:
@@ -26,14 +27,13 @@ def _lane_decoding_one_piece() -> tuple[FakeHost, Lane, PieceAudio]:
 
 async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resumes_when_they_do() -> None:
     service, lane, sink = _lane_decoding_one_piece()
-    await asyncio.sleep(0.3)
+    await wait_for(lambda: lane._parked)
     parked_at = service.engine.decoded
     assert lane.unsent_s <= MAX_UNSENT_S + 1 and parked_at < service.engine.windows_per_piece
     windows = sink.windows()
     for _ in range(parked_at):  # the listener catches up
         await anext(windows)
-    await asyncio.sleep(0.3)
-    assert service.engine.decoded > parked_at  # resumed
+    await wait_for(lambda: service.engine.decoded > parked_at)  # resumed
     rest = [w async for w in windows]
     assert parked_at + len(rest) == service.engine.windows_per_piece
     assert lane.unsent_s == 0
@@ -42,12 +42,12 @@ async def test_a_lane_stops_decoding_for_a_listener_who_takes_nothing_and_resume
 
 async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() -> None:
     service, lane, sink = _lane_decoding_one_piece()
-    await asyncio.sleep(0.3)
+    await wait_for(lambda: lane._parked)
     assert lane.unsent_s > 0 and lane.play_end > time.monotonic()
     sink.cancel()
     lane.restart_playback()
-    await asyncio.sleep(0.1)
-    assert lane.unsent_s == 0 and lane.play_end <= time.monotonic()
+    await wait_for(lambda: lane.unsent_s == 0)
+    assert lane.play_end <= time.monotonic()
     assert [w async for w in sink.windows()] == []  # a cancelled piece ends its stream
     nxt = PieceAudio(asyncio.get_running_loop(), lane)
     lane.add(Piece("y", "y", (1,)), FakeRequest(), nxt)
@@ -67,18 +67,18 @@ async def test_the_server_counts_the_lanes_with_work_to_decode() -> None:
     assert service.load.active_lanes == 2
     assert len([w async for w in fast_audio.windows()]) == 3
     assert len([w async for w in slow_audio.windows()]) == 3
-    await asyncio.sleep(0.05)
-    assert service.load.active_lanes == 0
+    await wait_for(lambda: service.load.active_lanes == 0)
     service.scheduler.stop()
 
 
 async def test_a_parked_lane_does_not_count_as_wanting_the_model() -> None:
     service, lane, sink = _lane_decoding_one_piece()
-    await asyncio.sleep(0.3)  # parked: more than MAX_UNSENT_S decoded and not taken
+    await wait_for(lambda: lane._parked)  # more than MAX_UNSENT_S decoded and not taken
     assert lane.unsent_s > 0 and service.load.active_lanes == 0
     windows = [w async for w in sink.windows()]  # the listener takes it all; the lane resumes and ends
-    await asyncio.sleep(0.05)  # the turn after the piece's end finds nothing more to do
-    assert len(windows) == service.engine.windows_per_piece and service.load.active_lanes == 0
+    # the turn after the piece's end finds nothing more to do
+    await wait_for(lambda: service.load.active_lanes == 0)
+    assert len(windows) == service.engine.windows_per_piece
     service.scheduler.stop()
 
 

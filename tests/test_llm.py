@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -14,13 +13,32 @@ async def collect(source, prompt: str = "Why is the sky blue?") -> list[str]:  #
     return [delta async for delta in source.stream(prompt)]
 
 
-async def test_scripted_source_paces_tokens() -> None:
+class FakeClock:
+    """The scripted source's ``time.perf_counter`` and ``asyncio.sleep``: sleeping moves the clock."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def test_scripted_source_paces_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamvoice.agent import llm
+
+    clock = FakeClock()
+    monkeypatch.setattr(llm, "time", clock)
+    monkeypatch.setattr(llm, "asyncio", clock)
     source = ScriptedTextSource("one two three four five six", ttft_s=0.2, tokens_per_s=20)
-    started = time.perf_counter()
-    deltas = await collect(source)
-    elapsed = time.perf_counter() - started
+    deltas, at = [], []
+    async for delta in source.stream("go"):
+        deltas.append(delta)
+        at.append(clock.now)
     assert "".join(deltas) == "one two three four five six"
-    assert 0.2 + 5 / 20 - 0.05 <= elapsed < 1.5
+    assert at == pytest.approx([0.2 + i / 20 for i in range(6)])  # the first after ttft, then 20 a second
 
 
 def test_split_tokens_keeps_all_text() -> None:

@@ -9,6 +9,7 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.text import number_words
 from streamvoice.text.normalize import normalize, say
+from tests.helpers import cpu_seconds
 
 READINGS: dict[str, list[tuple[str, str]]] = {
     "es": [
@@ -161,15 +162,9 @@ HOSTILE = [
 def test_value_rules_cost_grows_in_step_with_the_text_not_its_square(lang: str) -> None:
     """A run of digits and marks as long as a piece may hold (the chunker cuts a run at 1,000 characters)
     must not make a rule try every start against every end: ten times the text, not a hundred times."""
-    import time
 
     def cost(text: str) -> float:
-        best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
-            say(text, lang)
-            best = min(best, time.perf_counter() - started)
-        return best
+        return cpu_seconds(lambda: say(text, lang))
 
     say("1", lang)  # the rules compiled, the number engine imported
     for unit in HOSTILE:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import time
 
 import av
 import httpx
@@ -203,11 +202,10 @@ def test_bearer_token_guards_the_openai_routes(engine) -> None:  # type: ignore[
             openai.OpenAI(base_url=server.url + "/v1", api_key="wrong", max_retries=0).models.list()
         sdk = openai.OpenAI(base_url=server.url + "/v1", api_key="s3cret", max_retries=0)
         assert sdk.models.list().data
-        started = time.monotonic()
         response = sdk.audio.speech.create(
             model="kokoro", voice="echo", input="Hello.", response_format="pcm"
         )
-        assert len(response.content) > 10_000 and time.monotonic() - started < 30
+        assert len(response.content) > 10_000
     finally:
         server.stop()
 

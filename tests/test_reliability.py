@@ -189,7 +189,7 @@ async def test_slow_reader_is_disconnected_with_a_reason(engine: KokoroEngine) -
         server_view = RunningServer.__new__(RunningServer)
         server_view.url = url
         await wait_for(lambda: 'code="slow_consumer"' in httpx.get(url + "/metrics").text, timeout=60)
-        await wait_for(lambda: metric(server_view, "streamvoice_active_sessions") == 0, timeout=20)
+        await wait_for(lambda: metric(server_view, "streamvoice_active_sessions") == 0)
         ws.transport.abort()
     finally:
         drainer.server.should_exit = True
@@ -209,7 +209,7 @@ async def test_graceful_shutdown_finishes_work_then_goes_away(engine: KokoroEngi
         await ws.send(json.dumps({"text": "Finish this sentence first, please.", "id": "inflight"}))
         await asyncio.sleep(0.2)
         drainer.request_shutdown()
-        await wait_for(lambda: _ping(url) in (503, None), timeout=5)
+        await wait_for(lambda: _ping(url) in (503, None))
         events = []
         async with asyncio.timeout(30):
             try:

@@ -153,7 +153,7 @@ async def test_sigterm_mid_answer_completes_on_the_other_replica(cluster: tuple[
     (leaving,) = [r for r in replicas if r.gauge("streamvoice_active_sessions") == 1]
     (staying,) = [r for r in replicas if r is not leaving]
     leaving.proc.send_signal(signal.SIGTERM)  # what Kubernetes does on scale-in, mid-answer
-    await wait_for(lambda: leaving.ping() == 503, timeout=10)
+    await wait_for(lambda: leaving.ping() == 503)
     await client.synthesize("Then a second message.", id="m2")
     await client.synthesize("And a third one, to finish.", id="m3")
     await asyncio.wait_for(reader, 120)

@@ -181,3 +181,19 @@ def test_graph_that_cannot_split_falls_back(
     piece = fallback.planner.plan("Hello there.", "en-us")[0]
     chunks = list(fallback.stream_piece(piece, fallback.parse_voice("af_heart"), 1.0))
     assert len(chunks) == 1 and chunks[0].size == len(piece.tokens) + 2
+
+
+def test_a_stopped_run_ends_the_model_call_in_flight(engine: KokoroEngine) -> None:
+    """What a barge-in does to the window in flight (``RunStop``): the model run ends instead of running to
+    its end for nobody. Stopped before the piece starts, its first model call is refused by ONNX Runtime,
+    which checks the flag between kernels; the same engine then speaks the next piece as usual. How much
+    sooner the next answer starts: ``python -m streamvoice.bench.barge_in``."""
+    from streamvoice.engine.split_kokoro import RunStop
+
+    piece = engine.planner.plan("The decoder window in flight is stopped for nobody.", "en-us")[0]
+    voice = engine.parse_voice("af_heart")
+    stop = RunStop()
+    stop.stop()
+    with engine.interruptible(stop), pytest.raises(Exception, match=r"(?i)terminat"):
+        list(engine.stream_piece(piece, voice, 1.0))
+    assert sum(w.size for w in engine.stream_piece(piece, voice, 1.0)) > 24_000

@@ -16,7 +16,7 @@ from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
 from livekit.plugins import cartesia, deepgram, elevenlabs
 
 from streamvoice.bench.wer import word_error_rate
-from tests.helpers import RunningServer, start_speech_server
+from tests.helpers import RunningServer, metric, start_speech_server, wait_for
 
 TOKEN = "vendor-key"
 NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)
@@ -57,30 +57,34 @@ def tokens(text: str) -> list[str]:
     return [words[0]] + [" " + w for w in words[1:]]
 
 
-async def collect(stream: Any) -> tuple[np.ndarray, list[Any], float | None]:
+async def collect(
+    stream: Any, heard_first: asyncio.Event | None = None
+) -> tuple[np.ndarray, list[Any], float | None]:
     pcm, words, first = bytearray(), [], None
     async for event in stream:
         if first is None and len(event.frame.data):
             first = time.monotonic()
+            if heard_first is not None:
+                heard_first.set()
         pcm += bytes(event.frame.data)
         words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
     return np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768, words, first
 
 
-async def stream_words(
-    plugin: Any, text: str, pace_s: float = 0.1
-) -> tuple[np.ndarray, list[Any], float, float]:
+async def stream_words(plugin: Any, text: str, pace_s: float = 0.1) -> tuple[np.ndarray, list[Any]]:
+    """The words pushed at an LLM's pace; the input is ended only once the first audio has come (a server
+    that waited for the end would never answer)."""
     stream = plugin.stream(conn_options=NO_RETRY)
-    reader = asyncio.create_task(collect(stream))
+    heard_first = asyncio.Event()
+    reader = asyncio.create_task(collect(stream, heard_first))
     for token in tokens(text):
         stream.push_text(token)
         await asyncio.sleep(pace_s)
-    ended = time.monotonic()
+    await asyncio.wait_for(heard_first.wait(), 60)
     stream.end_input()
-    audio, words, first = await reader
+    audio, words, _ = await reader
     await stream.aclose()
-    assert first is not None
-    return audio, words, first, ended
+    return audio, words
 
 
 @pytest.mark.slow
@@ -89,9 +93,8 @@ async def test_streamed_words_are_heard_before_the_text_ends(
     vendor: str, vendor_server: RunningServer, http: aiohttp.ClientSession, transcriber
 ) -> None:  # type: ignore[no-untyped-def]
     plugin = plugins(vendor_server.url, http)[vendor]
-    audio, words, first, ended = await stream_words(plugin, REPLY)
+    audio, words = await stream_words(plugin, REPLY)  # heard before the text ends
     await plugin.aclose()
-    assert first < ended, f"{vendor}: the first audio must come while the text is still being written"
     heard = transcriber.transcribe(audio, plugin.sample_rate)
     assert word_error_rate(REPLY, heard) < 0.2, heard
     if vendor == "cartesia":  # word timestamps by default; they must sit where Whisper hears the words
@@ -115,30 +118,32 @@ async def test_one_shot_synthesis(
     assert word_error_rate(REPLY, heard) < 0.2, heard
 
 
-async def onset(plugin: Any, text: str) -> float:
-    """Seconds from the first token to the first audio of a streamed answer."""
+async def first_audio(plugin: Any, text: str) -> None:
+    """A streamed answer read up to its first audio, then closed (what a barge-in does)."""
     stream = plugin.stream(conn_options=NO_RETRY)
-    started = time.monotonic()
     for token in tokens(text):
         stream.push_text(token)
     stream.end_input()
     async for event in stream:
         if len(event.frame.data):
             break
-    first = time.monotonic() - started
     await stream.aclose()
-    return first
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("vendor", ["elevenlabs", "cartesia", "deepgram"])
-async def test_barge_in_leaves_the_next_answer_as_fast_as_a_fresh_one(
+async def test_barge_in_stops_the_old_answer_and_serves_the_next(
     vendor: str, vendor_server: RunningServer, http: aiohttp.ClientSession
 ) -> None:
+    """A long answer interrupted after its first audio (the framework closes the stream: LiveKit's
+    barge-in) stops decoding: the server decodes far less than its ~33 s, and the next answer is served
+    (before, it waited behind the rest). How fast the next answer starts beside a fresh one:
+    ``python -m streamvoice.bench.barge_in``."""
     plugin = plugins(vendor_server.url, http)[vendor]
-    fresh = min([await onset(plugin, "Hello there, how can I help you today?") for _ in range(2)])
-    # A long answer, interrupted after its first audio (the framework closes the stream: LiveKit's barge-in).
-    await onset(plugin, LONG)
-    after = await onset(plugin, "Of course. What would you like instead?")
+    before = metric(vendor_server, "streamvoice_audio_seconds_total")
+    await first_audio(plugin, LONG)
+    await first_audio(plugin, "Of course. What would you like instead?")
     await plugin.aclose()
-    assert after < fresh * 1.5 + 0.25, f"{vendor}: after barge-in {after:.2f} s, fresh {fresh:.2f} s"
+    await wait_for(lambda: metric(vendor_server, "streamvoice_queue_depth") == 0)
+    decoded = metric(vendor_server, "streamvoice_audio_seconds_total") - before
+    assert decoded < 18, f"{vendor}: {decoded:.1f} s of audio decoded for an answer cut after its first"

@@ -62,9 +62,11 @@ class Transcriber:
     ) -> str:
         """faster-whisper assumes 16 kHz for arrays: hand it 24 kHz and it hears slowed-down speech.
         ``language`` is forced (Whisper's own codes: en, ja, zh, es, fr, hi, it, pt): guessing it from a
-        few words of speech is a test of Whisper, not of the voice."""
+        few words of speech is a test of Whisper, not of the voice. One greedy pass at temperature 0: the
+        same audio is always heard the same way (faster-whisper's default falls back to sampling at higher
+        temperatures when a pass looks unsure, so one clip could be heard two ways)."""
         segments, _ = self.model.transcribe(
-            resample(audio, sample_rate), language=language, beam_size=1, vad_filter=False
+            resample(audio, sample_rate), language=language, beam_size=1, vad_filter=False, temperature=0.0
         )
         return " ".join(s.text.strip() for s in segments).strip()
 
@@ -73,6 +75,11 @@ class Transcriber:
     ) -> list[tuple[str, float, float]]:
         """Whisper's own word timings: (word, start ms, end ms), the reference for our alignment frames."""
         segments, _ = self.model.transcribe(
-            resample(audio, sample_rate), language="en", beam_size=1, vad_filter=False, word_timestamps=True
+            resample(audio, sample_rate),
+            language="en",
+            beam_size=1,
+            vad_filter=False,
+            word_timestamps=True,
+            temperature=0.0,
         )
         return [(w.word.strip(), w.start * 1000, w.end * 1000) for s in segments for w in (s.words or [])]

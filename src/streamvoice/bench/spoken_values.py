@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -145,15 +146,40 @@ def read_right(lang: str, planned: str, value: Value, phonemize: Phonemize) -> b
     return False
 
 
+def _stems(text: str, lang: str) -> list[str]:
+    """The words of ``text`` with its values read out in ``lang`` (the server's own rules), folded, each
+    without a plural ending: Whisper writes "18 € 90", "18, Euro 90" or "dix-huit euros quatre-vingt-dix"
+    for one reading, and all three must count."""
+    words = fold(say(text, lang)).split()
+    return [w[:-1] if len(w) > 3 and w[-1] in "sx" else w for w in words]
+
+
+def _holds(heard: list[str], said: list[str], slack: int = 2) -> bool:
+    """Whether a stretch of ``heard`` at most ``slack`` words longer than ``said`` holds each of its words.
+
+    Order inside the stretch is free (Whisper puts the currency after "18 € 90", the rules before "90"),
+    the stretch is not: a value said in pieces across the sentence does not count.
+    """
+    need = Counter(said)
+    width = len(said) + slack
+    return any(not need - Counter(heard[start : start + width]) for start in range(max(1, len(heard))))
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
 def heard_right(lang: str, heard: str, value: Value, phonemize: Phonemize) -> bool:
-    """Whether what Whisper heard holds the value."""
-    if value.kind == "phone":
-        return re.sub(r"\D", "", value.text) in re.sub(r"\D", "", heard)
+    """Whether what Whisper heard holds the value, however it spelled it: digits, symbols and currency signs
+    are read back into the language's words by the server's own rules (``text.normalize.say``) before
+    comparing, so "18,90 €" and "dix-huit euros quatre-vingt-dix" are one value."""
+    if value.kind == "phone" and _digits(value.text) in _digits(heard):
+        return True  # Whisper writes a number it hears digit by digit either way
     read = say(heard, lang)
     if lang == "cmn":
         return any(_pinyin(said) in _pinyin(read) for said in value.said)
     if lang in ("ja", "hi"):
         got = _compact(phonemize(read, lang))
         return any(_compact(phonemize(said, lang)) in got for said in value.said)
-    got = f" {fold(read)} "
-    return any(f" {fold(said)} " in got for said in value.said)
+    stems = _stems(heard, lang)
+    return any(_holds(stems, _stems(said, lang)) for said in value.said)
