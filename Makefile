@@ -58,10 +58,10 @@ typecheck: install
 	$(BIN)/mypy
 
 unit: install system-deps $(BIN)/helm
-	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra --durations=30 $(PYTEST_ARGS)
 
 test-pipecat: $(PIPECAT_VENV)/bin/.installed
-	$(PIPECAT_VENV)/bin/python -m pytest -q -ra -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)
+	$(PIPECAT_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)
 
 test: lint typecheck unit test-pipecat
 

@@ -82,8 +82,9 @@ def cpu_seconds(fn: Any, repeat: int = 3) -> float:
     return best
 
 
-def metric(server: RunningServer, name: str) -> float:
-    for line in httpx.get(server.url + "/metrics").text.splitlines():
+def metric(server: RunningServer, name: str, token: str | None = None) -> float:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    for line in httpx.get(server.url + "/metrics", headers=headers).text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise KeyError(name)

@@ -188,7 +188,7 @@ async def test_a_caller_that_cannot_be_served_within_the_wait_is_told_at_once(
         await a.send(json.dumps({"type": "cancel"}))  # barge-in: a's queue is gone
         await until_complete(a, "a3")
         await a.send(json.dumps({"text": "Only this.", "id": "a4"}))
-        assert (await first_event(a))["type"] == "synthesis_started"
+        await first_event(a)  # a's next event: its cancel's last word, or a4 starting
         await b.send(json.dumps({"text": "And now?", "id": "b2"}))
         queued = await first_event(b)
         assert queued["type"] == "queued" and queued["id"] == "b2"  # a frees its slot within the wait

@@ -320,8 +320,21 @@ def agent_turns(agent: RunningServer) -> int:
 # --- 25. Wyoming slots time out; an unknown voice gives its slot back; a non-reader is dropped -------------
 
 
-async def test_wyoming_slots_are_bounded_and_always_released(wyoming: tuple[RunningServer, int]) -> None:
+async def test_wyoming_slots_are_bounded_and_always_released(
+    wyoming: tuple[RunningServer, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, port = wyoming
+    from streamvoice.server.wyoming import SpeechHandler
+
+    # The server's end of each connection gets a small send buffer (Linux grows it to 4 MB, over a minute
+    # of audio, before a send to a client that reads nothing blocks).
+    opened = SpeechHandler.__init__
+
+    def small_buffers(self: SpeechHandler, reader: Any, writer: Any, *args: Any, **kwargs: Any) -> None:
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        opened(self, reader, writer, *args, **kwargs)
+
+    monkeypatch.setattr(SpeechHandler, "__init__", small_buffers)
     clients = [AsyncTcpClient("127.0.0.1", port) for _ in range(4)]
     for client in clients:
         await client.connect()
@@ -339,14 +352,16 @@ async def test_wyoming_slots_are_bounded_and_always_released(wyoming: tuple[Runn
             assert (await read_error(client)).code == "unknown_voice"
     assert metric(server, "streamvoice_admitted_listeners") == 0
     # A client that never reads is dropped after send_timeout_s (it kept its stream 65 s and more).
-    _reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
-    sock = writer.get_extra_info("socket")
+    sock = socket.socket()  # a small window from the start: the server's sends block within kilobytes
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    _reader, writer = await asyncio.open_connection(sock=sock, limit=1024)
     event = Synthesize(text="A long answer for a client that reads nothing at all. " * 30).event()
     data = json.dumps(event.data).encode()
     writer.write(raw_header({"type": event.type, "data_length": len(data)}) + data)
     await writer.drain()
-    await wait_for(lambda: 'code="slow_consumer"' in httpx.get(server.url + "/metrics").text, timeout=90)
+    await wait_for(lambda: 'code="slow_consumer"' in httpx.get(server.url + "/metrics").text)
     await wait_for(lambda: metric(server, "streamvoice_active_streams") == 0)
     writer.close()
     async with AsyncTcpClient("127.0.0.1", port) as client:

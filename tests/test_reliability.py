@@ -279,7 +279,8 @@ FRAMES = st.one_of(
 
 
 @settings(
-    max_examples=60,
+    max_examples=30,
+    derandomize=True,  # the same frames on every run and machine: a failure is reproduced by rerunning
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

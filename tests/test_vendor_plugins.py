@@ -140,10 +140,10 @@ async def test_barge_in_stops_the_old_answer_and_serves_the_next(
     (before, it waited behind the rest). How fast the next answer starts beside a fresh one:
     ``python -m streamvoice.bench.barge_in``."""
     plugin = plugins(vendor_server.url, http)[vendor]
-    before = metric(vendor_server, "streamvoice_audio_seconds_total")
+    before = metric(vendor_server, "streamvoice_audio_seconds_total", TOKEN)
     await first_audio(plugin, LONG)
     await first_audio(plugin, "Of course. What would you like instead?")
     await plugin.aclose()
-    await wait_for(lambda: metric(vendor_server, "streamvoice_queue_depth") == 0)
-    decoded = metric(vendor_server, "streamvoice_audio_seconds_total") - before
+    await wait_for(lambda: metric(vendor_server, "streamvoice_queue_depth", TOKEN) == 0)
+    decoded = metric(vendor_server, "streamvoice_audio_seconds_total", TOKEN) - before
     assert decoded < 18, f"{vendor}: {decoded:.1f} s of audio decoded for an answer cut after its first"
