@@ -25,7 +25,9 @@ __all__ = [
     "collect",
     "cpu_seconds",
     "free_port",
+    "livekit_audio",
     "metric",
+    "on_each_chunk",
     "speak",
     "start_agent",
     "start_speech_server",
@@ -80,6 +82,33 @@ def cpu_seconds(fn: Any, repeat: int = 3) -> float:
         fn()
         best = min(best, time.thread_time() - started)
     return best
+
+
+async def livekit_audio(stream: Any, heard_first: asyncio.Event | None = None) -> tuple[Any, list[Any]]:
+    """What a LiveKit TTS stream (ours or a vendor plugin) gave: its audio as float32 samples and its timed
+    words; ``heard_first`` is set at the first frame with audio, for tests that end the input only then."""
+    import numpy as np
+    from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
+
+    pcm, words = bytearray(), []
+    async for event in stream:
+        if heard_first is not None and len(event.frame.data):
+            heard_first.set()
+        pcm += bytes(event.frame.data)
+        words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
+    return np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768, words
+
+
+def on_each_chunk(monkeypatch: Any, planner: Any, hook: Any) -> None:
+    """``hook(chunk)`` runs on the planning thread before each chunk the server plans (``plan_chunk``, the
+    unit of planning a server takes turns with): to record the thread's order of turns, or to hold it."""
+    plan_chunk = planner.plan_chunk
+
+    def hooked(chunk: str, lang: str, paragraph_end: bool = False) -> Any:
+        hook(chunk)
+        return plan_chunk(chunk, lang, paragraph_end)
+
+    monkeypatch.setattr(planner, "plan_chunk", hooked)
 
 
 def metric(server: RunningServer, name: str, token: str | None = None) -> float:

@@ -24,7 +24,15 @@ from streamvoice.client.sse import SSEDecoder
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceError, parse_voice_spec
 from streamvoice.text.chunker import chunk_text
-from tests.helpers import RunningServer, cpu_seconds, metric, start_agent, start_speech_server, wait_for
+from tests.helpers import (
+    RunningServer,
+    cpu_seconds,
+    metric,
+    on_each_chunk,
+    start_agent,
+    start_speech_server,
+    wait_for,
+)
 from tests.helpers import answers as next_answers
 
 HUGE = "9" * 400
@@ -123,15 +131,13 @@ async def test_first_audio_of_a_long_message_does_not_wait_for_its_planning(
     does not wait for the rest of its planning (before, 10k characters were planned first: seconds)."""
     planned: list[str] = []
     go_on = threading.Event()
-    plan_chunk = engine.planner.plan_chunk
 
-    def held(chunk: str, lang: str, paragraph_end: bool = False) -> Any:
+    def held(chunk: str) -> None:
         planned.append(chunk)
         if len(planned) > 2:
             go_on.wait(120)
-        return plan_chunk(chunk, lang, paragraph_end)
 
-    monkeypatch.setattr(engine.planner, "plan_chunk", held)
+    on_each_chunk(monkeypatch, engine.planner, held)
     server = await asyncio.to_thread(start_speech_server, engine, warm_up=False)
     try:
         text = "and then we walked a little further down the road, " * 190  # ~10k chars, no sentence end

@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.server.requests import load_lexicon
 from streamvoice.text.pronounce import MARKS, MAX_SILENCE_MS, apply_lexicon, check_lexicon
-from tests.helpers import RunningServer, speak, start_speech_server, wait_for
+from tests.helpers import RunningServer, on_each_chunk, speak, start_speech_server, wait_for
 
 CHAIN = "-".join(str(i % 10) for i in range(5_000))[:9_999]  # 1-2-3-...: ~n^2.8 in misaki before
 LATIN_CHAIN = "-".join("ab" for _ in range(3_300))[:9_999]
@@ -66,13 +66,9 @@ async def test_a_hyphen_chain_takes_one_planning_turn_at_a_time(
     streamvoice.bench.hostile`` (README, results)."""
     planner = server.drainer.app.state.service.engine.planner
     turns: list[str] = []  # who each planned chunk belonged to, in the planning thread's order
-    plan_chunk = planner.plan_chunk
-
-    def recorded(chunk: str, lang: str, paragraph_end: bool = False) -> Any:
-        turns.append("caller" if "booked" in chunk else "attacker")
-        return plan_chunk(chunk, lang, paragraph_end)
-
-    monkeypatch.setattr(planner, "plan_chunk", recorded)
+    on_each_chunk(
+        monkeypatch, planner, lambda chunk: turns.append("caller" if "booked" in chunk else "attacker")
+    )
     sentence = {"type": "synthesize", "text": "Your table for four is booked for seven tonight."}
     async with connect(server.ws_url) as attacker, httpx.AsyncClient(timeout=120) as http:
         await attacker.send(json.dumps({"type": "synthesize", "text": CHAIN, "id": "chain"}))

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
-import numpy as np
 import pytest
 from livekit.agents import APIConnectOptions, APIError
-from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
 
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.integrations.livekit import TTS
-from tests.helpers import RunningServer, start_speech_server
+from tests.helpers import RunningServer, livekit_audio, start_speech_server
 
 NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)
 REPLY = "Sure. I booked a table for two at the harbour restaurant, at eight o'clock tonight."
@@ -24,20 +21,6 @@ def tokens(text: str) -> list[str]:
     return [words[0]] + [" " + w for w in words[1:]]
 
 
-async def collect(stream, heard_first: asyncio.Event | None = None):  # type: ignore[no-untyped-def]
-    """(pcm, timed words, monotonic time of the first frame); ``heard_first`` is set at the first frame."""
-    pcm, words, first = bytearray(), [], None
-    async for event in stream:
-        if first is None:
-            first = time.monotonic()
-            if heard_first is not None:
-                heard_first.set()
-        pcm += bytes(event.frame.data)
-        words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
-    audio = np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768
-    return audio, words, first
-
-
 @pytest.mark.slow
 async def test_stream_speaks_before_end_input_with_timed_words(
     speech_server: RunningServer, transcriber
@@ -46,14 +29,14 @@ async def test_stream_speaks_before_end_input_with_timed_words(
     assert plugin.capabilities.streaming and plugin.capabilities.aligned_transcript
     stream = plugin.stream(conn_options=NO_RETRY)
     heard_first = asyncio.Event()
-    reader = asyncio.create_task(collect(stream, heard_first))
+    reader = asyncio.create_task(livekit_audio(stream, heard_first))
     for token in tokens(REPLY):  # ~8 tokens a second, like a small local LLM
         stream.push_text(token)
         await asyncio.sleep(0.12)
     # the first audio frame comes before end_input: the test waits for it before ending the input
     await asyncio.wait_for(heard_first.wait(), 60)
     stream.end_input()
-    audio, words, _ = await reader
+    audio, words = await reader
     await stream.aclose()
     await plugin.aclose()
     assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
@@ -68,7 +51,7 @@ async def test_stream_speaks_before_end_input_with_timed_words(
 async def test_synthesize_uses_the_http_route(speech_server: RunningServer, transcriber) -> None:  # type: ignore[no-untyped-def]
     plugin = TTS(base_url=speech_server.url, voice="am_michael", speed=1.1)
     async with plugin.synthesize(REPLY, conn_options=NO_RETRY) as stream:
-        audio, _, _ = await collect(stream)
+        audio, _ = await livekit_audio(stream)
     await plugin.aclose()
     assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
 
@@ -77,17 +60,17 @@ async def test_errors_surface_as_livekit_api_errors(speech_server: RunningServer
     plugin = TTS(base_url=speech_server.url, voice="af_hart")
     with pytest.raises(APIError, match="unknown_voice"):
         async with plugin.synthesize("Hello.", conn_options=NO_RETRY) as chunked:
-            await collect(chunked)
+            await livekit_audio(chunked)
     stream = plugin.stream(conn_options=NO_RETRY)
     stream.push_text("Hello there, how are you?")
     stream.end_input()
     with pytest.raises(APIError, match="unknown_voice"):
-        await collect(stream)
+        await livekit_audio(stream)
     await stream.aclose()
     unreachable = TTS(base_url="http://127.0.0.1:9")
     with pytest.raises(APIError, match="cannot"):
         async with unreachable.synthesize("Hello.", conn_options=NO_RETRY) as chunked:
-            await collect(chunked)
+            await livekit_audio(chunked)
 
 
 @pytest.mark.slow
@@ -109,11 +92,11 @@ async def _interrupt_one(speech_server: RunningServer, transcriber) -> None:  # 
     interrupted.end_input()
     kept.push_text(REPLY)
     kept.end_input()
-    keeper = asyncio.create_task(collect(kept))
+    keeper = asyncio.create_task(livekit_audio(kept))
     async for _ in interrupted:  # the user barges in after the first frame
         break
     await interrupted.aclose()
-    audio, _, _ = await keeper
+    audio, _ = await keeper
     await kept.aclose()
     await plugin.aclose()
     assert word_error_rate(REPLY, transcriber.transcribe(audio)) < 0.25
@@ -124,14 +107,14 @@ async def test_a_pushed_sentence_that_stops_is_spoken_before_end_input(speech_se
     plugin = TTS(base_url=speech_server.url, voice="af_heart")
     stream = plugin.stream(conn_options=NO_RETRY)
     heard_first = asyncio.Event()
-    reader = asyncio.create_task(collect(stream, heard_first))
+    reader = asyncio.create_task(livekit_audio(stream, heard_first))
     for token in tokens("I can book a table for four people at seven thirty this evening."):
         stream.push_text(token)
         await asyncio.sleep(0.12)
     # the LLM has stopped writing but has not said so: spoken after the quiet, without end_input
     await asyncio.wait_for(heard_first.wait(), 60)
     stream.end_input()
-    audio, _, _ = await reader
+    audio, _ = await reader
     await stream.aclose()
     await plugin.aclose()
     assert audio.size > 24_000

@@ -4,7 +4,6 @@ the real speech server: streamed word by word at an LLM's pace, one-shot, and ba
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -12,11 +11,10 @@ import aiohttp
 import numpy as np
 import pytest
 from livekit.agents import APIConnectOptions
-from livekit.agents.tts.tts import USERDATA_TIMED_TRANSCRIPT
 from livekit.plugins import cartesia, deepgram, elevenlabs
 
 from streamvoice.bench.wer import word_error_rate
-from tests.helpers import RunningServer, metric, start_speech_server, wait_for
+from tests.helpers import RunningServer, livekit_audio, metric, start_speech_server, wait_for
 
 TOKEN = "vendor-key"
 NO_RETRY = APIConnectOptions(max_retry=0, timeout=20)
@@ -57,32 +55,18 @@ def tokens(text: str) -> list[str]:
     return [words[0]] + [" " + w for w in words[1:]]
 
 
-async def collect(
-    stream: Any, heard_first: asyncio.Event | None = None
-) -> tuple[np.ndarray, list[Any], float | None]:
-    pcm, words, first = bytearray(), [], None
-    async for event in stream:
-        if first is None and len(event.frame.data):
-            first = time.monotonic()
-            if heard_first is not None:
-                heard_first.set()
-        pcm += bytes(event.frame.data)
-        words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
-    return np.frombuffer(bytes(pcm), "<i2").astype(np.float32) / 32768, words, first
-
-
 async def stream_words(plugin: Any, text: str, pace_s: float = 0.1) -> tuple[np.ndarray, list[Any]]:
     """The words pushed at an LLM's pace; the input is ended only once the first audio has come (a server
     that waited for the end would never answer)."""
     stream = plugin.stream(conn_options=NO_RETRY)
     heard_first = asyncio.Event()
-    reader = asyncio.create_task(collect(stream, heard_first))
+    reader = asyncio.create_task(livekit_audio(stream, heard_first))
     for token in tokens(text):
         stream.push_text(token)
         await asyncio.sleep(pace_s)
     await asyncio.wait_for(heard_first.wait(), 60)
     stream.end_input()
-    audio, words, _ = await reader
+    audio, words = await reader
     await stream.aclose()
     return audio, words
 
@@ -112,7 +96,7 @@ async def test_one_shot_synthesis(
 ) -> None:  # type: ignore[no-untyped-def]
     plugin = plugins(vendor_server.url, http)[vendor]
     async with plugin.synthesize(REPLY, conn_options=NO_RETRY) as chunked:
-        audio, _, _ = await collect(chunked)
+        audio, _ = await livekit_audio(chunked)
     await plugin.aclose()
     heard = transcriber.transcribe(audio, plugin.sample_rate)
     assert word_error_rate(REPLY, heard) < 0.2, heard

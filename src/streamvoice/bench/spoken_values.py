@@ -146,11 +146,11 @@ def read_right(lang: str, planned: str, value: Value, phonemize: Phonemize) -> b
     return False
 
 
-def _stems(text: str, lang: str) -> list[str]:
-    """The words of ``text`` with its values read out in ``lang`` (the server's own rules), folded, each
-    without a plural ending: Whisper writes "18 € 90", "18, Euro 90" or "dix-huit euros quatre-vingt-dix"
-    for one reading, and all three must count."""
-    words = fold(say(text, lang)).split()
+def _stems(read: str) -> list[str]:
+    """The words of a text already read out (``say``: its values in words), folded, each without a plural
+    ending: Whisper writes "18 € 90", "18, Euro 90" or "dix-huit euros quatre-vingt-dix" for one reading,
+    and all three must count."""
+    words = fold(read).split()
     return [w[:-1] if len(w) > 3 and w[-1] in "sx" else w for w in words]
 
 
@@ -181,5 +181,5 @@ def heard_right(lang: str, heard: str, value: Value, phonemize: Phonemize) -> bo
     if lang in ("ja", "hi"):
         got = _compact(phonemize(read, lang))
         return any(_compact(phonemize(said, lang)) in got for said in value.said)
-    stems = _stems(heard, lang)
-    return any(_holds(stems, _stems(said, lang)) for said in value.said)
+    stems = _stems(read)
+    return any(_holds(stems, _stems(say(said, lang))) for said in value.said)
