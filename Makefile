@@ -11,11 +11,16 @@ endif
 
 .PHONY: install demo test lint typecheck unit test-pipecat system-deps browser-deps helm bench audit lock lock-pipecat clean
 
+# uv installs the locked wheels in parallel (about 30 s here against 3.5 min for pip, both with an empty cache);
+# it is pinned and installed by pip into the venv, so nothing outside PyPI is needed.
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv
+
 $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required"'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e '.[agent,infra,dev,languages]'
+	$(BIN)/pip install -q uv==$(UV_VERSION)
+	$(UV) pip install -q --python $(BIN)/python -c requirements.lock -e '.[agent,infra,dev,languages]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -23,10 +28,9 @@ install: $(BIN)/.installed
 # pipecat-ai needs protobuf<7, which the main lock cannot hold: its plugin is tested in its own locked
 # environment, with the real pipecat-ai and its run_test harness, as part of `make test`.
 PIPECAT_VENV := .venv-pipecat
-$(PIPECAT_VENV)/bin/.installed: pyproject.toml requirements-pipecat.lock
-	$(PYTHON) -m venv $(PIPECAT_VENV)
-	$(PIPECAT_VENV)/bin/pip install -q --upgrade pip
-	$(PIPECAT_VENV)/bin/pip install -q -c requirements-pipecat.lock -e '.[pipecat]' pytest pytest-asyncio
+$(PIPECAT_VENV)/bin/.installed: pyproject.toml requirements-pipecat.lock | $(BIN)/.installed
+	$(UV) venv -q --python $(PYTHON) $(PIPECAT_VENV)
+	$(UV) pip install -q --python $(PIPECAT_VENV)/bin/python -c requirements-pipecat.lock -e '.[pipecat]' pytest pytest-asyncio
 	touch $@
 
 demo: install
@@ -70,14 +74,14 @@ bench: install
 
 # Known-vulnerability audit of the locked dependencies (needs the PyPI JSON API or OSV reachable).
 audit: install
-	$(BIN)/pip install -q pip-audit
+	$(UV) pip install -q --python $(BIN)/python pip-audit
 	$(BIN)/pip-audit -r requirements.lock --progress-spinner off
 
 lock: install
-	$(BIN)/pip freeze --exclude-editable | grep -v '^streamvoice' > requirements.lock
+	$(UV) pip freeze -q --python $(BIN)/python --exclude-editable | grep -v -e '^streamvoice' -e '^uv==' > requirements.lock
 
 lock-pipecat: $(PIPECAT_VENV)/bin/.installed
-	$(PIPECAT_VENV)/bin/pip freeze --exclude-editable | grep -v '^streamvoice' > requirements-pipecat.lock
+	$(UV) pip freeze -q --python $(PIPECAT_VENV)/bin/python --exclude-editable | grep -v '^streamvoice' > requirements-pipecat.lock
 
 clean:
 	rm -rf $(VENV) $(PIPECAT_VENV) .pytest_cache .mypy_cache .ruff_cache results
