@@ -62,7 +62,7 @@ typecheck: install
 	$(BIN)/mypy
 
 unit: install system-deps $(BIN)/helm
-	$(BIN)/python -m pytest -q -ra --durations=30 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 test-pipecat: $(PIPECAT_VENV)/bin/.installed
 	$(PIPECAT_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,9 +33,13 @@ def kokoro_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def engine(kokoro_dir: Path) -> KokoroEngine:
+def engine(kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> KokoroEngine:
     engine = KokoroEngine.load(kokoro_dir)
-    prepare(engine)  # as a server does at start: every stock voice's decoder statistics (cached on disk)
+    # As a server does at start: every stock voice's decoder statistics, calibrated once and cached on disk.
+    # The suite runs in two processes (pytest -n 2): one calibrates, the other waits and loads the file.
+    with open(tmp_path_factory.getbasetemp().parent / "voice-stats.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        prepare(engine)
     return engine
 
 
