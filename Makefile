@@ -12,7 +12,9 @@ endif
 .PHONY: install demo test lint typecheck unit test-pipecat system-deps browser-deps helm bench audit lock lock-pipecat clean
 
 # uv installs the locked wheels in parallel (about 30 s here against 3.5 min for pip, both with an empty cache);
-# it is pinned and installed by pip into the venv, so nothing outside PyPI is needed.
+# it is pinned and installed by pip into the venv, so nothing outside PyPI is needed. --compile-bytecode: the
+# environment sets PYTHONDONTWRITEBYTECODE, so without .pyc files every process compiles what it imports (7 s
+# against 3.7 s for the server and the plugins here).
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv
 
@@ -20,7 +22,7 @@ $(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q uv==$(UV_VERSION)
-	$(UV) pip install -q --python $(BIN)/python -c requirements.lock -e '.[agent,infra,dev,languages]'
+	$(UV) pip install -q --compile-bytecode --python $(BIN)/python -c requirements.lock -e '.[agent,infra,dev,languages]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -30,7 +32,7 @@ install: $(BIN)/.installed
 PIPECAT_VENV := .venv-pipecat
 $(PIPECAT_VENV)/bin/.installed: pyproject.toml requirements-pipecat.lock | $(BIN)/.installed
 	$(UV) venv -q --python $(PYTHON) $(PIPECAT_VENV)
-	$(UV) pip install -q --python $(PIPECAT_VENV)/bin/python -c requirements-pipecat.lock -e '.[pipecat]' pytest pytest-asyncio
+	$(UV) pip install -q --compile-bytecode --python $(PIPECAT_VENV)/bin/python -c requirements-pipecat.lock -e '.[pipecat]' pytest pytest-asyncio
 	touch $@
 
 demo: install
@@ -62,7 +64,7 @@ typecheck: install
 	$(BIN)/mypy
 
 unit: install system-deps $(BIN)/helm
-	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile --durations=30 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra --durations=30 $(PYTEST_ARGS)
 
 test-pipecat: $(PIPECAT_VENV)/bin/.installed
 	$(PIPECAT_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)

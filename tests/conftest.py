@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import prepare
-from tests.helpers import RunningServer, start_speech_server
+from tests.helpers import VENDOR_TOKEN, RunningServer, start_speech_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,19 +32,23 @@ def kokoro_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def engine(kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> KokoroEngine:
+def engine(kokoro_dir: Path) -> KokoroEngine:
     engine = KokoroEngine.load(kokoro_dir)
-    # As a server does at start: every stock voice's decoder statistics, calibrated once and cached on disk.
-    # The suite runs in two processes (pytest -n 2): one calibrates, the other waits and loads the file.
-    with open(tmp_path_factory.getbasetemp().parent / "voice-stats.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        prepare(engine)
+    prepare(engine)  # as a server does at start: every stock voice's decoder statistics (cached on disk)
     return engine
 
 
 @pytest.fixture(scope="session")
 def speech_server(engine: KokoroEngine) -> Iterator[RunningServer]:
-    server = start_speech_server(engine, max_text_chars=2000, max_message_bytes=16 * 1024)
+    server = start_speech_server(engine, warm_up=True, max_text_chars=2000, max_message_bytes=16 * 1024)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def vendor_server(engine: KokoroEngine) -> Iterator[RunningServer]:
+    """The server the vendor SDKs' tests share (ElevenLabs, Cartesia, Deepgram): their key is its token."""
+    server = start_speech_server(engine, auth_token=VENDOR_TOKEN, admission_listeners=4)
     yield server
     server.stop()
 

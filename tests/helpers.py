@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import httpx
+import numpy as np
 
 from streamvoice.asgi import free_port
 from streamvoice.bench.loopback import LoopbackServer
@@ -20,19 +21,32 @@ from streamvoice.server import ServerConfig
 from streamvoice.server.runner import DrainingServer, build_server
 
 __all__ = [
+    "TRAIN_SENTENCE",
+    "VENDOR_TOKEN",
+    "WORDS",
     "RunningServer",
+    "agent_turns",
     "answers",
     "collect",
     "cpu_seconds",
+    "first_words",
     "free_port",
     "livekit_audio",
     "metric",
     "on_each_chunk",
+    "pcm16",
+    "ping",
+    "rss_mb",
     "speak",
     "start_agent",
     "start_speech_server",
     "wait_for",
 ]
+
+
+VENDOR_TOKEN = "vendor-key"  # the key every vendor client sends: the vendor servers' AUTH_TOKEN
+TRAIN_SENTENCE = "The train to Lisbon leaves from platform four at ten past nine."
+WORDS = "alpha beta gamma, delta. Thing and word " * 5_000  # 200 KB of words with sentence ends
 
 
 class RunningServer(LoopbackServer):
@@ -48,9 +62,15 @@ class RunningServer(LoopbackServer):
 def start_speech_server(engine: KokoroEngine, sndbuf: int | None = None, **config: object) -> RunningServer:
     """The speech server exactly as ``streamvoice serve`` builds it (transport limits included).
 
+    Two settings differ unless a test gives them: no warm-up (the engine fixture loaded and calibrated the
+    model once; a warm-up also times windows, ~5 s per server) and admission counting four listeners, not
+    a measure of the machine, so a test's answers do not change with what else the machine is doing
+    (``test_admission.py`` measures; ``speech_server`` warms up as a command does).
+
     ``sndbuf``: a small kernel send buffer for every connection (accepted sockets inherit the listener's),
     so a client that stops reading blocks the server's sends within kilobytes instead of megabytes.
     """
+    config = {"warm_up": False, "admission_listeners": 4, **config}
     sockets = None
     if sndbuf is not None:
         listener = socket.socket()
@@ -186,3 +206,46 @@ async def speak(ws: Any, message: dict[str, Any], timeout: float = 90) -> tuple[
             event = json.loads(frame)
             if event["type"] in ("synthesis_complete", "error"):
                 return event, np.frombuffer(audio, "<i2").astype(np.float32) / 32768
+
+
+async def ping(server: RunningServer) -> int:
+    async with httpx.AsyncClient(timeout=60) as client:
+        return (await client.get(server.url + "/ping")).status_code
+
+
+def rss_mb() -> float:
+    """This process's resident memory: the servers under test run in it."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def agent_turns(agent: RunningServer) -> int:
+    """Turns the agent is running now (its app's own count)."""
+    app: Any = agent.server.config.app
+    return int(app.turns)
+
+
+def pcm16(data: bytes) -> np.ndarray:
+    """Little-endian 16-bit PCM as float32 (a trailing odd byte of a cut stream dropped)."""
+    return np.frombuffer(data[: len(data) // 2 * 2], "<i2").astype(np.float32) / 32768
+
+
+def first_words(chars: list[str], starts: list[float]) -> list[tuple[str, float]]:
+    """Words and their first character's time from a per-character alignment."""
+    words: list[tuple[str, float]] = []
+    current, at = "", 0.0
+    for ch, t in zip(chars, starts, strict=True):
+        if ch.isspace():
+            if current:
+                words.append((current, at))
+            current = ""
+        else:
+            if not current:
+                at = t
+            current += ch
+    if current:
+        words.append((current, at))
+    return words

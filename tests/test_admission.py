@@ -15,7 +15,13 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.admission import Admission, DecodeSpeed, measured_capacity
-from tests.helpers import RunningServer, metric, start_speech_server, wait_for
+from tests.helpers import (
+    RunningServer,
+    metric,
+    start_speech_server,
+    wait_for,
+)
+from tests.helpers import answers as next_answers
 
 SENTENCE = "The courier left the depot at nine and will reach your street before noon."
 LONG = (SENTENCE + " ") * 3
@@ -193,3 +199,59 @@ async def test_a_caller_that_cannot_be_served_within_the_wait_is_told_at_once(
         queued = await first_event(b)
         assert queued["type"] == "queued" and queued["id"] == "b2"  # a frees its slot within the wait
         assert (await until_complete(b, "b2"))[-1] == "synthesis_complete"
+
+
+# --- 30. a slot held long goes at its next pause while others want one -----------------------------------
+
+
+def test_a_long_held_slot_goes_at_its_pause_while_others_wait() -> None:
+    async def scenario() -> None:
+        now = [0.0]
+        admission = Admission("refuse", lambda: 1, idle_release_s=2.0, max_hold_s=30.0, clock=lambda: now[0])
+        chatty, other = object(), object()
+        assert admission.enter(chatty) == "admitted"
+        for _ in range(20):  # "Hi." every 1.9 s, nobody else waiting: it keeps its slot
+            admission.idle(chatty)
+            now[0] += 1.9
+            assert admission.enter(chatty) == "admitted"
+        assert admission.enter(other) == "refused"  # someone wants a slot now
+        admission.idle(chatty)  # held 38 s > 30 s: the slot goes at this pause
+        assert admission.enter(other) == "admitted"
+        assert admission.enter(chatty) == "refused"
+
+    asyncio.run(scenario())
+
+
+async def test_a_chatty_session_does_not_keep_the_only_slot(engine: KokoroEngine) -> None:
+    server = await asyncio.to_thread(
+        start_speech_server, engine, warm_up=False, admission="refuse", admission_listeners=1,
+        admission_max_hold_s=3.0,
+    )  # fmt: skip
+    try:
+        async with connect(server.ws_url) as chatty, connect(server.ws_url) as other:
+            stop = asyncio.Event()
+
+            async def chatter() -> None:
+                i = 0
+                while not stop.is_set():
+                    await chatty.send(json.dumps({"text": "Hi.", "id": f"c{i}"}))
+                    await next_answers(chatty, 1)
+                    i += 1
+                    await asyncio.sleep(1.0)  # under the idle release: it never lets go on its own
+
+            task = asyncio.create_task(chatter())
+            await wait_for(lambda: metric(server, "streamvoice_admitted_listeners") == 1)  # chatty holds it
+            admitted_at = None  # which try got the slot (refused for good before)
+            for i in range(20):
+                await other.send(json.dumps({"text": "May I?", "id": f"o{i}"}))
+                (answer,) = await next_answers(other, 1)
+                if answer["type"] == "synthesis_complete":
+                    admitted_at = i
+                    break
+                assert answer["code"] == "server_busy"
+                await asyncio.sleep(1.0)
+            stop.set()
+            await task
+        assert admitted_at is not None
+    finally:
+        await asyncio.to_thread(server.stop)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import socket
@@ -11,11 +12,19 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from websockets.asyncio.client import connect
 from websockets.sync.client import connect as ws_connect
 
 from streamvoice.agent.llm import ScriptedTextSource
+from streamvoice.asgi import free_port
 from streamvoice.client.sse import iter_sse
-from tests.helpers import RunningServer, free_port, start_agent, start_speech_server
+from tests.helpers import (
+    RunningServer,
+    agent_turns,
+    start_agent,
+    start_speech_server,
+    wait_for,
+)
 
 ANSWER = (
     "Light from the sun is made of many colours. Air molecules scatter short blue waves far more than red ones, "
@@ -219,3 +228,110 @@ def test_ping_and_page(scripted_agent: RunningServer) -> None:
     page = httpx.get(scripted_agent.url + "/")
     assert page.status_code == 200 and "streamvoice" in page.text
     assert httpx.get(scripted_agent.url + "/static/app.js").status_code == 200
+
+
+# --- 22. an agent turn ends when its caller leaves ------------------------------------------------------
+
+
+async def test_agent_turn_is_released_when_its_caller_leaves_unread(speech_server: RunningServer) -> None:
+    long_answer = "This answer goes on and on so that nobody reads it to the end. " * 30
+    agent = await asyncio.to_thread(
+        start_agent, ScriptedTextSource(long_answer, ttft_s=0.0, tokens_per_s=400.0), speech_server.url,
+        max_concurrent_turns=2, send_timeout_s=3.0,
+    )  # fmt: skip
+    try:
+        body = json.dumps({"prompt": "talk"}).encode()
+        socks = []
+        for _ in range(2):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", agent.port))
+            sock.sendall(
+                b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            socks.append(sock)
+        await wait_for(lambda: agent_turns(agent) == 2)  # both turns running, nobody reading
+        async with httpx.AsyncClient(timeout=60) as client:
+            busy = await client.post(agent.url + "/invocations", json={"prompt": "me"})
+            assert busy.status_code == 503  # the cap holds while they run
+            for sock in socks:
+                sock.close()
+            # two such callers held both turns for over 4 minutes; released, they free both
+            await wait_for(lambda: agent_turns(agent) == 0)
+            # a new caller is taken (its turn begins; this one leaves after its first event)
+            async with client.stream("POST", agent.url + "/invocations", json={"prompt": "my turn"}) as r:
+                assert r.status_code == 200
+                async for line in r.aiter_lines():
+                    assert "agent_start" in line
+                    break
+    finally:
+        await asyncio.to_thread(agent.stop)
+
+
+# --- 10 and 19. the agent -------------------------------------------------------------------------------------
+
+
+async def test_agent_refuses_cross_site_requests_and_foreign_hosts(speech_server: RunningServer) -> None:
+    agent = await asyncio.to_thread(
+        start_agent,
+        ScriptedTextSource("Hello there."),
+        speech_server.url,
+        allowed_hosts=("127.0.0.1", "localhost"),
+        auth_token="page-token",
+    )
+    try:
+        auth = {"Authorization": "Bearer page-token"}
+        r = httpx.post(
+            agent.url + "/invocations",
+            content='{"prompt": "hi"}',
+            headers={"content-type": "text/plain", **auth},
+        )
+        assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
+        r = httpx.post(
+            agent.url + "/invocations", json={"prompt": "hi"}, headers={"host": "evil.example", **auth}
+        )
+        assert r.status_code == 421
+        ws_url = agent.url.replace("http", "ws") + "/ws"
+        with pytest.raises(Exception):  # noqa: B017 - refused at the upgrade
+            async with connect(
+                ws_url, origin="https://evil.example", subprotocols=["streamvoice.bearer", "page-token"]
+            ):  # type: ignore[list-item]
+                pass
+        # the page's own origin with the token offered as a subprotocol (browsers cannot set headers)
+        async with connect(
+            ws_url,
+            origin=agent.url,
+            subprotocols=["streamvoice.bearer", "page-token"],  # type: ignore[list-item]
+        ) as ws:
+            await ws.send(json.dumps({"prompt": "hi"}))
+            kinds = []
+            async with asyncio.timeout(60):
+                while "agent_end" not in kinds and "error" not in kinds:
+                    frame = await ws.recv()
+                    if isinstance(frame, str):
+                        kinds.append(json.loads(frame)["type"])
+            assert "agent_end" in kinds
+        big = httpx.post(agent.url + "/invocations", content=b"{" + b" " * 200_000 + b"}",
+                         headers={"content-type": "application/json", **auth})  # fmt: skip
+        assert big.status_code == 413
+    finally:
+        await asyncio.to_thread(agent.stop)
+
+
+async def test_agent_caps_concurrent_turns(speech_server: RunningServer) -> None:
+    agent = await asyncio.to_thread(
+        start_agent, ScriptedTextSource("One two three four five six seven eight."), speech_server.url,
+        max_concurrent_turns=1,
+    )  # fmt: skip
+    try:
+        async with httpx.AsyncClient(timeout=60) as client:
+            async with client.stream("POST", agent.url + "/invocations", json={"prompt": "a"}) as first:
+                second = await client.post(agent.url + "/invocations", json={"prompt": "b"})
+                assert second.status_code == 503 and second.json()["error"]["code"] == "server_busy"
+                assert "agent_end" in (await first.aread()).decode()
+            again = await client.post(agent.url + "/invocations", json={"prompt": "c"})
+            assert again.status_code == 200
+    finally:
+        await asyncio.to_thread(agent.stop)

@@ -21,13 +21,15 @@ def chromium_path() -> str:
 
 
 @pytest.mark.slow
-def test_page_streams_text_and_schedules_audio(
-    speech_server: RunningServer, local_llm, chromium_path: str
-) -> None:  # type: ignore[no-untyped-def]
+def test_page_streams_text_and_schedules_audio(speech_server: RunningServer, chromium_path: str) -> None:
     from playwright.sync_api import sync_playwright
 
-    # With a token, as a deployed agent runs: the page sends it (browsers cannot be given it otherwise).
-    agent = start_agent(local_llm, speech_server.url, auth_token="page-token")
+    from streamvoice.agent.llm import ScriptedTextSource
+
+    # A short answer at an LLM's pace (the local model end to end is test_agent.py's): what is tested is the
+    # page. With a token, as a deployed agent runs: the page sends it (browsers cannot be given it otherwise).
+    answer_text = "Leaves change colour because the green chlorophyll fades. The yellow was there all along."
+    agent = start_agent(ScriptedTextSource(answer_text), speech_server.url, auth_token="page-token")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamvoice import IncrementalSentenceChunker
-from streamvoice.text.chunker import FAST_FIRST, ChunkPolicy, chunk_text, estimate_tokens, normalize_text
+from streamvoice.text.chunker import (
+    FAST_FIRST,
+    ChunkPolicy,
+    chunk_text,
+    estimate_tokens,
+    normalize_text,
+)
+from tests.helpers import (
+    WORDS,
+    cpu_seconds,
+)
 
 NO_MIN = ChunkPolicy(min_tokens=(0,))
 
@@ -214,3 +225,40 @@ def test_quiet_releases_a_finished_sentence_and_nothing_else() -> None:
     chunker.feed("Sure. ")
     assert chunker.quiet() == ["Sure."]
     assert chunker.feed("Anything else? ") + chunker.flush() == ["Anything else?"]  # nothing said twice
+
+
+# --- 20. Wyoming text is capped and chunked in bounded time -------------------------------------------------
+
+
+def _chunked(fragments: list[str]) -> list[str]:
+    chunker = IncrementalSentenceChunker(FAST_FIRST)
+    return [p for f in fragments for p in chunker.feed(f)] + chunker.flush()
+
+
+@pytest.mark.parametrize(
+    "fragments",
+    [[WORDS[:100_000]], ["x"] * 20_000],
+    ids=["100 KB at once", "20k characters without a space, one by one"],
+)
+def test_chunker_work_per_character_is_bounded(fragments: list[str]) -> None:
+    """Ten times the text costs about ten times the work, not a hundred (it took 4 s and 21 s)."""
+    pieces = _chunked(fragments)
+    assert "".join(pieces).replace(" ", "") == "".join(fragments).replace(" ", "")
+    tenth = fragments[: max(1, len(fragments) // 10)] if len(fragments) > 1 else [fragments[0][:10_000]]
+    small = cpu_seconds(lambda: _chunked(tenth))
+    large = cpu_seconds(lambda: _chunked(fragments))
+    assert large < 30 * max(small, 1e-3), (small, large)
+
+
+# --- 4. planning ----------------------------------------------------------------------------------------
+
+
+def test_planning_without_sentence_ends_is_near_linear() -> None:
+    from streamvoice.engine.planning import MESSAGE_POLICY
+
+    small, large = "word " * 400, "word " * 2000
+    assert " ".join(chunk_text(large, MESSAGE_POLICY)).split() == large.split()
+    # 5x the text: well under 25x the work (the quadratic cut search took 7 s for 10k characters)
+    t_small = cpu_seconds(lambda: chunk_text(small, MESSAGE_POLICY))
+    t_large = cpu_seconds(lambda: chunk_text(large, MESSAGE_POLICY))
+    assert t_large < 12 * max(t_small, 1e-4), (t_small, t_large)

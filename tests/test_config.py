@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamvoice.server.config import ServerConfig
+from streamvoice.server.config import ConfigError, ServerConfig
 
 
 def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,3 +39,14 @@ def test_limits_and_warm_voices_follow_the_fields() -> None:
     config = ServerConfig(max_message_bytes=1000, max_text_chars=50, warm_voices=" af_heart, am_adam ,")
     assert (config.limits.max_message_bytes, config.limits.max_text_chars) == (1000, 50)
     assert config.warm_voice_list == ("af_heart", "am_adam")
+
+
+# --- 29. Wyoming beyond loopback with a token set needs an explicit opt-in ------------------------------------
+
+
+def test_remote_wyoming_with_a_token_needs_an_opt_in() -> None:
+    with pytest.raises(ConfigError, match="WYOMING_ALLOW_UNAUTHENTICATED"):
+        ServerConfig(wyoming_uri="tcp://0.0.0.0:10200", auth_token="secret")
+    ServerConfig(wyoming_uri="tcp://0.0.0.0:10200", auth_token="secret", wyoming_allow_unauthenticated=True)
+    ServerConfig(wyoming_uri="tcp://127.0.0.1:10200", auth_token="secret")
+    ServerConfig(wyoming_uri="tcp://0.0.0.0:10200")  # no token: nothing is promised, as documented

@@ -2,7 +2,7 @@
 waiting for the model to end its turn. (How soon the answer after a barge-in starts beside a fresh one is
 ``python -m streamvoice.bench.barge_in``'s figure; the mechanism is tested where it lives:
 ``test_streaming_engine.py::test_a_stopped_run_ends_the_model_call_in_flight``,
-``test_hostile_input.py::test_after_a_barge_in_the_next_answer_is_due_now``.)"""
+``test_lane.py::test_after_a_barge_in_the_next_answer_is_due_now``.)"""
 
 from __future__ import annotations
 

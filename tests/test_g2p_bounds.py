@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.g2p import G2P, G2PError
 from streamvoice.engine.g2p.bounds import MAX_RUN_PARTS, bounded, split_run
 from streamvoice.engine.voices import SUPPORTED_LANGS
@@ -61,3 +62,17 @@ def test_a_phonemiser_that_fails_reads_what_it_can() -> None:
     assert g2p.phonemize("今天龶很好", "cmn")  # pypinyin fails on the rare character alone
     with pytest.raises(G2PError):
         g2p.phonemize("龶", "cmn")
+
+
+# --- 3. rotating languages ------------------------------------------------------------------------------
+
+
+def test_one_phonemizer_backend_per_language(engine: KokoroEngine) -> None:
+    from streamvoice.engine.voices import SUPPORTED_LANGS
+
+    for _ in range(3):
+        for lang in SUPPORTED_LANGS:
+            engine.planner.phonemizer.phonemize("Hello, one two three.", lang)
+    assert engine.planner.phonemizer.backends == len(SUPPORTED_LANGS)
+    with pytest.raises(ValueError, match="unsupported lang"):
+        engine.planner.phonemizer.phonemize("Hello.", "xx")

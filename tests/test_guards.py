@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
-from streamvoice.engine.kokoro import KokoroEngine
+from streamvoice.agent.llm import ScriptedTextSource
+from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.config import ServerConfig
 from streamvoice.server.guards import reserve, unavailable
 from streamvoice.server.service import SpeechService
+from tests.helpers import (
+    RunningServer,
+    agent_turns,
+    metric,
+    start_agent,
+    start_speech_server,
+    wait_for,
+)
 
 
 @pytest.fixture
@@ -58,3 +69,46 @@ async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(serv
     second.release()
     first.release()
     assert service.admission.admitted == 0
+
+
+# --- 24. the session cap holds for simultaneous requests, and the agent's turn cap too ------------------------
+
+
+async def test_simultaneous_requests_respect_the_caps(
+    engine: KokoroEngine, speech_server: RunningServer
+) -> None:
+    # The session cap alone (admission, on by default, would turn callers away before it: test_admission).
+    server = await asyncio.to_thread(
+        start_speech_server, engine, warm_up=False, max_sessions=4, admission="off"
+    )
+    try:
+        async with httpx.AsyncClient(timeout=120) as client:
+            for path, body in (
+                ("/v1/audio/speech", {"input": "Twelve of us at once.", "response_format": "pcm"}),
+                ("/invocations", {"text": "Twelve of us at once."}),
+                ("/dev/captioned_speech", {"input": "Twelve of us at once.", "stream": False}),
+            ):
+                answers = await asyncio.gather(
+                    *(client.post(server.url + path, json=body) for _ in range(12))
+                )
+                codes = sorted(r.status_code for r in answers)
+                assert codes.count(200) == 4 and codes.count(503) == 8, (path, codes)
+                assert {r.json()["error"]["code"] for r in answers if r.status_code == 503} == {"server_busy"}
+                await wait_for(lambda: metric(server, "streamvoice_active_streams") == 0)
+    finally:
+        await asyncio.to_thread(server.stop)
+    # Each admitted turn lasts seconds (its LLM's first token comes after 2 s), so all eight requests
+    # arrive while the first two are held: a turn that ended at once could free its place for a ninth.
+    slow = ScriptedTextSource("One two three four five.", ttft_s=2.0)
+    agent = await asyncio.to_thread(start_agent, slow, speech_server.url, max_concurrent_turns=2)
+    try:
+        async with httpx.AsyncClient(timeout=60) as client:
+            answers = await asyncio.gather(
+                *(client.post(agent.url + "/invocations", json={"prompt": "hi"}) for _ in range(8))
+            )
+        # what counts is that only two were admitted (8 of 8 ran with a limit of 2)
+        assert sorted(r.status_code for r in answers).count(503) == 6
+        # released when each response ends, on the agent's side: a moment after the client has read it
+        await wait_for(lambda: agent_turns(agent) == 0)
+    finally:
+        await asyncio.to_thread(agent.stop)

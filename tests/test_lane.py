@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
+from websockets.asyncio.client import connect
+
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.planning import Piece
 from streamvoice.server.lane import MAX_UNSENT_S, Lane
 from streamvoice.server.piece_audio import PieceAudio
 from streamvoice.server.scheduler import SynthesisScheduler
 from streamvoice.server.window_sizing import LARGEST_WINDOW_FRAMES, PAST_CAPACITY_WINDOW_FRAMES, WindowCost
 from tests.fakes import FakeEngine, FakeHost, FakeRequest
-from tests.helpers import wait_for
+from tests.helpers import (
+    RunningServer,
+    start_speech_server,
+    wait_for,
+)
+from tests.helpers import answers as next_answers
 
 
 def _lane_decoding_one_piece() -> tuple[FakeHost, Lane, PieceAudio]:
@@ -119,3 +132,77 @@ async def test_a_lane_sizes_its_window_from_its_own_buffer_and_the_listener_wait
     blocker.set()
     await waiting
     service.scheduler.stop()
+
+
+# --- 6 and 7. decode-ahead and real-time readers -----------------------------------------------------------
+
+
+@pytest.fixture
+def lanes() -> Iterator[list[Any]]:
+    """Every listener lane the server creates while the test runs, in creation order."""
+    from streamvoice.server.lane import Lane
+
+    created: list[Lane] = []
+    original = Lane.__init__
+
+    def record(self: Lane, service: Any) -> None:
+        original(self, service)
+        created.append(self)
+
+    Lane.__init__ = record  # type: ignore[method-assign]
+    try:
+        yield created
+    finally:
+        Lane.__init__ = original  # type: ignore[method-assign]
+
+
+async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine, lanes: list[Any]) -> None:
+    from streamvoice.server.lane import MAX_UNSENT_S
+
+    server = await asyncio.to_thread(
+        start_speech_server, engine, sndbuf=4096, warm_up=False, send_timeout_s=60
+    )
+    try:
+        text = "The quick brown fox jumps over the lazy dog near the river bank today. " * 30
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        async with connect(server.ws_url, sock=sock, max_queue=1) as ws:
+            await ws.send(json.dumps({"text": text, "id": "big"}))  # ~60 s of audio; we read none of it
+            held: list[float] = []
+
+            def parked() -> bool:
+                if not lanes:
+                    return False
+                held.append(lanes[-1].unsent_s)
+                return bool(lanes[-1]._parked)
+
+            await wait_for(parked)  # decoding stopped until the sender catches up
+            for _ in range(10):  # and stays stopped
+                await asyncio.sleep(0.1)
+                assert parked()
+            assert max(held) <= MAX_UNSENT_S + 1.0  # one window past the bound at most
+            await ws.send(json.dumps({"type": "cancel"}))
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+# --- 11. barge-in ---------------------------------------------------------------------------------------------
+
+
+async def test_after_a_barge_in_the_next_answer_is_due_now(
+    speech_server: RunningServer, lanes: list[Any]
+) -> None:
+    async with connect(speech_server.ws_url) as ws:
+        await ws.send(json.dumps({"text": "A long answer the caller interrupts. " * 6, "id": "a"}))
+        while isinstance(await asyncio.wait_for(ws.recv(), 30), str):
+            pass
+        # seconds of audio decoded ahead (on a busy 2-core machine this can take a moment)
+        await wait_for(lambda: lanes[-1].play_end > time.monotonic() + 1)
+        await ws.send(json.dumps({"type": "cancel"}))
+        while not (isinstance(frame := await ws.recv(), str) and json.loads(frame)["type"] == "error"):
+            pass  # the rest of the audio already on the wire, then the cancelled answer
+        assert lanes[-1].play_end <= time.monotonic()  # nothing is playing any more
+        await ws.send(json.dumps({"text": "Sorry, go ahead.", "id": "b"}))
+        answers = await next_answers(ws, 1)
+        assert answers[-1]["type"] == "synthesis_complete"

@@ -1,5 +1,5 @@
-"""What each language's rules say for what assistants write (``text.locales``, ``text.japanese``,
-``text.mandarin``, ``text.hindi``): the readings, the caller's words kept as the tokens' originals, the
+"""``text.locales``: what the European languages' rules say for what assistants write (Japanese, Mandarin
+and Hindi have their own files): the readings, the caller's words kept as the tokens' originals, the
 date order per English, and a language without its number engine left as it was."""
 
 from __future__ import annotations
@@ -53,35 +53,6 @@ READINGS: dict[str, list[tuple[str, str]]] = {
         ("Ligue (21) 3456-7890.", "Ligue dois um, três quatro cinco seis, sete oito nove zero."),
         ("A 1ª vez.", "A primeira vez."),
         ("Em 1° lugar, com 30° hoje.", "Em primeiro lugar, com trinta graus hoje."),
-    ],
-    "ja": [
-        ("合計は12,400円です。", "合計は一万二千四百円です。"),
-        ("4円です。", "よえんです。"),
-        ("9時半に。", "くじはんに。"),
-        ("7月24日まで。", "しちがつにじゅうよっかまで。"),
-        ("2026/1/1に。", "二千二十六年いちがつついたちに。"),
-        ("10:01発", "じゅうじいっぷん発"),
-        ("1日3回、2人で3つ。", "いちにちさんかい、ふたりでみっつ。"),
-        ("6ヶ月で20人、30分。", "ろっかげつでにじゅうにん、さんじゅっぷん。"),
-        ("3階の8本と1杯", "さんがいのはっぽんといっぱい"),
-    ],
-    "cmn": [
-        ("一共¥2.05。", "一共两元零五分。"),
-        ("一共12元。", "一共十二元。"),
-        ("2点见。", "两点见。"),
-        ("9:05出发。", "九点零五分出发。"),
-        ("2025-12-31到期。", "二零二五年十二月三十一日到期。"),
-        ("气温-3°C。", "气温零下三摄氏度。"),
-        ("3.5%的利率", "百分之三点五的利率"),
-        ("涨了3-5%", "涨了百分之三到五"),
-    ],
-    "hi": [
-        ("कीमत ₹1,25,000 है।", "कीमत एक लाख पच्चीस हज़ार रुपये है।"),
-        ("Rs. 12.50 दें।", "बारह रुपये पचास पैसे दें।"),
-        ("रात 10:00 बजे।", "रात दस बजे।"),
-        ("दोपहर 2:30 बजे।", "दोपहर ढाई बजे।"),
-        ("यह 5वीं बार है।", "यह पाँचवीं बार है।"),
-        ("10-15 मिनट", "दस से पंद्रह मिनट"),
     ],
 }
 

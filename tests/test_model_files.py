@@ -9,6 +9,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,17 @@ def test_download_stops_past_the_size_a_file_can_be(file_server: tuple[str, Path
             max_bytes=2 << 20,
         )
     assert not list((tmp_path / "dest").iterdir())  # nothing half-written survives
+
+
+# --- 18. model files --------------------------------------------------------------------------------------------
+
+
+def test_damaged_model_files_are_refused(tmp_path: Any, kokoro_dir: Any) -> None:
+    from streamvoice.model_files import ModelFiles, ModelNotFoundError, verify_model_files
+
+    good = ModelFiles(kokoro_dir / "kokoro-v1.0.int8.onnx", kokoro_dir / "voices-v1.0.bin")
+    verify_model_files(good)
+    bad_voices = tmp_path / "voices-v1.0.bin"
+    bad_voices.write_bytes((kokoro_dir / "voices-v1.0.bin").read_bytes()[:1000])
+    with pytest.raises(ModelNotFoundError, match="damaged or replaced"):
+        verify_model_files(ModelFiles(good.model, bad_voices))

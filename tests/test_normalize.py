@@ -10,7 +10,6 @@ import pytest
 from streamvoice.bench.wer import words
 from streamvoice.engine import KokoroEngine
 from streamvoice.text.normalize import normalize, say, spoken_text
-from streamvoice.text.numbers import cardinal, ordinal, year
 
 CATEGORIES: dict[str, list[tuple[str, str]]] = {
     "money": [
@@ -94,13 +93,6 @@ CATEGORIES: dict[str, list[tuple[str, str]]] = {
 def test_each_category_is_read_as_a_person_would(category: str) -> None:
     for written, spoken in CATEGORIES[category]:
         assert say(written) == spoken, written
-
-
-def test_numbers() -> None:
-    assert cardinal(0) == "zero" and cardinal(101) == "one hundred one"
-    assert cardinal(1_000_001) == "one million one"
-    assert ordinal(22) == "twenty-second" and ordinal(100) == "one hundredth" and ordinal(12) == "twelfth"
-    assert year(1900) == "nineteen hundred" and year(2010) == "twenty ten" and year(2000) == "two thousand"
 
 
 def test_the_callers_words_survive_as_originals() -> None:

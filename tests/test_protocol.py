@@ -153,3 +153,10 @@ def test_fuzzed_frames_decode_or_fail_with_a_protocol_error(frame: str | bytes) 
         assert isinstance(exc.code, ErrorCode) and len(exc.message) > 10
     else:
         assert isinstance(msg, Synthesize | Configure | Cancel | Close)
+
+
+def test_a_query_number_is_ascii_digits_of_bounded_length() -> None:
+    from streamvoice.protocol import whole_number
+
+    assert whole_number("16000") == 16000
+    assert [whole_number(raw) for raw in ("²", "١٢", "-1", "1.5", "", "9" * 10)] == [None] * 6

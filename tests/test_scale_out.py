@@ -30,7 +30,13 @@ class Replica:
     def __init__(self, kokoro_dir: Path, log: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "KOKORO_MODEL_DIR": str(kokoro_dir), "STREAMVOICE_SYNTH_WORKERS": "1"}
+        env = {
+            **os.environ,
+            "KOKORO_MODEL_DIR": str(kokoro_dir),
+            "STREAMVOICE_SYNTH_WORKERS": "1",
+            "STREAMVOICE_WARM_UP": "0",
+            "STREAMVOICE_ADMISSION_LISTENERS": "4",
+        }  # as tests.helpers does
         cli = Path(sys.executable).parent / "streamvoice"
         self.log = log.open("w")
         self.proc = subprocess.Popen(

@@ -5,11 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 
+import httpx
 import pytest
 from websockets.asyncio.client import connect
 
 from streamvoice.client import ControlEvent, SpeechClient, SpeechError
-from tests.helpers import RunningServer, collect
+from streamvoice.engine import KokoroEngine
+from tests.helpers import (
+    RunningServer,
+    collect,
+    metric,
+    start_speech_server,
+    wait_for,
+)
+from tests.helpers import answers as next_answers
 
 
 async def test_text_and_binary_frames_many_messages_in_order(speech_server: RunningServer) -> None:
@@ -141,5 +150,90 @@ async def test_idle_timeout_closes_with_reason(engine) -> None:  # type: ignore[
         async with connect(server.ws_url) as ws:
             frame = await asyncio.wait_for(ws.recv(), 5)
             assert json.loads(frame)["code"] == "idle_timeout"
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+HUGE = "9" * 400
+
+
+# --- 1. huge JSON integers ----------------------------------------------------------------------------
+
+
+async def test_huge_integers_are_answered_and_leak_no_session(speech_server: RunningServer) -> None:
+    before = metric(speech_server, "streamvoice_active_sessions")
+    frames = [
+        f'{{"type": "synthesize", "text": "Hi.", "speed": {HUGE}, "id": "s"}}',
+        f'{{"type": "synthesize", "text": "Hi.", "speed": -{HUGE}}}',
+        '{"type": "synthesize", "text": "Hi.", "id": ' + "7" * 5000 + "}",
+        f'{{"type": "configure", "speed": {HUGE}}}',
+    ]
+    async with connect(speech_server.ws_url) as ws:
+        for frame in frames:
+            await ws.send(frame)
+        errors = [json.loads(await asyncio.wait_for(ws.recv(), 10)) for _ in frames]
+        assert [e["code"] for e in errors] == [
+            "invalid_speed",
+            "invalid_speed",
+            "invalid_json",
+            "invalid_speed",
+        ]
+        await ws.send(json.dumps({"text": "Still here.", "id": "ok"}))
+        answers = await next_answers(ws, 1)
+        assert answers[-1]["type"] == "synthesis_complete" and answers[-1]["id"] == "ok"
+    await wait_for(lambda: metric(speech_server, "streamvoice_active_sessions") == before)
+    r = httpx.post(speech_server.url + "/invocations", content=f'{{"text": "Hi.", "speed": {HUGE}}}')
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_speed"
+
+
+# --- 5. pipelining past the queue ------------------------------------------------------------------------
+
+
+async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(engine: KokoroEngine) -> None:
+    server = await asyncio.to_thread(
+        start_speech_server, engine, warm_up=False, max_queued_messages=3, ws_ping_interval_s=1.0,
+        ws_ping_timeout_s=2.0,
+    )  # fmt: skip
+    try:
+        async with connect(server.ws_url, ping_interval=None) as ws:
+            long = "This sentence keeps the model busy while the others arrive and must queue."  # seconds of work
+            await ws.send(json.dumps({"text": long, "id": "m0"}))
+            for i in range(1, 9):
+                await ws.send(json.dumps({"text": f"Message number {i}.", "id": f"m{i}"}))
+            answers = await next_answers(ws, 9, timeout=120)
+            await asyncio.sleep(3)  # longer than the ping timeout: pongs were read all along
+            await ws.send(json.dumps({"text": "Alive.", "id": "alive"}))
+            answers += await next_answers(ws, 1)
+        by_id = {a["id"]: a for a in answers}
+        assert len(by_id) == 10  # every message answered exactly once
+        assert [by_id[f"m{i}"]["type"] for i in range(3)] == ["synthesis_complete"] * 3
+        assert {by_id[f"m{i}"].get("code") for i in range(3, 9)} == {"queue_full"}
+        assert by_id["alive"]["type"] == "synthesis_complete"
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+# --- 8 and 9. sizes -----------------------------------------------------------------------------------------
+
+
+async def test_oversized_frame_is_answered_and_the_session_goes_on(engine: KokoroEngine) -> None:
+    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, max_message_bytes=8192)
+    try:
+        async with connect(server.ws_url, max_size=None) as ws:
+            await ws.send(json.dumps({"text": "Queued first.", "id": "a"}))
+            await ws.send(json.dumps({"text": "x " * 10_000, "id": "big"}))
+            await ws.send(json.dumps({"text": "Queued after.", "id": "b"}))
+            answers = await next_answers(ws, 3)
+        assert [a.get("code") for a in answers] == [None, "message_too_large", None]
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_session_lifetime_ends_an_idle_session_on_time(engine: KokoroEngine) -> None:
+    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, session_lifetime_s=2.0)
+    try:
+        async with connect(server.ws_url) as ws:  # no frame sent: the lifetime ends it, not the idle timeout
+            event = json.loads(await asyncio.wait_for(ws.recv(), 60))
+            assert event["code"] == "session_expired"
     finally:
         await asyncio.to_thread(server.stop)

@@ -15,6 +15,7 @@ from websockets.asyncio.client import connect
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from tests.helpers import RunningServer, start_speech_server, wait_for
+from tests.helpers import answers as next_answers
 
 REPLY = "Sure, I can help with that. Your order shipped this morning and arrives on Friday."
 
@@ -131,5 +132,10 @@ async def test_a_stream_is_bounded_in_text_and_in_time(engine: KokoroEngine) -> 
             log = []
             await _read_answer(ws, "open", log)
             assert [e for _, e in log if isinstance(e, dict)][-1]["type"] == "synthesis_complete"
+            # An opening text past the stream's cap is that message's one answer (it was empty_text).
+            opening = {"type": "synthesize", "stream": True, "id": "long", "text": "word " * 50}
+            await ws.send(json.dumps(opening))
+            (answer,) = await next_answers(ws, 1)
+            assert answer["code"] == "text_too_long" and answer["id"] == "long" and "sequence" in answer
     finally:
         await asyncio.to_thread(server.stop)

@@ -5,13 +5,18 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from typing import Any
 
 import httpx
 import pytest
 
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.client.sse import SSEDecoder, iter_sse
-from tests.helpers import RunningServer, start_agent
+from tests.helpers import (
+    RunningServer,
+    cpu_seconds,
+    start_agent,
+)
 
 
 def decode_all(chunks: list[bytes]) -> list[str]:
@@ -71,3 +76,17 @@ def test_recorded_stream_random_multi_cuts_and_crlf(recorded_stream: bytes) -> N
             assert decode_all(chunks) == expected
     byte_by_byte = [recorded_stream[i : i + 1] for i in range(len(recorded_stream))]
     assert decode_all(byte_by_byte) == decode_all([recorded_stream])
+
+
+def test_sse_decoder_is_linear_in_the_stream() -> None:
+    def decode(size: int) -> list[Any]:
+        decoder = SSEDecoder()
+        data = f"data: {'x' * size}\n\n".encode()
+        events = []
+        for i in range(0, len(data), 512):  # one event in many small chunks
+            events += decoder.feed(data[i : i + 512])
+        return events
+
+    assert [len(e.data) for e in decode(2_000_000)] == [2_000_000]
+    # ten times the stream, about ten times the work: the rescanning reader took minutes on 2 MB
+    assert cpu_seconds(lambda: decode(2_000_000), 2) < 30 * max(cpu_seconds(lambda: decode(200_000), 2), 1e-4)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 
+import httpx
 import numpy as np
 import pytest
 
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.lane import Lane
@@ -17,6 +20,11 @@ from streamvoice.server.requests import ResolvedRequest
 from streamvoice.server.streams import audio_body, audio_items, sse_body
 from streamvoice.server.utterance import Utterance
 from tests.fakes import FakeEngine, FakeHost, FakePlanner
+from tests.helpers import (
+    metric,
+    start_speech_server,
+    wait_for,
+)
 
 
 def _utterance(text: str, planner: FakePlanner | None = None) -> tuple[FakeHost, Utterance]:
@@ -30,15 +38,17 @@ def _utterance(text: str, planner: FakePlanner | None = None) -> tuple[FakeHost,
 
 async def test_items_are_word_times_then_audio_per_piece() -> None:
     host, utterance = _utterance("One two. Three.")
-    items = [i async for i in audio_items(utterance)]
+    first_audio: list[int] = []
+    items = [i async for i in audio_items(utterance, lambda: first_audio.append(len(first_audio)))]
     kinds = ["words" if isinstance(i, Words) else "audio" for i in items]
     assert kinds[:3] == ["words", "audio", "audio"] and kinds.count("words") == 2
+    assert first_audio == [0]  # the time-to-first-audio metric: once per answer
     host.scheduler.stop()
 
 
 async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
     host, utterance = _utterance("Fine. Broken.", FakePlanner(fail_on="Broken."))
-    items = audio_items(utterance)
+    items = audio_items(utterance, lambda: None)
     with pytest.raises(ProtocolError) as err:
         async for _ in items:
             pass
@@ -48,7 +58,7 @@ async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
 
 async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> None:
     host, utterance = _utterance("One two. Three.")
-    items = audio_items(utterance)
+    items = audio_items(utterance, lambda: None)
     first = await anext(items)
     events = [
         json.loads(chunk.decode()[len("data: ") :])
@@ -65,10 +75,40 @@ async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> 
 
 async def test_the_audio_body_is_the_pcm_of_every_window() -> None:
     host, utterance = _utterance("One. Two.")
-    items = audio_items(utterance)
+    items = audio_items(utterance, lambda: None)
     first = await anext(items)
     body = b"".join([chunk async for chunk in audio_body(utterance.request, first, items)])
     samples = np.frombuffer(body, dtype=np.int16)
     assert samples.size >= 4 * 2_400  # two pieces of two windows, and their pauses
     await asyncio.sleep(0)
     host.scheduler.stop()
+
+
+async def test_unread_http_stream_is_counted_and_timed_out(engine: KokoroEngine) -> None:
+    # small kernel buffers on both ends (set before connecting, so the window is small from the start):
+    # a send blocks after a second or two of audio, not after the minute default buffers hold
+    server = await asyncio.to_thread(
+        start_speech_server, engine, sndbuf=4096, warm_up=False, send_timeout_s=1.0, max_sessions=1
+    )
+    try:
+        text = "A long answer for a client that never reads the body it asked for. " * 40
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        body = json.dumps({"text": text}).encode()
+        sock.sendall(
+            b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await wait_for(lambda: metric(server, "streamvoice_active_streams") == 1)
+        busy = httpx.post(server.url + "/invocations", json={"text": "Me too."})
+        assert busy.status_code == 503 and busy.json()["error"]["code"] == "server_busy"
+        assert busy.headers["retry-after"]
+        await wait_for(lambda: 'code="slow_consumer"' in httpx.get(server.url + "/metrics").text)
+        await wait_for(lambda: metric(server, "streamvoice_active_streams") == 0)
+        sock.close()
+        ok = httpx.post(server.url + "/invocations", json={"text": "My turn."}, timeout=60)
+        assert ok.status_code == 200 and len(ok.content) > 0
+    finally:
+        await asyncio.to_thread(server.stop)

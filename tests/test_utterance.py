@@ -4,12 +4,16 @@ out in order, cancelling (all or by id), errors, word times from the utterance's
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import pytest
+from websockets.asyncio.client import connect
 
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.lane import Lane
@@ -26,6 +30,11 @@ from streamvoice.server.utterance import (
     Utterances,
 )
 from tests.fakes import FakeEngine, FakeHost, FakePlanner
+from tests.helpers import answers as next_answers
+from tests.helpers import (
+    on_each_chunk,
+    start_speech_server,
+)
 
 WINDOW = 2_400  # samples per stand-in window: 0.1 s
 
@@ -222,3 +231,38 @@ async def test_cancel_by_id_leaves_the_others_and_only_the_speaking_one_restarts
         end = await asyncio.wait_for(last(streams[uid]), 5)
         assert isinstance(end, Failed) and end.error.code == ErrorCode.CANCELLED
     host.scheduler.stop()
+
+
+async def test_first_audio_of_a_long_message_does_not_wait_for_its_planning(
+    engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planning thread is held after the text's second chunk: its first audio can only come if it
+    does not wait for the rest of its planning (before, 10k characters were planned first: seconds)."""
+    planned: list[str] = []
+    go_on = threading.Event()
+
+    def held(chunk: str) -> None:
+        planned.append(chunk)
+        if len(planned) > 2:
+            go_on.wait(120)
+
+    on_each_chunk(monkeypatch, engine.planner, held)
+    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False)
+    try:
+        text = "and then we walked a little further down the road, " * 190  # ~10k chars, no sentence end
+        async with connect(server.ws_url) as ws:
+            await ws.send(json.dumps({"text": text[:9_990], "id": "long"}))
+            while isinstance(frame := await asyncio.wait_for(ws.recv(), 60), str):
+                pass  # synthesis_started
+            assert len(frame) > 0 and len(planned) <= 3, len(planned)
+            go_on.set()
+            await ws.send(json.dumps({"type": "cancel"}))
+            answers = await next_answers(ws, 1)
+            assert answers[-1]["code"] == "cancelled"
+        # a second client is served promptly once the first has gone (planning stopped with it)
+        async with connect(server.ws_url) as ws:
+            await ws.send(json.dumps({"text": "Next caller.", "id": "next"}))
+            answers = await next_answers(ws, 1)
+            assert answers[-1]["type"] == "synthesis_complete"
+    finally:
+        await asyncio.to_thread(server.stop)

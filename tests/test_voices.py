@@ -1,7 +1,19 @@
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
 import numpy as np
 import pytest
+from websockets.asyncio.client import connect
 
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceError, blend_style, default_lang, describe, parse_voice_spec
+from tests.helpers import (
+    RunningServer,
+    cpu_seconds,
+)
 
 KNOWN = frozenset({"af_heart", "am_michael", "bf_emma", "zf_xiaoxiao", "af_sarah"})
 
@@ -60,3 +72,54 @@ def test_parenthesised_weights_as_kokoro_fastapi_writes_them() -> None:
 def test_malformed_parenthesised_weights(bad: str) -> None:
     with pytest.raises(VoiceError, match="NAME"):
         parse_voice_spec(bad, KNOWN)
+
+
+# --- 2 and 15. voice specs ------------------------------------------------------------------------------
+
+
+def test_voice_parsing_is_linear_and_bounded() -> None:
+    known = {"af_heart", "am_michael"}
+
+    def refuse(n: int) -> None:
+        for hostile in ("af_heart*" + "1" * n + "x", "af_heart*" + "1." * (n // 2), "a" * n + "!"):
+            with pytest.raises(VoiceError):
+                parse_voice_spec(hostile, known)
+
+    # ten times the spec, about ten times the work: the old pattern took seconds on a few KB
+    assert cpu_seconds(lambda: refuse(250)) < 30 * max(cpu_seconds(lambda: refuse(25)), 1e-4)
+    with pytest.raises(VoiceError, match="limit"):
+        parse_voice_spec("af_heart*1+" * 40, known)
+    with pytest.raises(VoiceError, match="at most"):  # overflowing weights: no NaN blend of silence
+        parse_voice_spec("af_heart*999999999999+am_michael", known)
+    blend = parse_voice_spec("af_heart*0.7+am_michael*0.3", known)
+    assert [round(w, 3) for _, w in blend.parts] == [0.7, 0.3]
+
+
+async def test_long_voice_is_refused_and_ping_stays_responsive(speech_server: RunningServer) -> None:
+    async with connect(speech_server.ws_url, max_size=None) as ws:
+        await ws.send(json.dumps({"text": "Hi.", "voice": "af_heart*" + "1" * 12_000}))
+        error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert error["code"] == "unknown_voice" and "limit" in error["message"]
+    assert httpx.get(speech_server.url + "/ping", timeout=60).status_code == 200
+
+
+# --- 12. shared tables ------------------------------------------------------------------------------------
+
+
+def test_blends_fill_no_shared_table(engine: KokoroEngine) -> None:
+    names = sorted(engine.voice_names)[:12]
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            spec = engine.parse_voice(f"{a}*0.6+{b}*0.4")
+            engine.style_pack(spec)
+            assert engine.memory.recorder(spec) is None  # blends are never learnt
+    from streamvoice.engine.kokoro import BLEND_STYLE_CACHE
+
+    assert engine.cached_styles <= BLEND_STYLE_CACHE
+    assert set(engine.memory._stats) <= engine.voice_names
+    # a blend of two known voices derives its statistics from theirs (no cold path)
+    known = [v for v in engine.voice_names if engine.memory.get(engine.parse_voice(v)) is not None]
+    if len(known) >= 2:
+        blend = engine.parse_voice(f"{known[0]}*0.5+{known[1]}*0.5")
+        stats = engine.memory.get(blend)
+        assert stats is not None and all(np.isfinite(m).all() for m in stats.means)

@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, StreamingResponse
 
-from streamvoice.protocol import ErrorCode, ProtocolError, error_body, key_authorized
+from streamvoice.protocol import ErrorCode, ProtocolError, error_body, key_authorized, whole_number
 
 log = logging.getLogger("streamvoice.asgi")
 
@@ -156,7 +156,8 @@ class BodyLimit:
                 send, ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"), shape
             )
             return
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+        length = whole_number(declared, max_digits=18) if declared is not None else None
+        if declared is not None and (length is None or length > self.max_bytes):
             await self._refuse(send, declared, shape)
             return
         chunks: list[bytes] = []
@@ -197,7 +198,11 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send, declared: str | None, shape: ErrorShape) -> None:
-        size = f"{declared} bytes" if declared and declared.isdigit() else "larger than the limit"
+        size = (
+            f"{declared} bytes"
+            if declared and whole_number(declared, 18) is not None
+            else "larger than the limit"
+        )
         await send_json_error(
             send,
             ProtocolError(

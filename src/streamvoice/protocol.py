@@ -12,7 +12,7 @@ import hmac
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -345,6 +345,37 @@ def _text(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_field(obj: Mapping[str, Any], field: str = "text", msg_id: str | None = None) -> str | None:
+    """The text of a message or body, one rule on every surface and wire: absent (or null) is None (the
+    caller says whether that is ``missing_text``), anything but a string is ``invalid_field``. HTTP once
+    answered ``missing_text`` where the same vendor's socket answered ``invalid_field``."""
+    value = obj.get(field)
+    if value is None or isinstance(value, str):
+        return value
+    raise ProtocolError(
+        ErrorCode.INVALID_FIELD,
+        f'"{field}" must be the text to speak, as a string, not {type(value).__name__}',
+        msg_id,
+        param=field,
+    )
+
+
+def required_text(obj: Mapping[str, Any], field: str = "text", msg_id: str | None = None) -> str:
+    """``text_field`` where the text must be there: absent is ``missing_text``."""
+    value = text_field(obj, field, msg_id)
+    if value is None:
+        raise ProtocolError(
+            ErrorCode.MISSING_TEXT, f'send "{field}": the text to speak, as a string', msg_id, param=field
+        )
+    return value
+
+
+def whole_number(raw: str, max_digits: int = 9) -> int | None:
+    """A query parameter's number: ASCII digits only, else None. ``"²".isdigit()`` is true and ``int("²")``
+    fails, so ``isdigit`` alone turned ``sample_rate=²`` into a 500 (``tests/test_protocol.py``)."""
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= max_digits else None
 
 
 def check_text(

@@ -28,6 +28,14 @@ MEDIA_TYPES = {
 }
 
 
+RAW_SAMPLE_BYTES = {"pcm": 2, "f32": 4, "ulaw": 1, "alaw": 1}  # headerless formats: bytes per sample
+
+
+def raw_duration_ms(fmt: str, sample_rate: int, data_bytes: int) -> float:
+    """How long ``data_bytes`` of a headerless format play: what a chunk's ``step_time`` says."""
+    return data_bytes / RAW_SAMPLE_BYTES[fmt] * 1000 / sample_rate
+
+
 def media_type(fmt: str, sample_rate: int = SAMPLE_RATE) -> str:
     """The Content-Type of a stream; raw formats carry their rate in it, containers in their headers."""
     if fmt == "pcm":

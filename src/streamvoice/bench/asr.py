@@ -83,3 +83,48 @@ class Transcriber:
             temperature=0.0,
         )
         return [(w.word.strip(), w.start * 1000, w.end * 1000) for s in segments for w in (s.words or [])]
+
+    def transcribe_parts(
+        self,
+        parts: list[NDArray[np.float32]],
+        sample_rate: int = SAMPLE_RATE,
+        language: str = "en",
+        gap_s: float = 1.0,
+        window_s: float = 24.0,
+    ) -> list[str]:
+        """What Whisper heard of each clip, from one pass over the clips joined by ``gap_s`` of silence (at
+        most ``window_s`` of audio per pass, under Whisper's 30 s window). Whisper pads every pass to 30 s,
+        so seven 3 s sentences cost about one pass instead of seven. Each word goes to the clip its middle
+        falls in (or the nearest one)."""
+        heard: list[str] = []
+        group: list[NDArray[np.float32]] = []
+        length = 0.0
+        for part in [*parts, None]:
+            seconds = 0.0 if part is None else part.size / sample_rate
+            if group and (part is None or length + gap_s + seconds > window_s):
+                heard += self._one_pass(group, sample_rate, language, gap_s)
+                group, length = [], 0.0
+            if part is not None:
+                group.append(part)
+                length += seconds + gap_s
+        return heard
+
+    def _one_pass(
+        self, parts: list[NDArray[np.float32]], sample_rate: int, language: str, gap_s: float
+    ) -> list[str]:
+        gap = np.zeros(int(gap_s * sample_rate), np.float32)
+        spans, at = [], 0.0
+        for part in parts:
+            spans.append((at, at + part.size / sample_rate))
+            at += (part.size + gap.size) / sample_rate
+        joined = np.concatenate([piece for part in parts for piece in (part.astype(np.float32), gap)])
+        segments, _ = self.model.transcribe(
+            resample(joined, sample_rate), language=language, beam_size=1, vad_filter=False,
+            word_timestamps=True, temperature=0.0, condition_on_previous_text=False,
+        )  # fmt: skip
+        texts = [""] * len(parts)
+        for word in (w for s in segments for w in (s.words or [])):
+            middle = (word.start + word.end) / 2
+            owner = min(range(len(spans)), key=lambda i: max(spans[i][0] - middle, middle - spans[i][1], 0.0))
+            texts[owner] += word.word
+        return [text.strip() for text in texts]

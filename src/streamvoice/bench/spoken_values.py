@@ -62,7 +62,7 @@ VALUES: dict[str, tuple[str, str, tuple[Value, ...]]] = {
         Value("percent", "Lo sconto è del 15 % su tutto.", ("quindici per cento", "quindici percento")),
         Value("phone", "Il numero è 347 812 5590.", ("tre quattro sette, otto uno due, cinque cinque nove zero",)),
         Value("unit", "Aggiungi 250 ml di latte caldo.", ("duecentocinquanta millilitri",)),
-        Value("ordinal", "Abito al 4° piano.", ("quarto piano",)),
+        Value("ordinal", "Abito al 4° piano.", ("al quarto",)),  # the ordinal, not Whisper's "pieno" for "piano"
     )),
     "pt-br": ("pf_dora", "pt", (
         Value("money", "O ingresso custa R$ 45,90 na bilheteria.", ("quarenta e cinco reais e noventa",)),
@@ -86,7 +86,7 @@ VALUES: dict[str, tuple[str, str, tuple[Value, ...]]] = {
         Value("money", "这张票¥45.5。", ("四十五元五角",)),
         Value("time", "电影晚上7:45开始。", ("七点四十五分",)),
         Value("date", "我们2027/5/20出发。", ("二零二七年五月二十日",)),
-        Value("percent", "价格上涨了5-10%。", ("百分之五到十",)),
+        Value("percent", "价格上涨了5-10%。", ("百分之五到十", "百分之五到百分之十")),  # both are said
         Value("phone", "请拨打139 2468 1357联系我。", ("幺三九二四六八幺三五七",)),
         Value("unit", "今天最高气温30°C。", ("三十摄氏度",)),
         Value("ordinal", "他排在第4位。", ("第四",)),

@@ -15,7 +15,7 @@ traced a batch of one into a few places:
   rebuilt to scatter along the sample axis of the transposed signal, the same values for any batch;
 - the output is squeezed to one row: the graph now ends at the batched audio, ``[batch, 1, samples]``.
 
-One row through the rewritten graph is bit-identical to the original (``tests/test_batch_graph.py``). The
+One row through the rewritten graph is bit-identical to the original (``tests/test_batching.py``). The
 rows of a batch share the int8 model's dynamic quantisation scales (one per tensor, over the whole batch),
 so a row's audio differs slightly from the same window decoded alone; the tests bound that difference by
 speech-to-text and spectral distance. Exports whose structure differs are left unbatched.

@@ -5,11 +5,9 @@ first chunk. The same front door, limits and token as the OpenAI route (``openai
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -17,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from streamvoice.server.http_front import ClientLeft, until_disconnect
 from streamvoice.server.openai_api import request_id_headers, start_speech
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.streams import TimedStream, encoded
@@ -43,17 +42,13 @@ async def captioned_speech(request: Request) -> Response:
             started.release,
         )
     try:
-        audio, stamps = await _until_disconnect(request, _gather(captions))
+        audio, stamps = await until_disconnect(request, _gather(captions))
     except ClientLeft:
         return Response(status_code=499)  # nobody reads it; the work behind it is already released
     finally:
         started.release()
     body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": fmt}
     return JSONResponse({**body, "timestamps": stamps}, headers=headers)
-
-
-class ClientLeft(Exception):
-    """The caller closed the connection before its whole answer was ready."""
 
 
 async def _gather(
@@ -65,29 +60,6 @@ async def _gather(
             audio += data
             stamps += words
     return audio, stamps
-
-
-async def _until_disconnect[T](request: Request, work: Awaitable[T]) -> T:
-    """``work``, cancelled the moment the client disconnects: an answer sent whole is made before anything
-    is written, so no failed send would ever tell that nobody waits for it."""
-    task = asyncio.ensure_future(work)
-
-    async def client_left() -> None:
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(client_left())
-    try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        watcher.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-    if task.cancelled():
-        raise ClientLeft
-    return task.result()
 
 
 async def _captions(

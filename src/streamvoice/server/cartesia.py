@@ -27,8 +27,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from streamvoice.audio.encoders import raw_duration_ms
 from streamvoice.engine.alignment import WordTime
-from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_text, validate_speed
+from streamvoice.protocol import (
+    SAMPLE_RATES,
+    ErrorCode,
+    ProtocolError,
+    check_text,
+    required_text,
+    text_field,
+    validate_speed,
+    whole_number,
+)
 from streamvoice.server.guards import listing_service
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.piece_audio import Words
@@ -58,14 +68,14 @@ def output_format(raw: object, containers: tuple[str, ...] = ("raw",)) -> tuple[
     if container not in containers:
         raise _bad(f'"output_format.container" must be one of {", ".join(containers)}')
     rate = raw.get("sample_rate", 24000)
-    if isinstance(rate, bool) or rate not in SAMPLE_RATES:
+    if not isinstance(rate, int) or isinstance(rate, bool) or rate not in SAMPLE_RATES:
         raise _bad(f'"output_format.sample_rate" must be one of {", ".join(map(str, SAMPLE_RATES))}')
     if container == "mp3":
         if rate not in (22050, 24000, 44100):
             raise _bad('mp3 "output_format.sample_rate" must be 22050, 24000 or 44100')
         return "mp3", int(rate)
     encoding = raw.get("encoding", "pcm_s16le")
-    if encoding not in ENCODINGS:
+    if not isinstance(encoding, str) or encoding not in ENCODINGS:
         raise _bad(f'"output_format.encoding" must be one of {", ".join(ENCODINGS)}')
     if container == "wav":
         if encoding != "pcm_s16le":
@@ -145,9 +155,7 @@ class CartesiaSocket(ContextSocket):
         if obj.get("cancel") is True:
             self.cancel(cid)
             return False
-        transcript = obj.get("transcript", "")
-        if not isinstance(transcript, str):
-            raise ProtocolError(ErrorCode.INVALID_FIELD, '"transcript" must be a string', cid)
+        transcript = text_field(obj, "transcript", cid) or ""
         if ctx is None:
             if cid in self.closed:
                 raise ProtocolError(
@@ -220,9 +228,7 @@ def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> R
 
 def _parser(containers: tuple[str, ...]) -> Any:
     def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
-        text = obj.get("transcript")
-        if not isinstance(text, str):
-            raise ProtocolError(ErrorCode.MISSING_TEXT, '"transcript" must be the text to speak, as a string')
+        text = required_text(obj, "transcript")
         check_text(text, service.config.limits, field="transcript")
         return resolve(service, obj, text, containers), obj.get("add_timestamps") is True
 
@@ -242,7 +248,7 @@ async def tts_sse(request: Request) -> Response:
     started = await start_answer(request, _parser(("raw",)), render=http_error)
     if isinstance(started, Response):
         return started
-    rate = started.service.sample_rate
+    fmt, rate = started.resolved.format, started.resolved.sample_rate
 
     async def body() -> AsyncGenerator[bytes]:
         try:
@@ -259,7 +265,7 @@ async def tts_sse(request: Request) -> Response:
                                 }
                             )
                         continue
-                    step = round(len(data) * 1000 / max(rate, 1), 1)
+                    step = round(raw_duration_ms(fmt, rate, len(data)), 1)  # bytes: 1, 2 or 4 per sample
                     yield sse_event(
                         {
                             "type": "chunk",
@@ -309,7 +315,8 @@ def cursor_page(items: list[dict[str, Any]], query: Mapping[str, str]) -> tuple[
     """Cartesia's cursor pages: ``limit`` (1-100, default 10) after ``starting_after`` or before
     ``ending_before`` (an id); its SDK walks them until a page comes back empty."""
     raw = query.get("limit", "10")
-    limit = min(max(int(raw), 1), 100) if raw.isdigit() else 10
+    number = whole_number(raw)
+    limit = min(max(number, 1), 100) if number is not None else 10
     ids = [item["id"] for item in items]
     if (after := query.get("starting_after")) is not None:
         start = ids.index(after) + 1 if after in ids else len(items)

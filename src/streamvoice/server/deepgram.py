@@ -26,7 +26,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from streamvoice.protocol import SAMPLE_RATES, ErrorCode, ProtocolError, check_text, validate_speed
+from streamvoice.protocol import (
+    SAMPLE_RATES,
+    ErrorCode,
+    ProtocolError,
+    check_text,
+    required_text,
+    validate_speed,
+    whole_number,
+)
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
@@ -54,9 +62,10 @@ def _rate(query: Mapping[str, str], default: int) -> int:
     raw = query.get("sample_rate")
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) not in SAMPLE_RATES:
+    rate = whole_number(raw)
+    if rate is None or rate not in SAMPLE_RATES:
         raise _bad(f"sample_rate must be one of {', '.join(map(str, SAMPLE_RATES))}", "sample_rate")
-    return int(raw)
+    return rate
 
 
 def _lang(model: str) -> str | None:
@@ -125,9 +134,7 @@ class DeepgramSocket(ContextSocket):
         kind = obj.get("type")
         match kind:
             case "Speak":
-                text = obj.get("text")
-                if not isinstance(text, str):
-                    raise ProtocolError(ErrorCode.MISSING_TEXT, 'Speak needs "text", a string')
+                text = required_text(obj)
                 ctx = self.current if self.current is not None and self.current.taking_text else None
                 if ctx is None:
                     ctx = self.start(f"{self.flushes}", self.request)
@@ -184,9 +191,7 @@ def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> R
 
 async def speak(request: Request) -> Response:
     def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
-        text = obj.get("text")
-        if not isinstance(text, str):
-            raise ProtocolError(ErrorCode.MISSING_TEXT, '"text" must be the text to speak, as a string')
+        text = required_text(obj)
         check_text(text, service.config.limits)
         return resolve(service, request.query_params, websocket=False, text=text)
 

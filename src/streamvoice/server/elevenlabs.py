@@ -35,9 +35,17 @@ from starlette.websockets import WebSocket
 
 from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.voices import LANGUAGES
-from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_speed
+from streamvoice.protocol import (
+    ErrorCode,
+    ProtocolError,
+    check_text,
+    required_text,
+    text_field,
+    validate_speed,
+    whole_number,
+)
 from streamvoice.server.guards import UNAUTHORIZED, authorized, listing_service, service_of
-from streamvoice.server.http_front import start_answer
+from streamvoice.server.http_front import ClientLeft, start_answer, until_disconnect
 from streamvoice.server.openai_api import models as openai_models
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
@@ -58,7 +66,7 @@ def output_format(raw: str | None) -> tuple[str, int]:
     name = (raw or DEFAULT_FORMAT).strip().lower()
     kind, _, rest = name.partition("_")
     rate_text = rest.split("_")[0]
-    rate = int(rate_text) if rate_text.isdigit() else 0
+    rate = whole_number(rate_text) or 0
     if kind == "pcm" and rate in RATES:
         return "pcm", rate
     if kind in ("ulaw", "alaw") and rate == 8000:
@@ -124,6 +132,20 @@ def characters(times: list[WordTime], leading_space: bool) -> list[Char]:
         chars += [Char(c, w.start_ms + k * step, w.start_ms + (k + 1) * step) for k, c in enumerate(w.word)]
         previous_end = w.end_ms
     return chars
+
+
+def message_chars(pending: list[Char], end_ms: float, inside_word: bool) -> tuple[list[Char], list[Char]]:
+    """The characters a message ending at ``end_ms`` carries, and those left for later messages.
+
+    Those that start before its end; and where none does inside a word (a message shorter than one of its
+    letters), the next letter, placed at the message's end: a message without characters gets a space as
+    its filler, and a space inside a word splits it in two for the clients that build words from
+    characters (Pipecat read "morning." as "morni" and "ng."). Between words the filler space is right.
+    """
+    count = sum(1 for c in pending if c.start_ms < end_ms)
+    if count == 0 and pending and inside_word and pending[0].char != " ":
+        count = 1
+    return pending[:count], pending[count:]
 
 
 def ws_alignment(chars: list[Char], offset_ms: float, end_ms: float) -> dict[str, list[Any]]:
@@ -194,15 +216,13 @@ class ElevenLabsSocket(ContextSocket):
             if ctx is not None:
                 self.end(ctx)
             return False
-        text = obj.get("text")
+        text = text_field(obj, "text", cid)
         if text is None and obj.get("flush") is not True:
             raise ProtocolError(
                 ErrorCode.MISSING_TEXT,
                 'send {"text": "..."} (or "flush", "close_context", "close_socket")',
                 cid,
             )
-        if text is not None and not isinstance(text, str):
-            raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', cid)
         if ctx is None:
             if not self.multi and self._single_done:
                 raise ProtocolError(
@@ -234,9 +254,10 @@ class ElevenLabsSocket(ContextSocket):
         rate = self.service.sample_rate
         start_ms = ctx.sent_samples * 1000 / rate
         end_ms = start_ms + samples * 1000 / rate
-        pending: list[Char] = ctx.wire.get("pending", [])
-        now = [c for c in pending if c.start_ms < end_ms]
-        ctx.wire["pending"] = pending[len(now) :]
+        now, ctx.wire["pending"] = message_chars(
+            ctx.wire.get("pending", []), end_ms, ctx.wire.get("in_word", False)
+        )
+        ctx.wire["in_word"] = bool(now) and now[-1].char != " "
         alignment = ws_alignment(now, start_ms, end_ms)  # on every message: the client's clock moves by it
         body: dict[str, Any] = {
             "audio": b64(data),
@@ -289,9 +310,7 @@ def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> R
 
 def _parser(request: Request) -> Any:
     def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, None]:
-        text = obj.get("text")
-        if not isinstance(text, str):
-            raise ProtocolError(ErrorCode.MISSING_TEXT, '"text" must be the text to speak, as a string')
+        text = required_text(obj)
         check_text(text, service.config.limits)
         voice_id = request.path_params.get("voice_id", "")
         fmt = request.query_params.get("output_format")
@@ -342,16 +361,24 @@ async def with_timestamps(request: Request) -> Response:
     started = await start_answer(request, _parser(request), render=http_error)
     if isinstance(started, Response):
         return started
-    audio, chars = bytearray(), []
-    try:
-        async for data, chunk_chars in _timestamped(started):
-            audio += data
-            chars += chunk_chars
+    try:  # made whole before anything is sent: only the watch tells that the caller left
+        audio, chars = await until_disconnect(request, _gathered(started))
+    except ClientLeft:
+        return Response(status_code=499)  # nobody reads it; the work behind it is already released
     except ProtocolError as exc:
         return http_error(exc)
     finally:
         started.release()
     return JSONResponse(_timestamped_body(bytes(audio), chars))
+
+
+async def _gathered(started: Any) -> tuple[bytearray, list[Char]]:
+    audio, chars = bytearray(), []
+    async with aclosing(_timestamped(started)) as chunks:
+        async for data, chunk_chars in chunks:
+            audio += data
+            chars += chunk_chars
+    return audio, chars
 
 
 async def stream_with_timestamps(request: Request) -> Response:

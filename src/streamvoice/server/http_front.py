@@ -10,7 +10,9 @@ and renders ``Started`` as its body.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,3 +73,30 @@ async def start_answer[T](
         slot.release()
         raise
     return Started(service, parsed, resolved, first, pieces, slot.release)
+
+
+class ClientLeft(Exception):
+    """The caller closed the connection before its whole answer was ready."""
+
+
+async def until_disconnect[T](request: Request, work: Awaitable[T]) -> T:
+    """``work``, cancelled the moment the client disconnects: an answer sent whole is made before anything
+    is written, so no failed send would ever tell that nobody waits for it."""
+    task = asyncio.ensure_future(work)
+
+    async def client_left() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(client_left())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if task.cancelled():
+        raise ClientLeft
+    return task.result()

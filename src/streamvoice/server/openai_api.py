@@ -38,6 +38,7 @@ from streamvoice.protocol import (
     Limits,
     ProtocolError,
     check_text,
+    required_text,
     validate_speed,
 )
 from streamvoice.server.guards import UNAUTHORIZED, authorized, listing_service, service_of
@@ -115,9 +116,7 @@ def kokoro_voice(raw: Any, known: frozenset[str]) -> str:
 
 def speech_request(obj: dict[str, Any], known: frozenset[str], limits: Limits) -> SpeechRequest:
     """Check an OpenAI speech body: each mistake names its field (``param``) and what to send instead."""
-    text = obj.get("input")
-    if not isinstance(text, str):
-        raise _bad(ErrorCode.MISSING_TEXT, '"input" must be the text to speak, as a string', "input")
+    text = required_text(obj, "input")
     try:
         check_text(text, limits, field="input")
     except ProtocolError as exc:

@@ -49,8 +49,8 @@ from streamvoice.server.session_message import (
     refusal,
     speech_ends,
 )
-from streamvoice.server.session_stream import StreamedMessages
-from streamvoice.server.ws_output import Disconnected, WebSocketOutput
+from streamvoice.server.session_stream import StreamedMessages, check_opening
+from streamvoice.server.ws_output import Disconnected, WebSocketOutput, run_reader_and_writer
 
 log = logging.getLogger("streamvoice.session")
 
@@ -72,6 +72,7 @@ class BidiSession:
         self._sequence = 0
         self._started = time.monotonic()
         self._draining = False
+        self._aborted: tuple[int, str] | None = None
         config = service.config
         self.output = WebSocketOutput(
             ws,
@@ -110,21 +111,14 @@ class BidiSession:
             self.service.admission.leave(self)
 
     async def _run(self) -> None:
-        reader = asyncio.create_task(self._read_guarded(), name=f"read-{self.session_id}")
-        writer = asyncio.create_task(self._write_loop(), name=f"write-{self.session_id}")
         try:
-            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-            if writer in done:
-                reader.cancel()
-            else:
-                # The reader ended (close requested, the client went away, or a limit): it always queues
-                # a Closing, so the writer answers everything queued before it and then closes.
-                await writer
+            # The reader ended (close requested, the client went away, or a limit): it always queues a
+            # Closing, so the writer answers everything queued before it and then closes; unless aborted.
+            await run_reader_and_writer(
+                self._read_guarded(), self._write_loop(), self.output, lambda: self._aborted
+            )
         finally:
-            for task in (reader, writer):
-                task.cancel()
             self._cancel_all()
-            await asyncio.gather(reader, writer, return_exceptions=True)
 
     # -- reading ------------------------------------------------------------------------------------
     async def _read_guarded(self) -> None:
@@ -163,9 +157,9 @@ class BidiSession:
                 return
             if self._outbox.qsize() > MAX_PENDING_REPLIES:
                 self.service.metrics.count_error("too_many_pending")
-                await self._outbox.put(
-                    Closing(1008, "too many unanswered frames", None)
-                )  # the client reads nothing: no answer can reach it, so none is queued
+                # the client reads nothing: no answer can reach it, so none is queued; closed at once
+                self._aborted = (1008, "too many unanswered frames")
+                self._cancel_all()
                 return
             data = message.get("text")
             if data is None:
@@ -222,6 +216,8 @@ class BidiSession:
             return
         try:
             request = self.service.requests.message(msg, self.defaults)
+            if msg.stream:
+                check_opening(msg.text, self.service.stream_bounds.max_chars, msg.id)
         except ProtocolError as exc:
             await self._reply_error(exc, sequence)
             return

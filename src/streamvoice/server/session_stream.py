@@ -17,15 +17,27 @@ from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.session_message import Message
 
 
+def check_opening(text: str, max_chars: int, msg_id: str | None) -> None:
+    """A streamed message's opening text past the stream's whole cap is that message's answer,
+    ``text_too_long`` (it was suppressed, and the empty stream answered ``empty_text``)."""
+    if len(text) > max_chars:
+        raise ProtocolError(
+            ErrorCode.TEXT_TOO_LONG,
+            f'"text" has {len(text)} characters; a streamed message holds at most {max_chars} in all. '
+            "Send less to begin with, the rest in appends or in a new message.",
+            msg_id,
+        )
+
+
 class StreamedMessages:
     def __init__(self) -> None:
         self._open: list[Message] = []
 
     def start(self, job: Message, text: str) -> None:
+        """``text``: the opening text, already within the stream's cap (``check_opening``)."""
         self._open.append(job)
-        if text:  # within max_text_chars; a server whose max_stream_chars is lower answers it empty_text
-            with contextlib.suppress(ProtocolError):
-                job.utterance.append(text)
+        if text:
+            job.utterance.append(text)
 
     def append(self, uid: str | None, text: str) -> None:
         job = self._find(uid)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
@@ -60,10 +61,11 @@ async def first_audio(
     plan the text and wait for its first item before any header is sent, so that what can go wrong early
     (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
     stream. The caller owns ``slot``: it releases it when the answer ends, or when this raises."""
+    asked_at = time.monotonic()
     slot.admit(can_wait=False)
     utterance = service.utterance(request)
     utterance.say()
-    pieces = audio_items(utterance)
+    pieces = audio_items(utterance, lambda: service.metrics.observe_first_audio(time.monotonic() - asked_at))
     try:
         return await anext(pieces), pieces
     except BaseException:
@@ -71,12 +73,17 @@ async def first_audio(
         raise
 
 
-async def audio_items(utterance: Utterance) -> AsyncGenerator[Item]:
-    """The utterance's audio and word times; its one error raised (the status may still be unsent)."""
+async def audio_items(utterance: Utterance, on_first_audio: Callable[[], None]) -> AsyncGenerator[Item]:
+    """The utterance's audio and word times; its one error raised (the status may still be unsent).
+    ``on_first_audio``: when its first audio is ready (the time-to-first-audio metric, as on the sockets)."""
+    heard = False
     async with aclosing(utterance.events()) as events:  # a caller that leaves stops the work at once
         async for event in events:
             if isinstance(event, Failed):
                 raise event.error
+            if isinstance(event, np.ndarray) and event.size and not heard:
+                heard = True
+                on_first_audio()
             if not isinstance(event, PieceStarted | PieceEnded | Completed):
                 yield event
 

@@ -20,7 +20,7 @@ What every wire gets from here, with the session protocol's settings:
 - one listener slot (admission) per connection, taken when a context opens, given back when idle;
 - drain: open contexts finish, new ones are refused ``going_away``, then 1001.
 
-Checked by ``pytest tests/test_vendor_hostile.py`` and the per-wire tests.
+Checked by ``pytest tests/test_vendor_socket.py`` and the per-wire tests.
 """
 
 from __future__ import annotations
@@ -47,7 +47,12 @@ from streamvoice.server.service import SpeechService
 from streamvoice.server.session import MAX_PENDING_REPLIES
 from streamvoice.server.session_message import Closing, DrainCheck, closing, going_away, speech_ends
 from streamvoice.server.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
-from streamvoice.server.ws_output import AUDIO_FRAME_BYTES, Disconnected, WebSocketOutput
+from streamvoice.server.ws_output import (
+    AUDIO_FRAME_BYTES,
+    Disconnected,
+    WebSocketOutput,
+    run_reader_and_writer,
+)
 
 log = logging.getLogger("streamvoice.vendor")
 
@@ -97,6 +102,7 @@ class ContextSocket:
         self._outbox: asyncio.Queue[Context | Frame | Closing | DrainCheck] = asyncio.Queue()
         self._notices: asyncio.Queue[Frame] = asyncio.Queue()  # sent at once (``refuse``)
         self._started = time.monotonic()
+        self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
         self._draining = False
         self.output = WebSocketOutput(
             ws,
@@ -242,20 +248,15 @@ class ContextSocket:
     # -- running ------------------------------------------------------------------------------------
     async def run(self) -> None:
         self.service.sessions.add(self)
-        reader = asyncio.create_task(self._read_guarded(), name=f"read-{self.connection_id}")
-        writer = asyncio.create_task(self._write_loop(), name=f"write-{self.connection_id}")
         notices = asyncio.create_task(self._notice_loop(), name=f"notices-{self.connection_id}")
         try:
-            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-            if writer in done:
-                reader.cancel()
-            else:
-                await writer
+            await run_reader_and_writer(
+                self._read_guarded(), self._write_loop(), self.output, lambda: self._aborted
+            )
         finally:
-            for task in (reader, writer, notices):
-                task.cancel()
+            notices.cancel()
             self.cancel()
-            await asyncio.gather(reader, writer, notices, return_exceptions=True)
+            await asyncio.gather(notices, return_exceptions=True)
             self.service.sessions.discard(self)
             self.service.admission.leave(self)
 
@@ -287,7 +288,8 @@ class ContextSocket:
                 return
             if self._outbox.qsize() + self._notices.qsize() > MAX_PENDING_REPLIES:
                 self.service.metrics.count_error("too_many_pending")
-                await self._outbox.put(Closing(1008, "too many unanswered frames"))
+                self._aborted = (1008, "too many unanswered frames")  # closed at once, contexts cancelled
+                self.cancel()
                 return
             data = message.get("text")
             if data is None:

@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
@@ -20,6 +21,7 @@ from streamvoice.server.metrics import Metrics
 log = logging.getLogger("streamvoice.session")
 
 AUDIO_FRAME_BYTES = 32 * 1024
+CLOSE_WAIT_S = 1.0  # how long an aborted connection waits for its close frame to be taken
 
 
 class Disconnected(Exception):
@@ -98,3 +100,34 @@ class WebSocketOutput:
         with contextlib.suppress(RuntimeError, OSError):
             if self.ws.application_state == WebSocketState.CONNECTED:
                 await self.ws.close(code, reason)
+
+
+async def run_reader_and_writer(
+    read: Coroutine[Any, Any, None],
+    write: Coroutine[Any, Any, None],
+    output: WebSocketOutput,
+    aborted: Callable[[], tuple[int, str] | None],
+) -> None:
+    """A connection's reader and writer until one ends (the session protocol and the vendor sockets).
+
+    The reader ends by queueing a close, and the writer answers what was queued before it, then closes;
+    except when the reader gave up on the client (``aborted``: the replies it cannot take passed the cap):
+    nothing queued can reach it, so the connection closes now. Waiting for the writer kept the listener
+    slot behind an open answer after the client had gone (``tests/test_vendor_socket.py``).
+    """
+    reader = asyncio.ensure_future(read)
+    writer = asyncio.ensure_future(write)
+    try:
+        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        if writer in done:
+            reader.cancel()
+        elif (why := aborted()) is not None:
+            writer.cancel()
+            with contextlib.suppress(TimeoutError):  # a client that reads nothing may never take the close
+                await asyncio.wait_for(output.close(*why), CLOSE_WAIT_S)
+        else:
+            await writer
+    finally:
+        for task in (reader, writer):
+            task.cancel()
+        await asyncio.gather(reader, writer, return_exceptions=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
@@ -265,10 +266,14 @@ class SpeechHandler(AsyncEventHandler):
     async def _speak(self, utterance: Utterance, streaming: bool) -> None:
         """Write the utterance's audio as it is decoded: per piece while streaming, as one otherwise."""
         started = False
+        asked_at, heard = time.monotonic(), False
         try:
             async with aclosing(utterance.events()) as events:
                 async for event in events:
                     if isinstance(event, np.ndarray) and event.size:
+                        if not heard:
+                            heard = True
+                            self.service.metrics.observe_first_audio(time.monotonic() - asked_at)
                         if not started:
                             await self.write_event(
                                 AudioStart(rate=self.rate, width=WIDTH, channels=CHANNELS).event()

@@ -29,7 +29,7 @@ class WyomingServer:
 
     def _handler(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> SpeechHandler:
         """Over the cap, the connection is told ``server_busy`` and closed at once: idle sockets never pile
-        up to the descriptor limit, where HTTP would stop accepting too (``tests/test_hardening.py``)."""
+        up to the descriptor limit, where HTTP would stop accepting too (``tests/test_wyoming_server.py``)."""
         refuse = None
         if self.connections >= self.max_connections:
             refuse = ProtocolError(

@@ -10,7 +10,7 @@ gives up on long ones. So, before any backend:
 - a digit run longer than the language's ``max_digits`` is read digit by digit, which is how people say
   long numbers they do not read as quantities (phone numbers, codes); leading zeros are kept.
 
-Checked by ``pytest tests/test_g2p_bounds.py`` and, on the real server, ``tests/test_hostile_input.py``.
+Checked by ``pytest tests/test_g2p_bounds.py`` and, on the real server, ``tests/test_pronounce.py``.
 """
 
 from __future__ import annotations

@@ -80,15 +80,6 @@ def test_invocations_bad_input_is_4xx_json(speech_server: RunningServer, body: b
     assert err["code"] == code and len(err["message"]) > 10
 
 
-def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
-    httpx.post(speech_server.url + "/invocations", json={"text": "Counting."}, timeout=60)
-    text = httpx.get(speech_server.url + "/metrics").text
-    assert "streamvoice_model_call_seconds_count" in text and "streamvoice_active_sessions" in text
-    # the gauges an autoscaler reads
-    assert "streamvoice_busy_sessions 0" in text and "streamvoice_draining 0" in text
-    assert "streamvoice_capacity_sessions 64" in text
-
-
 def test_live_answers_while_ping_says_not_ready(engine: KokoroEngine) -> None:
     from starlette.testclient import TestClient
 

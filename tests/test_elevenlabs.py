@@ -1,55 +1,19 @@
-"""The vendors' official Python SDKs (``elevenlabs``, ``cartesia``, ``deepgram-sdk``), unmodified, their
-base URL pointed at the real speech server; the key each sends carries the server's token."""
+"""`server.elevenlabs`: the official `elevenlabs` SDK, unmodified, its base URL pointed at the real speech
+server (the key it sends carries the server's token), and the socket's alignment against Whisper."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
-from cartesia import Cartesia
-from deepgram import DeepgramClient
-from deepgram.environment import DeepgramClientEnvironment
 from elevenlabs import ElevenLabs
 from elevenlabs.core.api_error import ApiError as ElevenLabsError
 
 from streamvoice.bench.wer import word_error_rate
-from tests.helpers import RunningServer, start_speech_server
-
-TOKEN = "vendor-key"
-TEXT = "The train to Lisbon leaves from platform four at ten past nine."
-
-
-@pytest.fixture(scope="module")
-def vendor_server(engine) -> Iterator[RunningServer]:  # type: ignore[no-untyped-def]
-    server = start_speech_server(engine, auth_token=TOKEN, admission_listeners=4)
-    yield server
-    server.stop()
-
-
-def pcm16(data: bytes) -> np.ndarray:
-    return np.frombuffer(data[: len(data) // 2 * 2], "<i2").astype(np.float32) / 32768
-
-
-def first_words(chars: list[str], starts: list[float]) -> list[tuple[str, float]]:
-    """Words and their first character's time from a per-character alignment."""
-    words: list[tuple[str, float]] = []
-    current, at = "", 0.0
-    for ch, t in zip(chars, starts, strict=True):
-        if ch.isspace():
-            if current:
-                words.append((current, at))
-            current = ""
-        else:
-            if not current:
-                at = t
-            current += ch
-    if current:
-        words.append((current, at))
-    return words
-
+from tests.helpers import TRAIN_SENTENCE as TEXT
+from tests.helpers import VENDOR_TOKEN as TOKEN
+from tests.helpers import RunningServer, first_words, pcm16
 
 # --- ElevenLabs -----------------------------------------------------------------------------------------
 
@@ -98,104 +62,6 @@ def test_elevenlabs_sdk_voices_models_and_errors(vendor_server: RunningServer) -
     with pytest.raises(ElevenLabsError) as bad:
         b"".join(client.text_to_speech.convert("af_heart", text="Hi.", output_format="pcm_11025"))
     assert bad.value.status_code == 400 and "output_format" in str(bad.value.body)
-
-
-# --- Cartesia -------------------------------------------------------------------------------------------
-
-
-def cartesia_client(server: RunningServer) -> Cartesia:
-    return Cartesia(
-        api_key=TOKEN, base_url=server.url, websocket_base_url=server.url.replace("http", "ws", 1)
-    )
-
-
-RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
-
-
-@pytest.mark.slow
-def test_cartesia_sdk_bytes_and_websocket_contexts(vendor_server: RunningServer, transcriber) -> None:  # type: ignore[no-untyped-def]
-    client = cartesia_client(vendor_server)
-    response = client.tts.generate(
-        model_id="sonic-2", transcript=TEXT, voice={"mode": "id", "id": "af_heart"}, output_format=RAW
-    )
-    assert word_error_rate(TEXT, transcriber.transcribe(pcm16(response.read()))) < 0.2
-
-    with client.tts.websocket_connect() as connection:
-        ctx = connection.context(
-            model_id="sonic-2", voice={"mode": "id", "id": "af_bella"}, output_format=RAW, add_timestamps=True
-        )
-        words = TEXT.split(" ")
-        for i, word in enumerate(words):  # an LLM's tokens, spaces the caller's
-            ctx.push(word + (" " if i < len(words) - 1 else ""))
-        ctx.no_more_inputs()
-        audio, stamps, kinds = bytearray(), [], []
-        for event in ctx.receive():
-            kinds.append(event.type)
-            if event.type == "chunk" and event.audio:
-                audio += event.audio
-            elif event.type == "timestamps" and event.word_timestamps:
-                stamps += list(zip(event.word_timestamps.words, event.word_timestamps.start, strict=True))
-    assert kinds[-1] == "done"
-    pcm = pcm16(bytes(audio))
-    assert word_error_rate(TEXT, transcriber.transcribe(pcm)) < 0.2
-    assert [w for w, _ in stamps] == words
-    whisper = transcriber.words(pcm)
-    for (_, ours_s), (_, whisper_ms, _) in zip(stamps[:6], whisper[:6], strict=False):
-        assert abs(ours_s * 1000 - whisper_ms) < 350, (stamps[:6], whisper[:6])
-
-
-def test_cartesia_sdk_voices_and_errors(vendor_server: RunningServer) -> None:
-    client = cartesia_client(vendor_server)
-    ids = {v.id for v in client.voices.list()}
-    assert "af_heart" in ids
-    with client.tts.websocket_connect() as connection:
-        ctx = connection.context(model_id="sonic-2", voice={"mode": "id", "id": "af_heart"})
-        ctx.send(
-            transcript="Hello.",
-            voice={"mode": "id", "id": "af_heart"},
-            output_format={**RAW, "sample_rate": 11025},
-            continue_=False,
-        )
-        events = list(ctx.receive())
-    assert events[-1].type == "error" and "sample_rate" in (events[-1].message or "")
-
-
-# --- Deepgram -------------------------------------------------------------------------------------------
-
-
-def deepgram_client(server: RunningServer) -> DeepgramClient:
-    ws = server.url.replace("http", "ws", 1)
-    env = DeepgramClientEnvironment(base=server.url, production=ws, agent=ws, agent_rest=server.url)
-    return DeepgramClient(api_key=TOKEN, environment=env)
-
-
-@pytest.mark.slow
-def test_deepgram_sdk_rest_and_websocket(vendor_server: RunningServer, transcriber) -> None:  # type: ignore[no-untyped-def]
-    from deepgram.speak.v1.types import SpeakV1Flush, SpeakV1Text
-
-    client = deepgram_client(vendor_server)
-    audio = b"".join(
-        client.speak.v1.audio.generate(
-            text=TEXT, model="aura-2-thalia-en", encoding="linear16", container="none"
-        )
-    )
-    assert word_error_rate(TEXT, transcriber.transcribe(pcm16(audio))) < 0.2
-
-    with client.speak.v1.connect(model="am_michael", encoding="linear16", sample_rate=16000) as socket:
-        for word in TEXT.split(" "):
-            socket.send_text(SpeakV1Text(text=word + " "))
-        socket.send_flush(SpeakV1Flush(type="Flush"))
-        pcm, kinds = bytearray(), []
-        while True:
-            message = socket.recv()
-            if isinstance(message, bytes):
-                pcm += message
-                continue
-            kinds.append(message.type)
-            if message.type == "Flushed":
-                break
-    assert kinds[0] == "Metadata"
-    assert word_error_rate(TEXT, transcriber.transcribe(pcm16(bytes(pcm)), 16_000)) < 0.2
 
 
 # --- ElevenLabs' convert_realtime: stream-input over TLS ------------------------------------------------
@@ -308,3 +174,57 @@ async def test_elevenlabs_socket_alignment_follows_the_wire_and_whisper(
     assert len(ours) == len(TEXT.split())
     for (_, ours_ms), (_, whisper_ms, _) in zip(ours, whisper, strict=False):
         assert abs(ours_ms - whisper_ms) < 350, (ours, whisper)
+
+
+def test_a_word_longer_than_a_message_is_never_split_by_a_filler_space() -> None:
+    """Short audio messages inside a long word (the first windows of a piece, a busy server) carry no letter
+    of their own: the next letter goes with them, not a space (Pipecat split "morning." in two)."""
+    from streamvoice.engine.alignment import WordTime
+    from streamvoice.server.elevenlabs import characters, message_chars, ws_alignment
+
+    times = [WordTime("this", 200.0, 400.0), WordTime("morning.", 420.0, 1_200.0)]
+    pending, inside, text = characters(times, leading_space=False), False, ""
+    for start in range(0, 1_400, 20):  # 20 ms messages; a letter of "morning." lasts ~100 ms
+        now, pending = message_chars(pending, start + 20, inside)
+        inside = bool(now) and now[-1].char != " "
+        text += "".join(ws_alignment(now, start, start + 20)["chars"])
+    assert text.split() == ["this", "morning."]
+
+
+def test_a_unicode_digit_in_the_format_is_a_clear_400(vendor_server: RunningServer) -> None:
+    import httpx
+
+    r = httpx.post(
+        vendor_server.url + "/v1/text-to-speech/af_heart?output_format=pcm_²", json={"text": "Hi."},
+        headers={"xi-api-key": TOKEN}, timeout=60,
+    )  # fmt: skip
+    assert r.status_code == 400 and "output_format" in r.text, (r.status_code, r.text)  # was a plain 500
+
+
+async def test_a_whole_timestamped_answer_stops_when_its_caller_leaves(vendor_server: RunningServer) -> None:
+    """``/with-timestamps`` makes its answer whole before sending anything: a caller that left is noticed
+    by watching the connection, not by a failed send (it went on for the whole text)."""
+    import asyncio
+    import json
+    import socket
+
+    import httpx
+
+    from tests.helpers import metric, wait_for
+
+    body = json.dumps({"text": "A long answer that nobody will wait for. " * 150}).encode()
+    sock = socket.create_connection(("127.0.0.1", vendor_server.port))
+    sock.sendall(
+        b"POST /v1/text-to-speech/af_heart/with-timestamps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"xi-api-key: {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await wait_for(lambda: metric(vendor_server, "streamvoice_active_streams", TOKEN) == 1)
+    sock.close()
+    await wait_for(lambda: metric(vendor_server, "streamvoice_active_streams", TOKEN) == 0)
+    await wait_for(lambda: metric(vendor_server, "streamvoice_queue_depth", TOKEN) == 0)
+    r = await asyncio.to_thread(
+        httpx.post, vendor_server.url + "/v1/text-to-speech/af_heart/with-timestamps", json={"text": "Short."},
+        headers={"xi-api-key": TOKEN}, timeout=60,
+    )  # fmt: skip
+    assert r.status_code == 200 and r.json()["audio_base64"] and r.json()["alignment"]["characters"]

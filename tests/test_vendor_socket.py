@@ -1,6 +1,6 @@
-"""Hostile input on the vendor surfaces (ElevenLabs, Cartesia, Deepgram), bounded as on the session
-protocol: oversized and malformed frames, unknown contexts, thousands of contexts, a context never closed,
-a client that never reads, a wrong key. Each answer is in the vendor's own shape; the socket goes on."""
+"""`server.vendor_socket`: hostile input on the vendor sockets (ElevenLabs, Cartesia, Deepgram), bounded as on
+the session protocol: oversized and malformed frames, unknown contexts, thousands of contexts, a context never
+closed, a client that never reads, a wrong key. Each answer is in the vendor's own shape; the socket goes on."""
 
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ import websockets
 from tests.helpers import RunningServer, start_speech_server, wait_for
 
 TOKEN = "vendor-key"
+
+
 KEY = {"xi-api-key": TOKEN}
+
+
 MAX_CONTEXTS = 8
+RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
 
 
 @pytest.fixture(scope="module")
@@ -207,5 +212,85 @@ async def test_a_drain_finishes_open_contexts_refuses_new_ones_and_closes_1001(e
             with pytest.raises(websockets.exceptions.ConnectionClosed):
                 await asyncio.wait_for(ws.recv(), 10)
             assert ws.close_code == 1001
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_a_text_that_is_not_a_string_has_one_code_over_http_and_socket(
+    hostile_server: RunningServer,
+) -> None:
+    """One mistake, one answer (``protocol.text_field``: ``invalid_field``, "as a string, not int"), on each
+    vendor's HTTP route and socket alike (HTTP said ``missing_text``)."""
+    cartesia_voice = {"mode": "id", "id": "af_heart"}
+    http = [
+        ("/v1/text-to-speech/af_heart", {"text": 5}, KEY),
+        (
+            "/tts/bytes",
+            {"transcript": 5, "voice": cartesia_voice, "model_id": "sonic-2"},
+            {"X-API-Key": TOKEN},
+        ),
+        ("/v1/speak", {"text": 5}, {"Authorization": f"Token {TOKEN}"}),
+        ("/v1/audio/speech", {"input": 5}, {"Authorization": f"Bearer {TOKEN}"}),
+    ]
+    async with httpx.AsyncClient(timeout=60) as client:
+        for path, body, headers in http:
+            r = await client.post(hostile_server.url + path, json=body, headers=headers)
+            assert r.status_code == 400 and "as a string, not int" in r.text, (path, r.status_code, r.text)
+    sockets = [
+        ("/v1/text-to-speech/af_heart/multi-stream-input", KEY, {"text": 5, "context_id": "c"}),
+        ("/tts/websocket", {"X-API-Key": TOKEN}, {"transcript": 5, "context_id": "c", "voice": cartesia_voice,
+                                                   "model_id": "sonic-2"}),
+        ("/v1/speak", {"Authorization": f"Token {TOKEN}"}, {"type": "Speak", "text": 5}),
+    ]  # fmt: skip
+    for path, headers, frame in sockets:
+        async with websockets.connect(ws_url(hostile_server, path), additional_headers=headers) as ws:
+            await ws.send(json.dumps(frame))
+            *_, answer = await json_frames(ws, lambda f: f.get("type") != "Metadata")  # Deepgram's first
+            assert "as a string, not int" in json.dumps(answer), (path, answer)
+
+
+async def test_a_client_past_the_reply_cap_is_closed_at_once_and_its_slot_freed(engine) -> None:  # type: ignore[no-untyped-def]
+    """Frames sent without reading any reply: past MAX_PENDING_REPLIES the connection closes, its context
+    cancelled, its slot free, and the next caller is served. That the close no longer waits behind the open
+    context's audio is ``test_ws_output.py::test_an_aborted_connection_closes_without_waiting_for_its_writer``."""
+    import socket as socket_module
+
+    server = await asyncio.to_thread(
+        start_speech_server,
+        engine,
+        auth_token=TOKEN,
+        admission_listeners=1,
+        send_timeout_s=300.0,
+        ws_ping_interval_s=600.0,
+        sndbuf=4096,
+    )  # fmt: skip  (no keepalive either: its missing pong would end the connection after ~40 s)
+    try:
+        url = ws_url(server, "/tts/websocket")
+        sock = socket_module.socket()  # a small window from the start: the replies cannot all fit in it
+        sock.setsockopt(socket_module.SOL_SOCKET, socket_module.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        ws = await websockets.connect(url, sock=sock, additional_headers={"X-API-Key": TOKEN}, max_queue=1)
+        ws.transport.pause_reading()  # type: ignore[attr-defined]
+        long_text = "A long answer for a client that reads nothing at all. " * 90  # minutes of audio
+        await ws.send(json.dumps({"context_id": "a", "transcript": long_text, "continue": False,
+                                  "voice": {"mode": "id", "id": "af_heart"}, "model_id": "sonic-2", "output_format": RAW}))  # fmt: skip
+        await wait_for(lambda: "streamvoice_admitted_listeners 1" in metrics(server))
+
+        async def flood() -> None:  # each frame answered with an error the client never reads, until the
+            while 'code="too_many_pending"' not in metrics(server):  # replies the buffers cannot take pass
+                for _ in range(200):  # MAX_PENDING_REPLIES
+                    await ws.send("not json")
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(flood(), 120)
+        await wait_for(lambda: "streamvoice_admitted_listeners 0" in metrics(server))
+        await wait_for(lambda: sessions(server) == 0)
+        ws.transport.abort()  # type: ignore[attr-defined]
+        # the next caller is served
+        async with websockets.connect(url, additional_headers={"X-API-Key": TOKEN}) as other:
+            await other.send(json.dumps({"context_id": "b", "transcript": "My turn.", "continue": False,
+                                         "voice": {"mode": "id", "id": "af_heart"}, "model_id": "sonic-2", "output_format": RAW}))  # fmt: skip
+            frames = await json_frames(other, lambda f: f.get("type") in ("done", "error"))
+        assert frames[-1]["type"] == "done", frames[-1]
     finally:
         await asyncio.to_thread(server.stop)

@@ -1,0 +1,54 @@
+"""``server.metrics``: Prometheus text without a client library, and CloudWatch embedded-metric lines."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from streamvoice.server.metrics import Histogram, Metrics
+from tests.helpers import RunningServer
+
+
+def test_a_histogram_counts_cumulatively_per_bucket() -> None:
+    histogram = Histogram((0.1, 1.0))
+    for value in (0.05, 0.5, 5.0):
+        histogram.observe(value)
+    lines = histogram.render("x_seconds")
+    assert 'x_seconds_bucket{le="0.1"} 1' in lines and 'x_seconds_bucket{le="1.0"} 2' in lines
+    assert 'x_seconds_bucket{le="+Inf"} 3' in lines and "x_seconds_count 3" in lines
+
+
+def test_errors_are_counted_by_code_and_server_side_ones_reach_cloudwatch(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    metrics = Metrics(emf_endpoint="speech")
+    metrics.count_error("unknown_voice")  # the caller's mistake: not an alarm
+    metrics.count_error("synthesis_failed")
+    text = metrics.render()
+    assert 'streamvoice_errors_total{code="unknown_voice"} 1' in text
+    assert 'streamvoice_errors_total{code="synthesis_failed"} 1' in text
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["Errors"] == 1
+
+
+def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
+    httpx.post(speech_server.url + "/invocations", json={"text": "Counting."}, timeout=60)
+    text = httpx.get(speech_server.url + "/metrics").text
+    assert "streamvoice_model_call_seconds_count" in text and "streamvoice_active_sessions" in text
+    # the gauges an autoscaler reads
+    assert "streamvoice_busy_sessions 0" in text and "streamvoice_draining 0" in text
+    assert "streamvoice_capacity_sessions 64" in text
+
+
+def test_first_audio_is_measured_on_the_http_routes_too(speech_server: RunningServer) -> None:
+    """Only the WebSocket surfaces recorded time to first audio; the HTTP answers do as well now."""
+    from tests.helpers import metric
+
+    name = "streamvoice_time_to_first_audio_seconds_count"
+    before = metric(speech_server, name)
+    httpx.post(speech_server.url + "/invocations", json={"text": "Counted."}, timeout=60)
+    body = {"input": "Counted too.", "response_format": "pcm"}
+    httpx.post(speech_server.url + "/v1/audio/speech", json=body, timeout=60)
+    assert metric(speech_server, name) == before + 2
