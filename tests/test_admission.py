@@ -162,7 +162,8 @@ async def test_the_server_as_shipped_counts_listeners_from_its_full_windows_meas
         return [(1.6, 0.64), (1.6, 0.64)]
 
     monkeypatch.setattr(engine, "time_windows", full_windows)
-    server = await asyncio.to_thread(start_speech_server, engine)
+    # as shipped: warm-up on, admission measured (tests.helpers turns both off unless asked)
+    server = await asyncio.to_thread(start_speech_server, engine, warm_up=True, admission_listeners=0)
     try:
         service = server.drainer.app.state.service
         assert measured and service.config.admission == "queue"

@@ -105,3 +105,25 @@ def test_a_mistyped_encoding_or_rate_is_a_clear_400(vendor_server: RunningServer
         assert r.status_code == 400 and "output_format" in r.text, (output_format, r.status_code, r.text)
     r = httpx.get(vendor_server.url + "/voices/?limit=²", headers={"X-API-Key": TOKEN}, timeout=60)
     assert r.status_code == 200  # a Unicode digit is not a number: the default page size
+
+
+async def test_text_for_a_cancelled_context_is_told_it_was_cancelled(vendor_server: RunningServer) -> None:
+    import asyncio
+    import json
+
+    import websockets
+
+    url = vendor_server.url.replace("http", "ws", 1) + "/tts/websocket"
+    base = {"model_id": "sonic-2", "voice": {"mode": "id", "id": "af_heart"}, "output_format": RAW}
+    async with websockets.connect(url, additional_headers={"X-API-Key": TOKEN}) as ws:
+        await ws.send(
+            json.dumps({**base, "context_id": "x", "transcript": "A long answer. " * 10, "continue": True})
+        )
+        await ws.send(json.dumps({"context_id": "x", "cancel": True}))
+        await ws.send(json.dumps({**base, "context_id": "x", "transcript": "More.", "continue": False}))
+        async with asyncio.timeout(60):
+            while True:
+                event = json.loads(await ws.recv())
+                if event.get("type") == "error" and "context" in event.get("message", ""):
+                    break
+    assert "was cancelled" in event["message"] and "continue was false" not in event["message"], event

@@ -50,3 +50,14 @@ def test_remote_wyoming_with_a_token_needs_an_opt_in() -> None:
     ServerConfig(wyoming_uri="tcp://0.0.0.0:10200", auth_token="secret", wyoming_allow_unauthenticated=True)
     ServerConfig(wyoming_uri="tcp://127.0.0.1:10200", auth_token="secret")
     ServerConfig(wyoming_uri="tcp://0.0.0.0:10200")  # no token: nothing is promised, as documented
+
+
+def test_the_start_says_whether_a_token_is_needed_and_names_settings_missing_their_prefix() -> None:
+    from streamvoice.server.config import startup_notes
+
+    open_notes = startup_notes(ServerConfig(), {"AUTH_TOKEN": "s3cret", "PORT": "8080"})
+    assert open_notes[0] == (False, open_notes[0][1]) and "authentication off" in open_notes[0][1]
+    warnings = [line for warning, line in open_notes if warning]
+    assert warnings == ["AUTH_TOKEN is set but ignored: this server reads STREAMVOICE_AUTH_TOKEN"]  # not PORT
+    closed = startup_notes(ServerConfig(auth_token="s3cret"), {"STREAMVOICE_AUTH_TOKEN": "s3cret"})
+    assert closed == [(False, closed[0][1])] and "authentication on" in closed[0][1]

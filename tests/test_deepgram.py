@@ -58,3 +58,21 @@ def test_a_unicode_digit_in_the_rate_is_a_clear_400(vendor_server: RunningServer
         headers={"Authorization": f"Token {TOKEN}"}, timeout=60,
     )  # fmt: skip
     assert r.status_code == 400 and "sample_rate" in r.text, (r.status_code, r.text)  # was a plain 500
+
+
+def test_a_container_that_cannot_carry_the_encoding_is_refused(vendor_server: RunningServer) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Token {TOKEN}"}
+    for query in ("encoding=mp3&container=ogg", "encoding=opus&container=wav"):
+        r = httpx.post(
+            f"{vendor_server.url}/v1/speak?{query}", json={"text": "Hi."}, headers=headers, timeout=60
+        )
+        assert r.status_code == 400 and "container" in r.text, (
+            query,
+            r.status_code,
+            r.text,
+        )  # was audio/mpeg
+    r = httpx.post(f"{vendor_server.url}/v1/speak?encoding=opus&container=ogg", json={"text": "Hi."},
+                   headers=headers, timeout=60)  # fmt: skip
+    assert r.status_code == 200 and r.headers["content-type"].startswith("audio/ogg")

@@ -3,6 +3,7 @@ server (the key it sends carries the server's token), and the socket's alignment
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from pathlib import Path
 
@@ -228,3 +229,34 @@ async def test_a_whole_timestamped_answer_stops_when_its_caller_leaves(vendor_se
         headers={"xi-api-key": TOKEN}, timeout=60,
     )  # fmt: skip
     assert r.status_code == 200 and r.json()["audio_base64"] and r.json()["alignment"]["characters"]
+
+
+async def test_a_context_id_reused_right_after_close_context_is_spoken(vendor_server: RunningServer) -> None:
+    """The newest context takes over from older ones that were closed; an id reused at once named both
+    and cancelled the new answer with the old."""
+    import base64
+    import json
+
+    import websockets
+
+    url = (
+        vendor_server.url.replace("http", "ws", 1)
+        + "/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_16000"
+    )
+    async with websockets.connect(url, additional_headers={"xi-api-key": TOKEN}) as ws:
+        for frame in (
+            {"text": "The first answer, which the second one replaces. ", "context_id": "a", "flush": True},
+            {"context_id": "a", "close_context": True},
+            {"text": "The second answer is heard to its end. ", "context_id": "a", "flush": True},
+            {"context_id": "a", "close_context": True},
+        ):
+            await ws.send(json.dumps(frame))
+        finals, audio_after_first_final = 0, 0
+        async with asyncio.timeout(90):
+            while finals < 2:
+                event = json.loads(await ws.recv())
+                if event.get("isFinal"):
+                    finals += 1
+                elif event.get("audio") and finals == 1:
+                    audio_after_first_final += len(base64.b64decode(event["audio"]))
+    assert audio_after_first_final > 32_000  # the second answer: more than a second of 16 kHz PCM

@@ -112,3 +112,19 @@ async def test_simultaneous_requests_respect_the_caps(
         await wait_for(lambda: agent_turns(agent) == 0)
     finally:
         await asyncio.to_thread(agent.stop)
+
+
+def test_each_refusal_is_a_fresh_error_naming_every_wires_key_header() -> None:
+    from streamvoice.server.guards import unauthorized
+
+    first, second = unauthorized(), unauthorized()
+    assert first is not second and first.code == second.code == "unauthorized"
+    for header in ("Authorization: Bearer", "xi-api-key", "X-API-Key", "Authorization: Token"):
+        assert header in first.message
+
+
+def test_naming_an_error_for_a_message_leaves_the_original_as_it_was() -> None:
+    original = ProtocolError(ErrorCode.SERVER_BUSY, "no listener slot is free")
+    named = original.naming(id="m1")
+    assert (named.id, named.code, named.message) == ("m1", original.code, original.message)
+    assert original.id is None and named.naming(param="voice").id == "m1"

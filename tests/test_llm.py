@@ -9,7 +9,7 @@ import pytest
 from streamvoice.agent.llm import LLMError, OpenAICompatibleSource, ScriptedTextSource, split_tokens
 
 
-async def collect(source, prompt: str = "Why is the sky blue?") -> list[str]:  # type: ignore[no-untyped-def]
+async def tokens_of(source, prompt: str = "Why is the sky blue?") -> list[str]:  # type: ignore[no-untyped-def]
     return [delta async for delta in source.stream(prompt)]
 
 
@@ -47,7 +47,7 @@ def test_split_tokens_keeps_all_text() -> None:
 
 
 async def test_local_model_streams_an_answer(local_llm) -> None:  # type: ignore[no-untyped-def]
-    deltas = await collect(local_llm)
+    deltas = await tokens_of(local_llm)
     text = "".join(deltas)
     assert len(deltas) > 5 and len(text.split()) > 5
     assert "Question:" not in text
@@ -63,12 +63,12 @@ async def test_openai_compatible_completion_and_chat(local_llm) -> None:  # type
         temperature=0.0,  # greedy: sampled at 0.7, a 270M model sometimes opens with the stop string
         seed=1,
     )
-    assert "".join(await collect(completion)).strip()
+    assert "".join(await tokens_of(completion)).strip()
     chat = OpenAICompatibleSource(base_url=local_llm.base_url, model="any", max_tokens=20)
-    assert len(await collect(chat)) > 0
+    assert len(await tokens_of(chat)) > 0
 
 
 async def test_openai_compatible_unreachable_is_a_clean_error() -> None:
     source = OpenAICompatibleSource(base_url="http://127.0.0.1:9/v1", model="x", timeout_s=2)
     with pytest.raises(LLMError, match="unreachable"):
-        await asyncio.wait_for(collect(source), 10)
+        await asyncio.wait_for(tokens_of(source), 10)

@@ -294,3 +294,16 @@ async def test_a_client_past_the_reply_cap_is_closed_at_once_and_its_slot_freed(
         assert frames[-1]["type"] == "done", frames[-1]
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_a_context_id_that_is_not_text_is_refused_by_name(hostile_server: RunningServer) -> None:
+    url = ws_url(hostile_server, "/v1/text-to-speech/af_heart/multi-stream-input")
+    async with websockets.connect(url, additional_headers=KEY) as ws:
+        await ws.send(json.dumps({"text": "Hi. ", "context_id": {"x": 1}}))
+        (answer,) = await json_frames(ws, lambda f: True)
+        assert "context_id" in answer["message"] and "{'x'" not in json.dumps(answer), answer  # no repr
+        await ws.send(
+            json.dumps({"text": "Still here. ", "context_id": 7, "flush": True})
+        )  # a number: its text
+        frames = await json_frames(ws, lambda f: f.get("contextId") == "7" and "audio" in f)
+        assert frames[-1]["contextId"] == "7"

@@ -42,3 +42,14 @@ def test_a_bad_map_file_stops_the_start_naming_it(engine, tmp_path: Path) -> Non
             load_vendor_voices(str(bad))
     with pytest.raises(ValueError, match="zz_nobody"):
         VendorVoices(engine, {"x": "zz_nobody"}).check()
+
+
+def test_a_language_that_is_not_text_is_refused_not_ignored() -> None:
+    from streamvoice.protocol import ProtocolError
+    from streamvoice.server.vendor_voices import vendor_language
+
+    assert vendor_language("zh") == "cmn" and vendor_language(None) is None and vendor_language(" ") is None
+    for raw in (5, ["es"], {"code": "es"}):
+        with pytest.raises(ProtocolError) as caught:
+            vendor_language(raw)
+        assert caught.value.code == "invalid_field"

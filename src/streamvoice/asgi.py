@@ -16,7 +16,14 @@ from typing import Any
 
 from starlette.responses import JSONResponse, StreamingResponse
 
-from streamvoice.protocol import ErrorCode, ProtocolError, error_body, key_authorized, whole_number
+from streamvoice.protocol import (
+    UNAUTHORIZED_HINT,
+    ErrorCode,
+    ProtocolError,
+    error_body,
+    key_authorized,
+    whole_number,
+)
 
 log = logging.getLogger("streamvoice.asgi")
 
@@ -152,9 +159,7 @@ class BodyLimit:
         declared = _header(scope, b"content-length")
         has_body = (declared not in (None, "0")) or _header(scope, b"transfer-encoding") is not None
         if has_body and self.token and not key_authorized(lambda h: _header(scope, h.encode()), self.token):
-            await send_json_error(
-                send, ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>"), shape
-            )
+            await send_json_error(send, ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT), shape)
             return
         length = whole_number(declared, max_digits=18) if declared is not None else None
         if declared is not None and (length is None or length > self.max_bytes):

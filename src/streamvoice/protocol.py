@@ -86,6 +86,13 @@ HTTP_STATUS = {
 }
 
 
+# What a 401 says on every route: the key header of each wire this server speaks, not only ours.
+UNAUTHORIZED_HINT = (
+    "send the server's token: Authorization: Bearer <token> (ElevenLabs clients: xi-api-key; Cartesia: "
+    "X-API-Key; Deepgram: Authorization: Token <token>)"
+)
+
+
 class ProtocolError(Exception):
     """The one error type of every surface: a stable code, a message that says what to do, the message id.
 
@@ -105,6 +112,13 @@ class ProtocolError(Exception):
     @property
     def http_status(self) -> int:
         return HTTP_STATUS.get(self.code, 400) if isinstance(self.code, ErrorCode) else 400
+
+    def naming(self, id: str | None = None, param: str | None = None) -> ProtocolError:
+        """The same error for this message (``id``) or field (``param``): a new one, so an error caught
+        and raised again is never changed where something else still holds it."""
+        return ProtocolError(
+            self.code, self.message, self.id if id is None else id, self.param if param is None else param
+        )
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -42,7 +43,7 @@ from streamvoice.protocol import (
     message_from_object,
 )
 from streamvoice.server import captioned, cartesia, deepgram, elevenlabs, openai_api
-from streamvoice.server.config import ServerConfig
+from streamvoice.server.config import ServerConfig, startup_notes
 from streamvoice.server.guards import authorized, listing_service, reserve, service_of, unavailable
 from streamvoice.server.http_front import start_answer
 from streamvoice.server.metrics import Metrics
@@ -92,6 +93,8 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         else:
             service.ready = True
         log.info("speech server ready (providers %s)", eng.providers)
+        for warning, line in startup_notes(config, os.environ):
+            (log.warning if warning else log.info)("%s", line)
         try:
             yield {"service": service}
         finally:

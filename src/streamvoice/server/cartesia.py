@@ -45,7 +45,7 @@ from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
 from streamvoice.server.streams import encoded, sse_event
-from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
+from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.vendor_voices import vendor_language
 
 VENDOR = "Cartesia"
@@ -146,28 +146,25 @@ class CartesiaSocket(ContextSocket):
         self._unnamed = 0
 
     async def on_frame(self, obj: dict[str, Any]) -> bool:
-        cid = obj.get("context_id")
+        cid = context_id(obj.get("context_id"))
         if cid is None:
             self._unnamed += 1
             cid = f"ctx-{self._unnamed}"  # a request without a context is one whole answer
-        cid = str(cid)[:128]
         ctx = self.open.get(cid)
         if obj.get("cancel") is True:
             self.cancel(cid)
             return False
         transcript = text_field(obj, "transcript", cid) or ""
         if ctx is None:
-            if cid in self.closed:
+            if (why := self.closed.get(cid)) is not None:
+                how = "was cancelled" if why == "cancelled" else "has ended (continue was false)"
                 raise ProtocolError(
-                    ErrorCode.INVALID_MESSAGE,
-                    f"context {cid[:64]!r} has ended (continue was false); use a new context_id",
-                    cid,
+                    ErrorCode.INVALID_MESSAGE, f"context {cid[:64]!r} {how}; use a new context_id", cid
                 )
             try:
                 request = resolve(self.service, obj)
             except ProtocolError as exc:
-                exc.id = cid
-                raise
+                raise exc.naming(id=cid) from None
             ctx = self.start(cid, request)
             if ctx is None:
                 return False

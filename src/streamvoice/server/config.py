@@ -7,6 +7,7 @@ into this typed object; everything below it (the engine included) takes its sett
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import ParseResult, urlparse
@@ -162,6 +163,33 @@ class ServerConfig:
             values["model_dir"] = os.environ["KOKORO_MODEL_DIR"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+# Names platforms set for their own purposes: never read as ours without the prefix, and not warned about.
+_COMMON_NAMES = frozenset({"HOST", "PORT"})
+
+
+def startup_notes(config: ServerConfig, environ: Mapping[str, str]) -> list[tuple[bool, str]]:
+    """What the start-up log says about settings, as (is a warning, line): whether callers need the token,
+    and each setting of ours found without its ``STREAMVOICE_`` prefix (ignored: ``AUTH_TOKEN=...`` alone
+    left a server open without a word)."""
+    notes: list[tuple[bool, str]] = []
+    if config.auth_token:
+        notes.append(
+            (False, "authentication on: every route but /ping needs the token (STREAMVOICE_AUTH_TOKEN)")
+        )
+    else:
+        notes.append(
+            (
+                False,
+                "authentication off: anyone who reaches this port can use it (set STREAMVOICE_AUTH_TOKEN)",
+            )
+        )
+    for f in fields(ServerConfig):
+        bare = f.name.upper()
+        if bare in environ and bare not in _COMMON_NAMES and f"STREAMVOICE_{bare}" not in environ:
+            notes.append((True, f"{bare} is set but ignored: this server reads STREAMVOICE_{bare}"))
+    return notes
 
 
 def _port(uri: ParseResult) -> int | None:

@@ -84,7 +84,14 @@ def resolve(
     fmt = encodings[encoding]
     container = query.get("container") or ("wav" if encoding == "linear16" and not websocket else "none")
     if container not in ("none", "wav", "ogg"):
-        raise _bad("container must be none or wav", "container")
+        raise _bad("container must be none, wav or ogg", "container")
+    if (container == "ogg" and fmt != "opus") or (
+        container == "wav" and fmt in ("mp3", "opus", "flac", "aac")
+    ):
+        # the answer would be in another container than asked (encoding=mp3&container=ogg was audio/mpeg)
+        raise _bad(
+            f"container {container} does not carry {encoding}: ogg carries opus, wav linear16", "container"
+        )
     wav = fmt == "pcm" and container == "wav"
     default_rate = (
         8000 if fmt in ("ulaw", "alaw") else 22050 if fmt == "mp3" else 48000 if fmt == "opus" else 24000

@@ -44,14 +44,14 @@ from streamvoice.protocol import (
     validate_speed,
     whole_number,
 )
-from streamvoice.server.guards import UNAUTHORIZED, authorized, listing_service, service_of
+from streamvoice.server.guards import authorized, listing_service, service_of, unauthorized
 from streamvoice.server.http_front import ClientLeft, start_answer, until_disconnect
 from streamvoice.server.openai_api import models as openai_models
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.service import SpeechService
 from streamvoice.server.streams import encoded
-from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, serve
+from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.vendor_voices import vendor_language
 
 VENDOR = "ElevenLabs"
@@ -205,8 +205,7 @@ class ElevenLabsSocket(ContextSocket):
         self._single_done = False
 
     async def on_frame(self, obj: dict[str, Any]) -> bool:
-        cid = obj.get("context_id", obj.get("contextId")) if self.multi else "0"
-        cid = str(cid)[:128] if cid is not None else "default"
+        cid = (context_id(obj.get("context_id", obj.get("contextId"))) if self.multi else "0") or "default"
         if obj.get("close_socket") is True:
             for open_ctx in list(self.open.values()):
                 self.end(open_ctx)
@@ -418,7 +417,7 @@ async def models(request: Request) -> Response:
     if "xi-api-key" not in request.headers:
         return await openai_models(request)
     if not authorized(request, service_of(request)):
-        return http_error(UNAUTHORIZED)
+        return http_error(unauthorized())
     languages = [{"language_id": ours, "name": name} for ours, name in LANGUAGES.values()]
     listed = [
         {

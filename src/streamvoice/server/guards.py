@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from streamvoice.protocol import ErrorCode, ProtocolError, key_authorized
+from streamvoice.protocol import UNAUTHORIZED_HINT, ErrorCode, ProtocolError, key_authorized
 from streamvoice.server.service import SpeechService
 
-UNAUTHORIZED = ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+
+def unauthorized() -> ProtocolError:
+    """A fresh error each time (a shared instance raised again and again rebinds its traceback), naming the
+    key header of every wire this server speaks."""
+    return ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT)
 
 
 def service_of(conn: HTTPConnection) -> SpeechService | None:
@@ -35,7 +39,7 @@ def listing_service(conn: HTTPConnection) -> SpeechService:
     once the model is loaded; otherwise the ``ProtocolError`` to answer in the route's shape."""
     service = service_of(conn)
     if not authorized(conn, service):
-        raise UNAUTHORIZED
+        raise unauthorized()
     if service is None:
         raise ProtocolError(ErrorCode.NOT_READY, "the server is starting")
     return service

@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from streamvoice.asgi import error_response
 from streamvoice.protocol import ProtocolError, parse_json_object
-from streamvoice.server.guards import UNAUTHORIZED, authorized, reserve, service_of
+from streamvoice.server.guards import authorized, reserve, service_of, unauthorized
 from streamvoice.server.requests import ResolvedRequest
 from streamvoice.server.service import SpeechService
 from streamvoice.server.streams import Item, TimedStream, audio_body, first_audio
@@ -55,7 +55,7 @@ async def start_answer[T](
     shape, by default ``asgi.error_response``'s, with the surface's ``headers``)."""
     service = service_of(request)
     if not authorized(request, service):
-        return render(UNAUTHORIZED, headers)
+        return render(unauthorized(), headers)
     try:
         slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
     except ProtocolError as exc:

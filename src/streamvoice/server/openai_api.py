@@ -41,7 +41,7 @@ from streamvoice.protocol import (
     required_text,
     validate_speed,
 )
-from streamvoice.server.guards import UNAUTHORIZED, authorized, listing_service, service_of
+from streamvoice.server.guards import authorized, listing_service, service_of, unauthorized
 from streamvoice.server.http_front import Started, start_answer
 from streamvoice.server.piece_audio import Words
 from streamvoice.server.requests import ResolvedRequest, SessionDefaults
@@ -120,8 +120,7 @@ def speech_request(obj: dict[str, Any], known: frozenset[str], limits: Limits) -
     try:
         check_text(text, limits, field="input")
     except ProtocolError as exc:
-        exc.param = "input"
-        raise
+        raise exc.naming(param="input") from None
     fmt = obj.get("response_format") or "mp3"
     if not isinstance(fmt, str) or fmt.lower() not in FORMATS:
         shown = fmt[:20] if isinstance(fmt, str) else type(fmt).__name__
@@ -134,8 +133,7 @@ def speech_request(obj: dict[str, Any], known: frozenset[str], limits: Limits) -
     try:
         speed = validate_speed(1.0 if speed is None else speed)
     except ProtocolError as exc:
-        exc.param = "speed"
-        raise
+        raise exc.naming(param="speed") from None
     stream_format = obj.get("stream_format") or "audio"
     if stream_format not in STREAM_FORMATS:
         raise _bad(ErrorCode.INVALID_FIELD, '"stream_format" must be "audio" or "sse"', "stream_format")
@@ -187,7 +185,7 @@ def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedReques
         )
     except ProtocolError as exc:
         if exc.param is None and exc.code == ErrorCode.UNKNOWN_VOICE:
-            exc.param = "voice"
+            raise exc.naming(param="voice") from None
         raise
     return resolved, speech
 
@@ -246,7 +244,7 @@ async def voices(request: Request) -> Response:
 async def models(request: Request) -> Response:
     headers = request_id_headers(request)
     if not authorized(request, service_of(request)):
-        return error_response(UNAUTHORIZED, headers)
+        return error_response(unauthorized(), headers)
     data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "streamvoice"} for m in MODELS]
     return JSONResponse({"object": "list", "data": data}, headers=headers)
 

@@ -252,8 +252,7 @@ class BidiSession:
         admission = self.service.admission
         decision = admission.enter(self)
         if decision == "refused":
-            busy = admission.busy("no listener slot is free")
-            busy.id = msg_id
+            busy = admission.busy("no listener slot is free").naming(id=msg_id)
             await self._reply_error(busy, sequence)
             return False
         if decision == "queued":

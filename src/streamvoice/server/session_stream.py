@@ -44,8 +44,7 @@ class StreamedMessages:
         try:
             job.utterance.append(text)
         except ProtocolError as exc:
-            exc.id = job.id
-            raise
+            raise exc.naming(id=job.id) from None
 
     def flush(self, uid: str | None) -> None:
         self._find(uid).utterance.flush()

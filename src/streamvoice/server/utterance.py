@@ -368,7 +368,10 @@ class Utterances:
 
         Only when the utterance being spoken is among them does the listener's playback restart (what is
         queued after it was not playing yet)."""
-        chosen = [u for u in self.open if (uid is None or u.id == uid) and not u.cancelled]
+        return self.cancel_these([u for u in self.open if (uid is None or u.id == uid) and not u.cancelled])
+
+    def cancel_these(self, chosen: list[Utterance]) -> list[Utterance]:
+        """Cancel exactly these (an id can name two: a context reused right after it was closed)."""
         if chosen and self.open[0] in chosen:
             self.lane.restart_playback()
             if self.on_restart is not None:

@@ -60,6 +60,16 @@ Frame = str | bytes
 CLOSED_IDS = 1024  # closed contexts remembered per connection, so a late message to one is told so
 
 
+def context_id(raw: object, field: str = "context_id") -> str | None:
+    """A client's context id as text (a number is taken as written; at most 128 characters), None when
+    absent; anything else is ``invalid_field`` (an object was echoed back as its Python repr)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        raise ProtocolError(ErrorCode.INVALID_FIELD, f'"{field}" must be a string')
+    return str(raw)[:128]
+
+
 @dataclass(eq=False)
 class Context:
     """One answer on a vendor connection: its id on the wire, its request, its utterance."""
@@ -96,9 +106,8 @@ class ContextSocket:
         self.utterances = service.utterances()
         self.open: dict[str, Context] = {}  # taking text
         self.answering: list[Context] = []  # every context not yet answered, in order
-        self.closed: dict[
-            str, None
-        ] = {}  # ids of the last contexts closed (bounded: CLOSED_IDS), oldest first
+        # ids of the last contexts closed (bounded: CLOSED_IDS), oldest first, and why: "cancelled" or "ended"
+        self.closed: dict[str, str] = {}
         self._outbox: asyncio.Queue[Context | Frame | Closing | DrainCheck] = asyncio.Queue()
         self._notices: asyncio.Queue[Frame] = asyncio.Queue()  # sent at once (``refuse``)
         self._started = time.monotonic()
@@ -203,10 +212,15 @@ class ContextSocket:
         check_text(text, self.service.config.limits, ctx.id, speakable=False)
         if not ctx.spoken and text.strip():
             ctx.spoken = True
-            if self.newest_takes_over:
-                for older in self.answering:
-                    if older is not ctx and not older.taking_text and not older.utterance.cancelled:
-                        self.cancel(older.id)
+            if self.newest_takes_over:  # by context, not by id: a reused id names the new one too
+                older = [
+                    c
+                    for c in self.answering
+                    if c is not ctx and not c.taking_text and not c.utterance.cancelled
+                ]
+                self.utterances.cancel_these([c.utterance for c in older])
+                for c in older:
+                    self._close(c)
         try:
             ctx.utterance.append(text)
         except ProtocolError:
@@ -232,7 +246,7 @@ class ContextSocket:
     def _close(self, ctx: Context) -> None:
         if self.open.get(ctx.id) is ctx:
             del self.open[ctx.id]
-        self.closed[ctx.id] = None
+        self.closed[ctx.id] = "cancelled" if ctx.utterance.cancelled else "ended"
         if len(self.closed) > CLOSED_IDS:
             del self.closed[next(iter(self.closed))]
 

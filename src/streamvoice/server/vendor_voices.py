@@ -89,8 +89,11 @@ class VendorVoices:
 def vendor_language(raw: object, keep_unknown: bool = True) -> str | None:
     """A vendor's language field ("es", "fr", "pt", "zh", "en", or a Kokoro letter) as our code
     ("es", "fr-fr", "pt-br", "cmn", "en-us"); an unknown code is passed on for the request's own check
-    (``keep_unknown``) or dropped (Deepgram's model suffixes, where "-en" may just be a name)."""
-    if not isinstance(raw, str) or not raw.strip():
+    (``keep_unknown``) or dropped (Deepgram's model suffixes, where "-en" may just be a name). A language
+    that is not text is ``invalid_field`` (a number or a list was ignored without a word)."""
+    if raw is not None and not isinstance(raw, str):
+        raise ProtocolError(ErrorCode.INVALID_FIELD, 'the language must be a code such as "es" or "fr"')
+    if raw is None or not raw.strip():
         return None
     code = raw.strip().lower()
     for short, (ours, _) in LANGUAGES.items():
