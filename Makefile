@@ -69,7 +69,10 @@ unit: install system-deps $(BIN)/helm
 test-pipecat: $(PIPECAT_VENV)/bin/.installed
 	$(PIPECAT_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)
 
-test: lint typecheck unit test-pipecat
+# The type check (about 70 s cold, most of it aws_cdk's stubs) and Pipecat's environment run beside the main
+# suite, each target's output printed whole when it ends; any failure fails `make test`.
+test: lint
+	@$(MAKE) --no-print-directory -j3 --output-sync=target typecheck unit test-pipecat
 
 bench: install
 	$(BIN)/python -m streamvoice.bench.suite $(ARGS)

@@ -156,8 +156,13 @@ def lanes() -> Iterator[list[Any]]:
         Lane.__init__ = original  # type: ignore[method-assign]
 
 
-async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine, lanes: list[Any]) -> None:
-    from streamvoice.server.lane import MAX_UNSENT_S
+async def test_unread_audio_is_bounded_per_listener(
+    engine: KokoroEngine, lanes: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamvoice.server import lane
+
+    monkeypatch.setattr(lane, "MAX_UNSENT_S", 2.0)  # the bound, smaller: the same rule, less audio to make
+    bound = lane.MAX_UNSENT_S
 
     server = await asyncio.to_thread(
         start_speech_server, engine, sndbuf=4096, warm_up=False, send_timeout_s=60
@@ -181,7 +186,7 @@ async def test_unread_audio_is_bounded_per_listener(engine: KokoroEngine, lanes:
             for _ in range(10):  # and stays stopped
                 await asyncio.sleep(0.1)
                 assert parked()
-            assert max(held) <= MAX_UNSENT_S + 1.0  # one window past the bound at most
+            assert max(held) <= bound + 1.0  # one window past the bound at most
             await ws.send(json.dumps({"type": "cancel"}))
     finally:
         await asyncio.to_thread(server.stop)

@@ -121,9 +121,10 @@ def test_llm_style_sentences_are_heard_as_meant(engine: KokoroEngine, transcribe
     expected_total = heard_total = 0
     from streamvoice.bench.languages import LLM_SENTENCES
 
-    for sentence in LLM_SENTENCES:
-        audio = engine.synthesize(sentence, "af_heart")
-        heard = transcriber.transcribe(audio, language="en")
+    clips = [engine.synthesize(sentence, "af_heart") for sentence in LLM_SENTENCES]
+    for sentence, heard in zip(
+        LLM_SENTENCES, transcriber.transcribe_parts(clips, language="en"), strict=True
+    ):
         expected = words(say(sentence))
         got = words(say(heard))  # both sides normalised: Whisper writes "$12.50" for what it heard
         remaining = list(got)

@@ -237,8 +237,10 @@ def _ping(url: str) -> int | None:
 
 
 @pytest.mark.slow
-async def test_concurrent_sessions_every_message_once_in_order(speech_server: RunningServer) -> None:
+async def test_concurrent_sessions_every_message_once_in_order(engine: KokoroEngine) -> None:
     sessions, messages = 10, 5
+    # Four listeners; the others wait 2 s for a slot (not the 10 s default) and are then told server_busy.
+    speech_server = await asyncio.to_thread(start_speech_server, engine, admission_wait_s=2.0)
 
     async def one(s: int) -> int:
         async with connect(speech_server.ws_url) as ws:
@@ -254,7 +256,10 @@ async def test_concurrent_sessions_every_message_once_in_order(speech_server: Ru
         assert all(c["bytes"] == audio[c["id"]] for c in done)
         return len(done)
 
-    served = await asyncio.gather(*(one(s) for s in range(sessions)))
+    try:
+        served = await asyncio.gather(*(one(s) for s in range(sessions)))
+    finally:
+        await asyncio.to_thread(speech_server.stop)
     assert sum(served) >= 2 * messages  # at least the listeners admitted first were served whole
 
 

@@ -31,17 +31,26 @@ def test_a_draining_or_full_session_says_why_with_the_messages_id() -> None:
 
 
 @dataclass
+class Held:
+    chars: int
+
+
+@dataclass
 class Job:
     request: ResolvedRequest
+    utterance: Held
     first_audio_at: float | None = None
 
 
 def job(chars: int, first_audio_at: float | None = None) -> Job:
+    """A queued answer holding ``chars`` of text; its request carries none, as a vendor context's does."""
     voice = parse_voice_spec("af_heart", {"af_heart"})
-    return Job(ResolvedRequest("x" * chars, voice, 1.0, "pcm", "en-us"), first_audio_at)
+    return Job(ResolvedRequest("", voice, 1.0, "pcm", "en-us"), Held(chars), first_audio_at)
 
 
 def test_queued_speech_ends_after_all_of_it_less_what_was_said() -> None:
+    """Counted from the text each utterance holds: every vendor context counted 0 s when the estimate read
+    the request's text (a template the sockets fill with "")."""
     second = CHARS_PER_SECOND  # characters of one second of speech
     now = 100.0
     assert speech_ends([], play_end=0.0, now=now) == now

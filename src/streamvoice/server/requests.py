@@ -62,9 +62,10 @@ class ResolvedRequest:
 CHARS_PER_SECOND = 17.0
 
 
-def estimated_speech_s(request: ResolvedRequest) -> float:
-    """About how long the request's text takes to say, before it is planned (what admission plans with)."""
-    return len(request.text) / CHARS_PER_SECOND / max(request.speed, 0.1)
+def estimated_speech_s(chars: int, speed: float) -> float:
+    """About how long ``chars`` of text take to say at ``speed``, before they are planned (what admission
+    plans with)."""
+    return chars / CHARS_PER_SECOND / max(speed, 0.1)
 
 
 class Resolver:

@@ -90,6 +90,11 @@ def refusal(draining: bool, open_messages: int, limit: int, msg_id: str | None) 
     return None
 
 
+class Holds(Protocol):
+    @property
+    def chars(self) -> int: ...
+
+
 class Queued(Protocol):
     """An answer queued on a listener's lane: a session's message, a vendor connection's context."""
 
@@ -97,13 +102,18 @@ class Queued(Protocol):
     def request(self) -> ResolvedRequest: ...
 
     @property
+    def utterance(self) -> Holds: ...
+
+    @property
     def first_audio_at(self) -> float | None: ...
 
 
 def speech_ends(jobs: Sequence[Queued], play_end: float, now: float) -> float:
     """When (monotonic) the audio of these queued messages will have played: what is decoded (``play_end``)
-    or, if later, an estimate of all of it, less what the one being spoken has already said."""
-    left = sum(estimated_speech_s(job.request) for job in jobs)
+    or, if later, an estimate of all of it, less what the one being spoken has already said. Estimated from
+    the text each utterance holds (streamed text as it arrived), never the request's: the vendor sockets'
+    requests carry no text, so every context counted 0 s."""
+    left = sum(estimated_speech_s(job.utterance.chars, job.request.speed) for job in jobs)
     if jobs and jobs[0].first_audio_at is not None:
         left -= now - jobs[0].first_audio_at
     return now + max(left, play_end - now, 0.0)
