@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine.voice_stats_cache import default_dir, prepare
 from tests.helpers import VENDOR_TOKEN, RunningServer, start_speech_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +35,13 @@ def kokoro_dir() -> Path:
 @pytest.fixture(scope="session")
 def engine(kokoro_dir: Path) -> KokoroEngine:
     engine = KokoroEngine.load(kokoro_dir)
-    prepare(engine)  # as a server does at start: every stock voice's decoder statistics (cached on disk)
+    # As a server does at start: every stock voice's decoder statistics, calibrated once and cached on disk.
+    # `make test` runs Pipecat's tests beside these: one process calibrates, the other waits and loads the file.
+    lock_path = default_dir() / "voice-stats.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        prepare(engine)
     return engine
 
 
