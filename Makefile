@@ -83,7 +83,7 @@ audit: install
 	$(BIN)/pip-audit -r requirements.lock --progress-spinner off
 
 lock: install
-	$(UV) pip freeze -q --python $(BIN)/python --exclude-editable | grep -v -e '^streamvoice' -e '^uv==' > requirements.lock
+	$(UV) pip freeze -q --python $(BIN)/python --exclude-editable | grep -v -e '^streamvoice' -e '^uv==' -e '^pip==' > requirements.lock
 
 lock-pipecat: $(PIPECAT_VENV)/bin/.installed
 	$(UV) pip freeze -q --python $(PIPECAT_VENV)/bin/python --exclude-editable | grep -v '^streamvoice' > requirements-pipecat.lock
