@@ -16,11 +16,11 @@ from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.planning import Piece
 from streamvoice.engine.split_kokoro import RunStop
 from streamvoice.protocol import DEFAULT_PAUSES, ErrorCode, Pauses, ProtocolError
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.load import Load
-from streamvoice.server.metrics import Metrics
-from streamvoice.server.requests import ResolvedRequest
-from streamvoice.server.scheduler import SynthesisScheduler
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.load import Load
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.scheduler import SynthesisScheduler
 
 
 @dataclass

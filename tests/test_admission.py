@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.admission import Admission, DecodeSpeed, measured_capacity
+from streamvoice.server.core.admission import Admission, DecodeSpeed, measured_capacity
 from tests.helpers import (
     RunningServer,
     metric,

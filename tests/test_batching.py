@@ -24,8 +24,8 @@ from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.engine.windows import WindowPlan
-from streamvoice.server.config import ConfigError, ServerConfig
-from streamvoice.server.window_sizing import BATCH_BUCKETS, batch_bucket
+from streamvoice.server.core.config import ConfigError, ServerConfig
+from streamvoice.server.core.window_sizing import BATCH_BUCKETS, batch_bucket
 from tests.helpers import RunningServer, collect, metric, start_speech_server
 
 SENTENCES = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamvoice.server.config import ConfigError, ServerConfig
+from streamvoice.server.core.config import ConfigError, ServerConfig
 
 
 def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,7 +53,7 @@ def test_remote_wyoming_with_a_token_needs_an_opt_in() -> None:
 
 
 def test_the_start_says_whether_a_token_is_needed_and_names_settings_missing_their_prefix() -> None:
-    from streamvoice.server.config import startup_notes
+    from streamvoice.server.core.config import startup_notes
 
     open_notes = startup_notes(ServerConfig(), {"AUTH_TOKEN": "s3cret", "PORT": "8080"})
     assert open_notes[0] == (False, open_notes[0][1]) and "authentication off" in open_notes[0][1]

@@ -108,7 +108,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
 @pytest.mark.slow
 def test_elevenlabs_sdk_convert_realtime_over_tls(engine, tmp_path: Path, monkeypatch, transcriber) -> None:  # type: ignore[no-untyped-def]
     from streamvoice.asgi import free_port
-    from streamvoice.server.config import ServerConfig
+    from streamvoice.server.core.config import ServerConfig
     from streamvoice.server.runner import build_server
 
     cert, key = self_signed(tmp_path)
@@ -181,7 +181,7 @@ def test_a_word_longer_than_a_message_is_never_split_by_a_filler_space() -> None
     """Short audio messages inside a long word (the first windows of a piece, a busy server) carry no letter
     of their own: the next letter goes with them, not a space (Pipecat split "morning." in two)."""
     from streamvoice.engine.alignment import WordTime
-    from streamvoice.server.elevenlabs import characters, message_chars, ws_alignment
+    from streamvoice.server.surfaces.elevenlabs import characters, message_chars, ws_alignment
 
     times = [WordTime("this", 200.0, 400.0), WordTime("morning.", 420.0, 1_200.0)]
     pending, inside, text = characters(times, leading_space=False), False, ""

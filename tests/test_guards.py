@@ -11,9 +11,9 @@ import pytest
 from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.guards import reserve, unavailable
-from streamvoice.server.service import SpeechService
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.slots import reserve, unavailable
 from tests.helpers import (
     RunningServer,
     agent_turns,
@@ -115,7 +115,7 @@ async def test_simultaneous_requests_respect_the_caps(
 
 
 def test_each_refusal_is_a_fresh_error_naming_every_wires_key_header() -> None:
-    from streamvoice.server.guards import unauthorized
+    from streamvoice.server.surfaces.guards import unauthorized
 
     first, second = unauthorized(), unauthorized()
     assert first is not second and first.code == second.code == "unauthorized"

@@ -16,8 +16,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.metrics import Metrics
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "deploy" / "helm" / "streamvoice"

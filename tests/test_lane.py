@@ -15,10 +15,14 @@ from websockets.asyncio.client import connect
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.planning import Piece
-from streamvoice.server.lane import MAX_UNSENT_S, Lane
-from streamvoice.server.piece_audio import PieceAudio
-from streamvoice.server.scheduler import SynthesisScheduler
-from streamvoice.server.window_sizing import LARGEST_WINDOW_FRAMES, PAST_CAPACITY_WINDOW_FRAMES, WindowCost
+from streamvoice.server.core.lane import MAX_UNSENT_S, Lane
+from streamvoice.server.core.piece_audio import PieceAudio
+from streamvoice.server.core.scheduler import SynthesisScheduler
+from streamvoice.server.core.window_sizing import (
+    LARGEST_WINDOW_FRAMES,
+    PAST_CAPACITY_WINDOW_FRAMES,
+    WindowCost,
+)
 from tests.fakes import FakeEngine, FakeHost, FakeRequest
 from tests.helpers import (
     RunningServer,
@@ -140,7 +144,7 @@ async def test_a_lane_sizes_its_window_from_its_own_buffer_and_the_listener_wait
 @pytest.fixture
 def lanes() -> Iterator[list[Any]]:
     """Every listener lane the server creates while the test runs, in creation order."""
-    from streamvoice.server.lane import Lane
+    from streamvoice.server.core.lane import Lane
 
     created: list[Lane] = []
     original = Lane.__init__
@@ -159,7 +163,7 @@ def lanes() -> Iterator[list[Any]]:
 async def test_unread_audio_is_bounded_per_listener(
     engine: KokoroEngine, lanes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from streamvoice.server import lane
+    from streamvoice.server.core import lane
 
     monkeypatch.setattr(lane, "MAX_UNSENT_S", 2.0)  # the bound, smaller: the same rule, less audio to make
     bound = lane.MAX_UNSENT_S

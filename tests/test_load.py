@@ -3,7 +3,7 @@ measured alone, the capacity that follows."""
 
 from __future__ import annotations
 
-from streamvoice.server.load import Load
+from streamvoice.server.core.load import Load
 
 
 def test_capacity_is_configured_or_follows_the_measured_speed() -> None:

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from streamvoice.server.metrics import Histogram, Metrics
+from streamvoice.server.core.metrics import Histogram, Metrics
 from tests.helpers import RunningServer
 
 

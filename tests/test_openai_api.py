@@ -14,7 +14,7 @@ import pytest
 
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.protocol import ErrorCode, Limits, ProtocolError
-from streamvoice.server.openai_api import OPENAI_VOICES, speech_request, usage
+from streamvoice.server.surfaces.openai.speech import OPENAI_VOICES, speech_request, usage
 from tests.helpers import RunningServer
 
 KNOWN = frozenset({"af_heart", "am_michael", "af_alloy", "bf_emma"})

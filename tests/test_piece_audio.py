@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from streamvoice.server.piece_audio import PieceAudio
+from streamvoice.server.core.piece_audio import PieceAudio
 
 
 class Lane:

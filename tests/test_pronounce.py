@@ -18,7 +18,7 @@ from websockets.asyncio.client import connect
 
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
-from streamvoice.server.requests import load_lexicon
+from streamvoice.server.core.requests import load_lexicon
 from streamvoice.text.normalize import normalize, spoken_text
 from streamvoice.text.pronounce import (
     MARKS,
@@ -176,7 +176,7 @@ def test_ssml_on_the_openai_route_and_a_server_lexicon(
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     with pytest.raises(ValueError, match="LEXICON_FILE"):
-        from streamvoice.server.requests import load_lexicon
+        from streamvoice.server.core.requests import load_lexicon
 
         load_lexicon(str(bad))
 

@@ -10,15 +10,14 @@ import pytest
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import Configure, ErrorCode, Pauses, ProtocolError
-from streamvoice.server.requests import (
+from streamvoice.server.core.requests import (
     CHARS_PER_SECOND,
     Resolver,
     SessionDefaults,
-    configured,
-    configured_body,
     estimated_speech_s,
     load_lexicon,
 )
+from streamvoice.server.surfaces.session.configure import configured, configured_body
 
 
 @pytest.fixture

@@ -111,7 +111,7 @@ async def test_a_drain_mid_answer_moves_the_rest_to_another_replica(
 
 
 def _audio_started(server: RunningServer) -> bool:
-    return any(s.busy for s in server.drainer.app.state.service.sessions)
+    return any(s.busy for s in server.drainer.app.state.service.connections)
 
 
 async def test_a_full_server_is_retried_with_backoff(engine: KokoroEngine) -> None:

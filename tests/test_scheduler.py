@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 
-from streamvoice.server.scheduler import Requeue, SynthesisScheduler
+from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
 
 
 async def _order_of(policy: str) -> list[str]:

@@ -8,9 +8,9 @@ import pytest
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.requests import SessionDefaults
-from streamvoice.server.service import SpeechService
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.requests import SessionDefaults
+from streamvoice.server.core.service import SpeechService
 
 
 @pytest.fixture
@@ -47,6 +47,6 @@ def test_a_drain_reaches_every_open_session(service: SpeechService) -> None:
             self.drained = True
 
     sessions = [Session(), Session()]
-    service.sessions.update(sessions)
+    service.connections.update(sessions)
     service.begin_drain()
     assert service.draining and all(s.drained for s in sessions)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from streamvoice.engine.voices import parse_voice_spec
 from streamvoice.protocol import ErrorCode
-from streamvoice.server.requests import CHARS_PER_SECOND, ResolvedRequest
-from streamvoice.server.session_message import TRANSITIONS, JobState, refusal, speech_ends
+from streamvoice.server.core.requests import CHARS_PER_SECOND, ResolvedRequest
+from streamvoice.server.surfaces.rendering import speech_ends
+from streamvoice.server.surfaces.session.message import TRANSITIONS, JobState, refusal
 
 
 def test_a_finished_message_never_moves_again() -> None:

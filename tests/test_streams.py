@@ -14,11 +14,11 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.lane import Lane
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest
-from streamvoice.server.streams import audio_body, audio_items, sse_body
-from streamvoice.server.utterance import Utterance
+from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.utterance import Utterance
+from streamvoice.server.surfaces.http_stream import audio_body, audio_items, sse_body
 from tests.fakes import FakeEngine, FakeHost, FakePlanner
 from tests.helpers import (
     metric,

@@ -16,10 +16,10 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.lane import Lane
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest
-from streamvoice.server.utterance import (
+from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.utterance import (
     Completed,
     Event,
     Failed,

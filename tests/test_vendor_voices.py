@@ -1,4 +1,4 @@
-"""Which of our voices a vendor's voice field names (``server/vendor_voices.py``)."""
+"""Which of our voices a vendor's voice field names (``server/surfaces/vendor_voices.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.vendor_voices import VendorVoices, load_vendor_voices
+from streamvoice.server.surfaces.vendor_voices import VendorVoices, load_vendor_voices
 
 
 def test_ours_pass_through_mapped_ids_map_and_others_take_the_default(engine) -> None:  # type: ignore[no-untyped-def]
@@ -46,7 +46,7 @@ def test_a_bad_map_file_stops_the_start_naming_it(engine, tmp_path: Path) -> Non
 
 def test_a_language_that_is_not_text_is_refused_not_ignored() -> None:
     from streamvoice.protocol import ProtocolError
-    from streamvoice.server.vendor_voices import vendor_language
+    from streamvoice.server.surfaces.vendor_voices import vendor_language
 
     assert vendor_language("zh") == "cmn" and vendor_language(None) is None and vendor_language(" ") is None
     for raw in (5, ["es"], {"code": "es"}):

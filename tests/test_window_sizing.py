@@ -3,7 +3,7 @@ import math
 import pytest
 
 from streamvoice.engine.windows import FRAME_S
-from streamvoice.server.window_sizing import (
+from streamvoice.server.core.window_sizing import (
     COST_SPREAD,
     FIFO_SHARED_WINDOW_FRAMES,
     LARGEST_WINDOW_FRAMES,

@@ -49,7 +49,7 @@ async def test_an_aborted_connection_closes_without_waiting_for_its_writer() -> 
     """A reader that gave up on its client (replies past the cap) ends the connection now: the writer,
     blocked behind an answer nobody reads, is cancelled and the close is sent. Waiting for the writer kept
     the listener slot after the client had gone."""
-    from streamvoice.server.ws_output import run_reader_and_writer
+    from streamvoice.server.surfaces.connection import run_reader_and_writer
 
     closed: list[tuple[int, str]] = []
     writer_cancelled = asyncio.Event()
@@ -75,7 +75,7 @@ async def test_an_aborted_connection_closes_without_waiting_for_its_writer() -> 
 
 
 async def test_a_reader_that_ends_normally_lets_the_writer_finish_what_is_queued() -> None:
-    from streamvoice.server.ws_output import run_reader_and_writer
+    from streamvoice.server.surfaces.connection import run_reader_and_writer
 
     sent: list[str] = []
 

@@ -32,7 +32,7 @@ from wyoming.tts import (
 from streamvoice.asgi import free_port
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
-from streamvoice.server.config import ConfigError, ServerConfig
+from streamvoice.server.core.config import ConfigError, ServerConfig
 from tests.helpers import (
     WORDS,
     RunningServer,
@@ -328,7 +328,7 @@ async def test_wyoming_slots_are_bounded_and_always_released(
     wyoming: tuple[RunningServer, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, port = wyoming
-    from streamvoice.server.wyoming import SpeechHandler
+    from streamvoice.server.surfaces.wyoming.handler import SpeechHandler
 
     # The server's end of each connection gets a small send buffer (Linux grows it to 4 MB, over a minute
     # of audio, before a send to a client that reads nothing blocks).

@@ -48,7 +48,7 @@ async def test_wyoming_connections_are_capped(engine: KokoroEngine) -> None:
             await client.write_event(Describe().event())
             assert (await client.read_event()) is not None
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        from streamvoice.server.wyoming_server import connection_cap
+        from streamvoice.server.surfaces.wyoming.listener import connection_cap
 
         assert connection_cap(10**9) <= soft // 4
     finally:

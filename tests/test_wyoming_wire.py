@@ -8,7 +8,7 @@ import json
 import pytest
 
 from streamvoice.protocol import ErrorCode
-from streamvoice.server.wyoming_wire import WireError, WireLimits, read_event
+from streamvoice.server.surfaces.wyoming.wire import WireError, WireLimits, read_event
 
 
 def _reader(data: bytes) -> asyncio.StreamReader:

@@ -31,7 +31,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import prepare
-from streamvoice.server.config import ServerConfig
+from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.runner import build_server
 
 Arrivals = list[tuple[float, int]]

@@ -1,7 +1,7 @@
 """Kokoro-82M on ONNX Runtime: text in, 24 kHz float32 audio out, one model call per piece.
 
 The engine is synchronous and transport-free on purpose: the server decides which thread runs a model
-call and in what order (see ``streamvoice.server.scheduler``). Phonemisation comes from kokoro-onnx's
+call and in what order (see ``streamvoice.server.core.scheduler``). Phonemisation comes from kokoro-onnx's
 espeak-ng tokenizer; inference is our own thin ONNX Runtime call so threads and providers are ours to tune.
 """
 

@@ -6,8 +6,8 @@
 - ``POST /invocations``: one complete input, streamed back piece by piece.
 - ``WS /invocations-bidirectional-stream``: one long-lived session, many messages.
 - ``GET /metrics``: Prometheus text.
-- OpenAI's speech API and Kokoro-FastAPI's captioned speech (``server/openai_api.py``).
-- With ``wyoming_uri``: Home Assistant's Wyoming protocol on its own socket (``server/wyoming.py``).
+- OpenAI's speech API and Kokoro-FastAPI's captioned speech (``server/surfaces/openai/speech.py``).
+- With ``wyoming_uri``: Home Assistant's Wyoming protocol on its own socket (``server/surfaces/wyoming/handler.py``).
 
 Routes are plain functions over the state the lifespan yields (Starlette hands it to each request as
 ``request.state``): the service, once the model is loaded. One guard says why new work cannot start.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,36 +26,26 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket
+from starlette.routing import Route
 
 from streamvoice.asgi import BodyLimit, error_response
-from streamvoice.audio.encoders import media_type
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import (
-    WS_PATH,
-    ErrorCode,
-    ErrorEvent,
     ProtocolError,
-    Synthesize,
-    encode_event,
-    message_from_object,
 )
-from streamvoice.server import captioned, cartesia, deepgram, elevenlabs, openai_api
-from streamvoice.server.config import ServerConfig, startup_notes
-from streamvoice.server.guards import authorized, listing_service, reserve, service_of, unavailable
-from streamvoice.server.http_front import start_answer
-from streamvoice.server.metrics import Metrics
-from streamvoice.server.requests import ResolvedRequest, SessionDefaults
-from streamvoice.server.service import SpeechService
-from streamvoice.server.session import BidiSession
-from streamvoice.server.streams import TimedStream, audio_body, sse_body
-from streamvoice.server.wyoming_server import WyomingServer
+from streamvoice.server.core.config import ServerConfig, startup_notes
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.slots import unavailable
+from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations
+from streamvoice.server.surfaces.guards import listing_service, service_of
+from streamvoice.server.surfaces.openai import captioned
+from streamvoice.server.surfaces.openai import speech as openai_api
+from streamvoice.server.surfaces.session import socket as session
+from streamvoice.server.surfaces.vendor_voices import vendor_voices
+from streamvoice.server.surfaces.wyoming.listener import WyomingServer
 
 log = logging.getLogger("streamvoice.server")
-
-# WebSocket close code for each reason a session is refused after the upgrade.
-CLOSE_CODES = {ErrorCode.GOING_AWAY: 1001, ErrorCode.NOT_READY: 1013, ErrorCode.SERVER_BUSY: 1013}
 
 
 def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None = None) -> Starlette:
@@ -70,8 +59,9 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
                 KokoroEngine.load, config.model_dir, config.model_variant, config.engine_options
             )
         service = SpeechService(eng, config, Metrics(config.endpoint_name if config.emf else None))
+        vendor_voices(service).check()  # a bad vendor voice map stops the start, before a caller finds it
         service.metrics.queue_depth = lambda: service.scheduler.queue_depth
-        service.metrics.busy_sessions = lambda: sum(1 for s in service.sessions if s.busy)
+        service.metrics.busy_sessions = lambda: sum(1 for s in service.connections if s.busy)
         service.metrics.draining = lambda: service.draining
         service.metrics.capacity_sessions = config.max_sessions
         admission = service.admission
@@ -107,10 +97,11 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         routes=[
             Route("/ping", ping, methods=["GET"]),
             Route("/live", live, methods=["GET"]),
-            Route("/invocations", invocations, methods=["POST"]),
+            *invocations.ROUTES,
             Route("/metrics", metrics, methods=["GET"]),
-            WebSocketRoute(WS_PATH, bidi),
-            *elevenlabs.ROUTES,  # before OpenAI's: GET /v1/models answers in ElevenLabs' shape to its clients
+            *session.ROUTES,
+            Route("/v1/models", models, methods=["GET"]),
+            *elevenlabs.ROUTES,
             *cartesia.ROUTES,
             *deepgram.ROUTES,
             *openai_api.ROUTES,
@@ -159,52 +150,8 @@ async def metrics(request: Request) -> Response:
     return PlainTextResponse(service.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-def _invocation(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
-    """``POST /invocations``: one synthesize message (``type`` optional); SSE when ``"stream": "sse"``."""
-    stream = obj.pop("stream", None)
-    if stream not in (None, False, "sse"):
-        raise ProtocolError(
-            ErrorCode.INVALID_FIELD,
-            '"stream" on POST /invocations is "sse" (events) or absent (audio); streamed text needs the '
-            "WebSocket session",
-        )
-    sse = stream == "sse"
-    obj.setdefault("type", "synthesize")
-    msg = message_from_object(obj, service.config.limits)
-    if not isinstance(msg, Synthesize):
-        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "POST /invocations takes one synthesize request")
-    return service.requests.message(msg, SessionDefaults()), sse
-
-
-async def invocations(request: Request) -> Response:
-    started = await start_answer(request, _invocation)
-    if isinstance(started, Response):
-        return started
-    resolved, service = started.resolved, started.service
-    sse = started.parsed or "text/event-stream" in request.headers.get("accept", "")
-    body = (sse_body if sse else audio_body)(resolved, started.first, started.pieces)
-    media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=started.release)
-
-
-async def bidi(ws: WebSocket) -> None:
-    service = service_of(ws)
-    # The token is checked before the upgrade and before anything else: a caller without it learns
-    # nothing about the server's state (ready, draining, busy) and never gets a session.
-    if not authorized(ws, service):
-        await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
-        return
-    try:
-        slot = reserve(service, "session")  # before the accept's await: the cap holds for simultaneous ones
-    except ProtocolError as problem:
-        await ws.accept()
-        await ws.send_text(encode_event(ErrorEvent(str(problem.code), problem.message)))
-        await ws.close(CLOSE_CODES.get(ErrorCode(problem.code), 1013), str(problem.code).replace("_", " "))
-        return
-    assert service is not None
-    try:
-        await ws.accept()
-        session_id = ws.headers.get("x-amzn-sagemaker-session-id") or uuid.uuid4().hex[:12]
-        await BidiSession(ws, service, session_id).run()
-    finally:
-        slot.release()
+async def models(request: Request) -> Response:
+    """``GET /v1/models``: ElevenLabs' list for its clients (they send ``xi-api-key``), OpenAI's otherwise."""
+    if "xi-api-key" in request.headers:
+        return await elevenlabs.models(request)
+    return await openai_api.models(request)

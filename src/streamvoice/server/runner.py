@@ -11,8 +11,8 @@ from starlette.applications import Starlette
 
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.server.app import create_app
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.service import SpeechService
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.service import SpeechService
 
 
 def transport_options(config: ServerConfig) -> dict[str, Any]:
@@ -79,7 +79,7 @@ class DrainingServer:
             service.begin_drain()
             deadline = asyncio.get_running_loop().time() + self.drain_timeout_s
             # Sessions finish what they hold; streamed answers (HTTP and Wyoming) finish speaking.
-            while (service.sessions or service.metrics.active_streams) and (
+            while (service.connections or service.metrics.active_streams) and (
                 asyncio.get_running_loop().time() < deadline
             ):
                 await asyncio.sleep(0.05)

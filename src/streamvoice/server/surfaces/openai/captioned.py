@@ -15,10 +15,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from streamvoice.server.http_front import ClientLeft, until_disconnect
-from streamvoice.server.openai_api import request_id_headers, start_speech
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.streams import TimedStream, encoded
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.surfaces.http_answer import ClientLeft, until_disconnect
+from streamvoice.server.surfaces.http_stream import TimedStream, encoded
+from streamvoice.server.surfaces.openai.speech import request_id_headers, start_speech
 
 
 async def captioned_speech(request: Request) -> Response:
@@ -29,7 +29,7 @@ async def captioned_speech(request: Request) -> Response:
     if isinstance(started, Response):
         return started
     fmt = started.parsed.response_format
-    captions = _captions(encoded(started.resolved, started.first, started.pieces))
+    captions = _captions(encoded(started.first, started.pieces))
     if started.parsed.stream:
         lines = _captioned_lines(captions, fmt)
         config = started.service.config

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from streamvoice.engine.g2p import LanguagePackMissing
 from streamvoice.engine.kokoro import EngineError, KokoroEngine
@@ -20,7 +19,6 @@ from streamvoice.protocol import (
     DEFAULT_FORMAT,
     DEFAULT_VOICE,
     SAMPLE_RATE,
-    Configure,
     ErrorCode,
     Pauses,
     ProtocolError,
@@ -129,36 +127,3 @@ def load_lexicon(path: str | None) -> dict[str, str]:
         return check_lexicon(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         raise ValueError(f"STREAMVOICE_LEXICON_FILE {path}: {exc}") from None
-
-
-def configured(defaults: SessionDefaults, msg: Configure, server_pauses: Pauses) -> SessionDefaults:
-    """A session's defaults after a ``configure`` (not yet checked: resolve a request with them)."""
-    changes: dict[str, Any] = {
-        k: v
-        for k, v in (
-            ("voice", msg.voice),
-            ("speed", msg.speed),
-            ("format", msg.format),
-            ("lang", msg.lang),
-            ("sample_rate", msg.sample_rate),
-        )
-        if v is not None
-    }
-    if msg.pauses is not None:
-        changes["pauses"] = replace(defaults.pauses or server_pauses, **msg.pauses)
-    if msg.lexicon is not None:
-        changes["lexicon"] = msg.lexicon
-    return replace(defaults, **changes)
-
-
-def configured_body(defaults: SessionDefaults, server_pauses: Pauses) -> dict[str, Any]:
-    """The ``configured`` answer: the values now in force."""
-    return {
-        "voice": defaults.voice,
-        "speed": defaults.speed,
-        "format": defaults.format,
-        "lang": defaults.lang,
-        "sample_rate": defaults.sample_rate,
-        "pauses": asdict(defaults.pauses or server_pauses),
-        "lexicon_entries": len(defaults.lexicon),
-    }

@@ -35,11 +35,11 @@ from streamvoice.protocol import (
     validate_speed,
     whole_number,
 )
-from streamvoice.server.http_front import start_answer
-from streamvoice.server.requests import ResolvedRequest, SessionDefaults
-from streamvoice.server.service import SpeechService
-from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, serve
-from streamvoice.server.vendor_voices import vendor_language
+from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
+from streamvoice.server.surfaces.http_answer import start_answer
+from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "Deepgram"
 DEFAULT_MODEL = "aura-2-thalia-en"
@@ -98,7 +98,7 @@ def resolve(
     )
     rate = _rate(query, default_rate)
     model = query.get("model") or DEFAULT_MODEL
-    voice = service.vendor_voices.resolve(model, VENDOR)
+    voice = vendor_voices(service).resolve(model, VENDOR)
     speed_raw = query.get("speed")
     try:
         speed = validate_speed(float(speed_raw)) if speed_raw else None
@@ -137,7 +137,7 @@ class DeepgramSocket(ContextSocket):
             )
         )
 
-    async def on_frame(self, obj: dict[str, Any]) -> bool:
+    async def on_object(self, obj: dict[str, Any]) -> bool:
         kind = obj.get("type")
         match kind:
             case "Speak":

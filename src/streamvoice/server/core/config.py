@@ -14,8 +14,8 @@ from urllib.parse import ParseResult, urlparse
 
 from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
-from streamvoice.server.admission import Mode
-from streamvoice.server.scheduler import Policy
+from streamvoice.server.core.admission import Mode
+from streamvoice.server.core.scheduler import Policy
 from streamvoice.text.chunker import QUIET_CUT_S
 
 MAX_DECODE_BATCH = 16  # each row is a model worker thread

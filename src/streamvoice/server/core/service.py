@@ -12,26 +12,43 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from streamvoice.engine.g2p import G2PError
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
 from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.admission import Admission
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.lane import Lane
-from streamvoice.server.load import Load
-from streamvoice.server.metrics import Metrics
-from streamvoice.server.requests import ResolvedRequest, Resolver, load_lexicon
-from streamvoice.server.scheduler import SynthesisScheduler
-from streamvoice.server.utterance import StreamBounds, Utterance, Utterances
-from streamvoice.server.vendor_voices import VendorVoices, load_vendor_voices
+from streamvoice.server.core.admission import Admission
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.load import Load
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
+from streamvoice.server.core.scheduler import SynthesisScheduler
+from streamvoice.server.core.utterance import StreamBounds, Utterance, Utterances
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.pronounce import MarkupError, to_segments
 
 log = logging.getLogger("streamvoice.server")
+
+
+class Connection(Protocol):
+    """A client connection that holds a listener (a session, a vendor socket): what the service asks of it.
+    Surfaces register theirs in ``SpeechService.connections``; the core never knows which wire it speaks."""
+
+    @property
+    def busy(self) -> bool:
+        """An answer is queued or in flight (what an autoscaler counts; an idle open connection is cheap)."""
+        ...
+
+    def drain(self) -> None:
+        """Finish what is queued, refuse what comes next, then close."""
+        ...
+
+    def speaking_until(self) -> float:
+        """When (monotonic) the audio it has queued will have played (admission's estimate)."""
+        ...
 
 
 class SpeechService:
@@ -48,7 +65,7 @@ class SpeechService:
         self.ready = False
         self.draining = False
         self.load = Load(config.synth_workers, config.admission_listeners)
-        self.sessions: set[Any] = set()  # live BidiSessions, told to wind down on drain
+        self.connections: set[Connection] = set()  # live connections, told to wind down on drain
         self.admission = Admission(
             config.admission,
             self.load.capacity,
@@ -58,10 +75,6 @@ class SpeechService:
             max_hold_s=config.admission_max_hold_s,
         )
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
-        self.vendor_voices = VendorVoices(
-            engine, load_vendor_voices(config.vendor_voices_file), config.vendor_voices_strict
-        )
-        self.vendor_voices.check()
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.
@@ -74,8 +87,8 @@ class SpeechService:
     def begin_drain(self) -> None:
         """Shutdown, step one: /ping turns unhealthy, new work is refused, sessions finish what they hold."""
         self.draining = True
-        for session in list(self.sessions):
-            session.drain()
+        for connection in list(self.connections):
+            connection.drain()
 
     def start(self) -> None:
         self.scheduler.start()

@@ -9,8 +9,8 @@ import logging
 from wyoming.server import AsyncServer
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.service import SpeechService
-from streamvoice.server.wyoming import SpeechHandler
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.wyoming.handler import SpeechHandler
 
 log = logging.getLogger("streamvoice.wyoming")
 

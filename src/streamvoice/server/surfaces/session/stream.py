@@ -14,19 +14,7 @@ from __future__ import annotations
 import contextlib
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.session_message import Message
-
-
-def check_opening(text: str, max_chars: int, msg_id: str | None) -> None:
-    """A streamed message's opening text past the stream's whole cap is that message's answer,
-    ``text_too_long`` (it was suppressed, and the empty stream answered ``empty_text``)."""
-    if len(text) > max_chars:
-        raise ProtocolError(
-            ErrorCode.TEXT_TOO_LONG,
-            f'"text" has {len(text)} characters; a streamed message holds at most {max_chars} in all. '
-            "Send less to begin with, the rest in appends or in a new message.",
-            msg_id,
-        )
+from streamvoice.server.surfaces.session.message import Message
 
 
 class StreamedMessages:
@@ -34,10 +22,11 @@ class StreamedMessages:
         self._open: list[Message] = []
 
     def start(self, job: Message, text: str) -> None:
-        """``text``: the opening text, already within the stream's cap (``check_opening``)."""
-        self._open.append(job)
+        """``text``: the opening text. Past the stream's whole cap it is that message's one answer,
+        ``text_too_long``, raised here by the utterance's own bound (``StreamBounds``)."""
         if text:
             job.utterance.append(text)
+        self._open.append(job)
 
     def append(self, uid: str | None, text: str) -> None:
         job = self._find(uid)

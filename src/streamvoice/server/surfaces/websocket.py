@@ -1,8 +1,10 @@
-"""What a WebSocket surface sends: frames in order, audio paced to the listener, every send bounded.
+"""A connection's frames over a WebSocket: received as text or bytes, sent in order, audio paced to the
+listener, every send bounded.
 
-Shared by every WebSocket adapter (the session protocol and the vendor protocols), so that a client
-that stops reading is closed the same way everywhere (1008 after ``send_timeout_s`` without progress) and
-no surface sends audio more than ``max_send_ahead_s`` ahead of its listener's playback.
+The transport of every WebSocket wire (the session protocol and the vendor protocols, through
+``connection.Connection``), so that a client that stops reading is closed the same way everywhere (1008
+after ``send_timeout_s`` without progress) and no wire sends audio more than ``max_send_ahead_s`` ahead
+of its listener's playback. Checked by ``pytest tests/test_websocket.py``.
 """
 
 from __future__ import annotations
@@ -11,24 +13,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from streamvoice.server.metrics import Metrics
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.connection import Disconnected
 
-log = logging.getLogger("streamvoice.session")
+log = logging.getLogger("streamvoice.connection")
 
 AUDIO_FRAME_BYTES = 32 * 1024
-CLOSE_WAIT_S = 1.0  # how long an aborted connection waits for its close frame to be taken
 
 
-class Disconnected(Exception):
-    """The client is gone (or was closed for not reading): nothing more can reach it."""
+def audio_frames(data: bytes) -> list[bytes]:
+    """Encoded audio as binary frames of at most ``AUDIO_FRAME_BYTES``."""
+    return [data[i : i + AUDIO_FRAME_BYTES] for i in range(0, len(data), AUDIO_FRAME_BYTES)]
 
 
-class WebSocketOutput:
+class WebSocketTransport:
     def __init__(
         self,
         ws: WebSocket,
@@ -36,7 +39,7 @@ class WebSocketOutput:
         sample_rate: int,
         send_timeout_s: float,
         max_send_ahead_s: float,
-        on_stalled: Callable[[], object],
+        on_stalled: Callable[[], object] = lambda: None,
         name: str = "",
     ) -> None:
         self.ws = ws
@@ -44,10 +47,23 @@ class WebSocketOutput:
         self._rate = sample_rate
         self._timeout_s = send_timeout_s
         self._ahead_s = max_send_ahead_s
-        self._on_stalled = on_stalled  # the client stopped reading: stop the work made for it
+        self.on_stalled = on_stalled  # the client stopped reading: stop the work made for it
         self._name = name
         # When the audio sent so far will have played out at the listener, if playback started on arrival.
         self._playout_end = 0.0
+
+    @classmethod
+    def of(cls, ws: WebSocket, service: SpeechService, name: str) -> WebSocketTransport:
+        """With the server's send timeout and send-ahead."""
+        config = service.config
+        return cls(
+            ws,
+            service.metrics,
+            service.sample_rate,
+            config.send_timeout_s,
+            config.max_send_ahead_s,
+            name=name,
+        )
 
     def restart_playout(self) -> None:
         """What was sent will not be played (barge-in): the listener's playback starts again now."""
@@ -67,12 +83,13 @@ class WebSocketOutput:
             now = time.monotonic()
         self._playout_end = max(self._playout_end, now) + samples / self._rate
 
-    async def audio(self, data: bytes, samples: int) -> int:
-        """Send encoded audio as binary frames, paced (``pace``)."""
-        await self.pace(samples)
-        for start in range(0, len(data), AUDIO_FRAME_BYTES):
-            await self.send(data[start : start + AUDIO_FRAME_BYTES])
-        return len(data)
+    async def receive(self) -> str | bytes | None:
+        """The next frame, text or bytes; None when the client went away."""
+        message = await self.ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        text = message.get("text")
+        return text if text is not None else (message.get("bytes") or b"")
 
     async def send(self, data: str | bytes) -> None:
         if self.ws.application_state != WebSocketState.CONNECTED:
@@ -85,7 +102,7 @@ class WebSocketOutput:
         except TimeoutError:
             log.warning("%s: client stopped reading for %.0f s; closing", self._name, self._timeout_s)
             self._metrics.count_error("slow_consumer")
-            self._on_stalled()
+            self.on_stalled()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.ws.close(1008, "client stopped reading audio"), timeout=2)
             raise Disconnected from None
@@ -100,34 +117,3 @@ class WebSocketOutput:
         with contextlib.suppress(RuntimeError, OSError):
             if self.ws.application_state == WebSocketState.CONNECTED:
                 await self.ws.close(code, reason)
-
-
-async def run_reader_and_writer(
-    read: Coroutine[Any, Any, None],
-    write: Coroutine[Any, Any, None],
-    output: WebSocketOutput,
-    aborted: Callable[[], tuple[int, str] | None],
-) -> None:
-    """A connection's reader and writer until one ends (the session protocol and the vendor sockets).
-
-    The reader ends by queueing a close, and the writer answers what was queued before it, then closes;
-    except when the reader gave up on the client (``aborted``: the replies it cannot take passed the cap):
-    nothing queued can reach it, so the connection closes now. Waiting for the writer kept the listener
-    slot behind an open answer after the client had gone (``tests/test_vendor_socket.py``).
-    """
-    reader = asyncio.ensure_future(read)
-    writer = asyncio.ensure_future(write)
-    try:
-        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-        if writer in done:
-            reader.cancel()
-        elif (why := aborted()) is not None:
-            writer.cancel()
-            with contextlib.suppress(TimeoutError):  # a client that reads nothing may never take the close
-                await asyncio.wait_for(output.close(*why), CLOSE_WAIT_S)
-        else:
-            await writer
-    finally:
-        for task in (reader, writer):
-            task.cancel()
-        await asyncio.gather(reader, writer, return_exceptions=True)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.voices import LANGUAGES, VoiceError
 from streamvoice.protocol import DEFAULT_VOICE, MAX_VOICE_CHARS, ErrorCode, ProtocolError
+from streamvoice.server.core.service import SpeechService
 
 log = logging.getLogger("streamvoice.vendor")
 
@@ -84,6 +86,22 @@ class VendorVoices:
             self._told.add(name)
             log.info("%s voice %r is not ours and not mapped: speaking with %s", vendor, name[:64], default)
         return default
+
+
+_BY_SERVICE: weakref.WeakKeyDictionary[SpeechService, VendorVoices] = weakref.WeakKeyDictionary()
+
+
+def vendor_voices(service: SpeechService) -> VendorVoices:
+    """The service's vendor voice map (``STREAMVOICE_VENDOR_VOICES_FILE``), read once. The app asks for it at
+    start (``check``), so a bad file stops the server before a caller finds it; the core knows nothing of it."""
+    voices = _BY_SERVICE.get(service)
+    if voices is None:
+        config = service.config
+        voices = VendorVoices(
+            service.engine, load_vendor_voices(config.vendor_voices_file), config.vendor_voices_strict
+        )
+        _BY_SERVICE[service] = voices
+    return voices
 
 
 def vendor_language(raw: object, keep_unknown: bool = True) -> str | None:

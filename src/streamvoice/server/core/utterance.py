@@ -36,9 +36,9 @@ from numpy.typing import NDArray
 from streamvoice.engine.alignment import shift
 from streamvoice.engine.planning import Piece
 from streamvoice.protocol import ErrorCode, Pauses, ProtocolError
-from streamvoice.server.lane import Lane
-from streamvoice.server.piece_audio import PieceAudio, Words
-from streamvoice.server.requests import ResolvedRequest
+from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.piece_audio import PieceAudio, Words
+from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 from streamvoice.text.pronounce import MAX_SILENCE_MS
 

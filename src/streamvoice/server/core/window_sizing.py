@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from streamvoice.engine.windows import FRAME_S
-from streamvoice.server.scheduler import Policy
+from streamvoice.server.core.scheduler import Policy
 
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40  # 1 s of audio; a newcomer's first window may wait for one

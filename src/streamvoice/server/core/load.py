@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 
 from streamvoice.engine.windows import FRAME_S
-from streamvoice.server.admission import DecodeSpeed, measured_capacity
-from streamvoice.server.window_sizing import WindowCost
+from streamvoice.server.core.admission import DecodeSpeed, measured_capacity
+from streamvoice.server.core.window_sizing import WindowCost
 
 STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
 INITIAL_RTF = 0.5  # seconds of work per second of audio assumed before the warm-up measures it

@@ -44,15 +44,15 @@ from streamvoice.protocol import (
     validate_speed,
     whole_number,
 )
-from streamvoice.server.guards import authorized, listing_service, service_of, unauthorized
-from streamvoice.server.http_front import ClientLeft, start_answer, until_disconnect
-from streamvoice.server.openai_api import models as openai_models
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest, SessionDefaults
-from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import encoded
-from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, context_id, serve
-from streamvoice.server.vendor_voices import vendor_language
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.connection import Answer
+from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
+from streamvoice.server.surfaces.guards import authorized, listing_service, service_of, unauthorized
+from streamvoice.server.surfaces.http_answer import ClientLeft, start_answer, until_disconnect
+from streamvoice.server.surfaces.http_stream import encoded
+from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "ElevenLabs"
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -96,7 +96,7 @@ def resolve(
     lang: object = None,
 ) -> ResolvedRequest:
     our_format, rate = output_format(fmt)
-    voice = service.vendor_voices.resolve(voice_id, VENDOR)
+    voice = vendor_voices(service).resolve(voice_id, VENDOR)
     return service.requests.resolve(
         text,
         SessionDefaults(),
@@ -204,7 +204,7 @@ class ElevenLabsSocket(ContextSocket):
         )  # checked before the accept: a bad format or voice is a refused upgrade's reason
         self._single_done = False
 
-    async def on_frame(self, obj: dict[str, Any]) -> bool:
+    async def on_object(self, obj: dict[str, Any]) -> bool:
         cid = (context_id(obj.get("context_id", obj.get("contextId"))) if self.multi else "0") or "default"
         if obj.get("close_socket") is True:
             for open_ctx in list(self.open.values()):
@@ -280,7 +280,7 @@ class ElevenLabsSocket(ContextSocket):
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         return ws_error(error, context_id if self.multi else None)
 
-    def after_answer(self, ctx: Context) -> bool:
+    def after_answer(self, answer: Answer) -> bool:
         return not self.multi
 
 
@@ -340,7 +340,7 @@ async def _timestamped(started: Any) -> AsyncGenerator[tuple[bytes, list[Char]]]
     """Audio chunks with the characters that start in them, times from the answer's start."""
     pending: list[Char] = []
     said = False
-    async with aclosing(encoded(started.resolved, started.first, started.pieces)) as chunks:
+    async with aclosing(encoded(started.first, started.pieces)) as chunks:
         async for data in chunks:
             if isinstance(data, Words):
                 pending += characters(data.times, said)
@@ -413,9 +413,7 @@ async def voices(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    """ElevenLabs' model list for its clients (they send ``xi-api-key``); OpenAI's otherwise."""
-    if "xi-api-key" not in request.headers:
-        return await openai_models(request)
+    """ElevenLabs' model list (``GET /v1/models`` with ``xi-api-key``: the app routes it here)."""
     if not authorized(request, service_of(request)):
         return http_error(unauthorized())
     languages = [{"language_id": ours, "name": name} for ours, name in LANGUAGES.values()]
@@ -444,5 +442,4 @@ ROUTES = [
     Route("/v1/text-to-speech/{voice_id}/with-timestamps", with_timestamps, methods=["POST"]),
     Route("/v1/text-to-speech/{voice_id}/stream/with-timestamps", stream_with_timestamps, methods=["POST"]),
     Route("/v1/voices", voices, methods=["GET"]),
-    Route("/v1/models", models, methods=["GET"]),
 ]

@@ -21,10 +21,11 @@ from starlette.responses import Response
 
 from streamvoice.asgi import error_response
 from streamvoice.protocol import ProtocolError, parse_json_object
-from streamvoice.server.guards import authorized, reserve, service_of, unauthorized
-from streamvoice.server.requests import ResolvedRequest
-from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import Item, TimedStream, audio_body, first_audio
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.slots import reserve
+from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
+from streamvoice.server.surfaces.http_stream import Item, TimedStream, audio_body, first_audio
 
 
 @dataclass

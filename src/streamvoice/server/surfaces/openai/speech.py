@@ -41,12 +41,13 @@ from streamvoice.protocol import (
     required_text,
     validate_speed,
 )
-from streamvoice.server.guards import authorized, listing_service, service_of, unauthorized
-from streamvoice.server.http_front import Started, start_answer
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest, SessionDefaults
-from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import Item, TimedStream, audio_body, encoded, sse_event
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.guards import authorized, listing_service, service_of, unauthorized
+from streamvoice.server.surfaces.http_answer import Started, start_answer
+from streamvoice.server.surfaces.http_stream import Item, TimedStream, audio_body, encoded, sse_event
+from streamvoice.server.surfaces.rendering import Sound
 
 FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 CONTENT_TYPES = {
@@ -203,7 +204,7 @@ async def speech(request: Request) -> Response:
     speech, resolved, config = started.parsed, started.resolved, started.service.config
     if speech.stream_format == "sse":
         samples = SampleCount()
-        chunks = encoded(resolved, started.first, samples.count(started.pieces))
+        chunks = encoded(*samples.counted(started.first, started.pieces))
         body = _speech_sse(chunks, lambda: usage(speech.input, samples.value, SAMPLE_RATE))
         media = "text/event-stream"
     else:
@@ -252,7 +253,6 @@ async def models(request: Request) -> Response:
 ROUTES = [
     Route("/v1/audio/speech", speech, methods=["POST"]),
     Route("/v1/audio/voices", voices, methods=["GET"]),
-    Route("/v1/models", models, methods=["GET"]),
 ]
 
 
@@ -265,12 +265,20 @@ class SampleCount:
     def __init__(self) -> None:
         self.value = 0
 
-    async def count(self, items: AsyncGenerator[Item]) -> AsyncGenerator[Item]:
+    def counted(self, first: Item, rest: AsyncGenerator[Item]) -> tuple[Item, AsyncGenerator[Item]]:
+        """The answer's items, counted as they pass (the first one too)."""
+        self._add(first)
+        return first, self._count(rest)
+
+    async def _count(self, items: AsyncGenerator[Item]) -> AsyncGenerator[Item]:
         async with aclosing(items):
             async for item in items:
-                if not isinstance(item, Words):
-                    self.value += item.size
+                self._add(item)
                 yield item
+
+    def _add(self, item: Item) -> None:
+        if isinstance(item, Sound):
+            self.value += item.samples
 
 
 def _failure(exc: ProtocolError) -> dict[str, Any]:

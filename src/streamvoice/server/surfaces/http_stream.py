@@ -1,5 +1,5 @@
-"""A synthesis streamed as an HTTP body (``POST /invocations``): encoded audio per decoded window, or SSE
-events with base64 audio for InvokeEndpointWithResponseStream callers; an unread stream times out.
+"""An answer streamed as an HTTP body, for every HTTP route: encoded audio per decoded window (or the SSE
+events of ``/invocations``), the first item awaited before the headers, and a stream nobody reads timed out.
 """
 
 from __future__ import annotations
@@ -8,22 +8,19 @@ import base64
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from streamvoice.asgi import TimedStreamingResponse
-from streamvoice.audio.output import AudioOutput
 from streamvoice.engine.alignment import as_json
-from streamvoice.server.guards import Slot
-from streamvoice.server.metrics import Metrics
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest
-from streamvoice.server.service import SpeechService
-from streamvoice.server.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.slots import Slot
+from streamvoice.server.core.utterance import Failed, Utterance
+from streamvoice.server.surfaces.rendering import Sound, encoded_events
 
 log = logging.getLogger("streamvoice.server")
 
@@ -51,7 +48,7 @@ class TimedStream(TimedStreamingResponse):
         )
 
 
-Item = NDArray[np.float32] | Words
+Item = Sound | Words  # encoded audio (``rendering``) and word times, in speaking order
 
 
 async def first_audio(
@@ -65,7 +62,9 @@ async def first_audio(
     slot.admit(can_wait=False)
     utterance = service.utterance(request)
     utterance.say()
-    pieces = audio_items(utterance, lambda: service.metrics.observe_first_audio(time.monotonic() - asked_at))
+    pieces = audio_items(
+        utterance, request, lambda: service.metrics.observe_first_audio(time.monotonic() - asked_at)
+    )
     try:
         return await anext(pieces), pieces
     except BaseException:
@@ -73,50 +72,39 @@ async def first_audio(
         raise
 
 
-async def audio_items(utterance: Utterance, on_first_audio: Callable[[], None]) -> AsyncGenerator[Item]:
-    """The utterance's audio and word times; its one error raised (the status may still be unsent).
-    ``on_first_audio``: when its first audio is ready (the time-to-first-audio metric, as on the sockets)."""
-    heard = False
-    async with aclosing(utterance.events()) as events:  # a caller that leaves stops the work at once
-        async for event in events:
+async def audio_items(
+    utterance: Utterance, request: ResolvedRequest, on_first_audio: Callable[[], None]
+) -> AsyncGenerator[Item]:
+    """The utterance's encoded audio and word times (``rendering.encoded_events``); its one error raised (the
+    status may still be unsent)."""
+    async with aclosing(encoded_events(utterance, request, on_first_audio)) as events:
+        async for event in events:  # closing this stops the work at once: a caller that left
             if isinstance(event, Failed):
                 raise event.error
-            if isinstance(event, np.ndarray) and event.size and not heard:
-                heard = True
-                on_first_audio()
-            if not isinstance(event, PieceStarted | PieceEnded | Completed):
+            if isinstance(event, Words) or (isinstance(event, Sound) and event.data):
                 yield event
 
 
-async def _chain(first: Item, rest: AsyncIterator[Item]) -> AsyncIterator[Item]:
+async def chained(first: Item, rest: AsyncGenerator[Item]) -> AsyncGenerator[Item]:
+    """The first item (awaited before the headers) and the rest; closing it stops the work behind it."""
     yield first
-    async for item in rest:
-        yield item
-
-
-async def encoded(
-    request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
-) -> AsyncGenerator[bytes | Words]:
-    """Encoded audio as it is ready, word times passed through in their place."""
-    output = AudioOutput(request.format, request.sample_rate)
     async with aclosing(rest):  # a client that leaves (or times out) releases the queued model work
-        async for item in _chain(first, rest):
-            if isinstance(item, Words):
-                yield item
-                continue
-            data = output.encode(item)
-            if data:
-                yield data
-    tail = output.flush()
-    if tail:
-        yield tail
+        async for item in rest:
+            yield item
+
+
+async def encoded(first: Item, rest: AsyncGenerator[Item]) -> AsyncGenerator[bytes | Words]:
+    """Encoded audio as it is ready, word times passed through in their place."""
+    async with aclosing(chained(first, rest)) as items:
+        async for item in items:
+            yield item.data if isinstance(item, Sound) else item
 
 
 async def audio_body(
     request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
 ) -> AsyncGenerator[bytes]:
     """The audio alone (word times need the SSE form)."""
-    async with aclosing(encoded(request, first, rest)) as chunks:
+    async with aclosing(encoded(first, rest)) as chunks:
         async for data in chunks:
             if isinstance(data, bytes):
                 yield data
@@ -135,7 +123,7 @@ async def sse_body(
 
     yield sse_event({"type": "audio_start", "format": request.format, "sample_rate": request.sample_rate})
     seq = 0
-    async with aclosing(encoded(request, first, rest)) as chunks:
+    async with aclosing(encoded(first, rest)) as chunks:
         async for data in chunks:
             if isinstance(data, Words):
                 yield sse_event({"type": "alignment", "words": as_json(data.times)})

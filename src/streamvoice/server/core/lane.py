@@ -26,12 +26,12 @@ from streamvoice.engine.timing import pause_samples
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN, WindowCap, WindowPlan
 from streamvoice.protocol import MAX_SPEED, MIN_SPEED, Pauses
-from streamvoice.server.config import ServerConfig
-from streamvoice.server.load import Load
-from streamvoice.server.metrics import Metrics
-from streamvoice.server.piece_audio import PieceAudio
-from streamvoice.server.scheduler import Requeue, SynthesisScheduler
-from streamvoice.server.window_sizing import window_cap
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.load import Load
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.piece_audio import PieceAudio
+from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
+from streamvoice.server.core.window_sizing import window_cap
 
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5

@@ -39,14 +39,14 @@ from streamvoice.protocol import (
     validate_speed,
     whole_number,
 )
-from streamvoice.server.guards import listing_service
-from streamvoice.server.http_front import start_answer
-from streamvoice.server.piece_audio import Words
-from streamvoice.server.requests import ResolvedRequest, SessionDefaults
-from streamvoice.server.service import SpeechService
-from streamvoice.server.streams import encoded, sse_event
-from streamvoice.server.vendor_socket import Context, ContextSocket, Frame, b64, context_id, serve
-from streamvoice.server.vendor_voices import vendor_language
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
+from streamvoice.server.surfaces.guards import listing_service
+from streamvoice.server.surfaces.http_answer import start_answer
+from streamvoice.server.surfaces.http_stream import encoded, sse_event
+from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "Cartesia"
 ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "ulaw", "pcm_alaw": "alaw"}
@@ -104,7 +104,7 @@ def resolve(
     service: SpeechService, obj: dict[str, Any], text: str = "", containers: tuple[str, ...] = ("raw",)
 ) -> ResolvedRequest:
     fmt, rate = output_format(obj.get("output_format"), containers)
-    voice = service.vendor_voices.resolve(_voice(obj.get("voice")), VENDOR)
+    voice = vendor_voices(service).resolve(_voice(obj.get("voice")), VENDOR)
     return service.requests.resolve(
         text,
         SessionDefaults(),
@@ -145,7 +145,7 @@ class CartesiaSocket(ContextSocket):
         super().__init__(ws, service, connection_id)
         self._unnamed = 0
 
-    async def on_frame(self, obj: dict[str, Any]) -> bool:
+    async def on_object(self, obj: dict[str, Any]) -> bool:
         cid = context_id(obj.get("context_id"))
         if cid is None:
             self._unnamed += 1
@@ -249,7 +249,7 @@ async def tts_sse(request: Request) -> Response:
 
     async def body() -> AsyncGenerator[bytes]:
         try:
-            async with aclosing(encoded(started.resolved, started.first, started.pieces)) as chunks:
+            async with aclosing(encoded(started.first, started.pieces)) as chunks:
                 async for data in chunks:
                     if isinstance(data, Words):
                         if started.parsed and data.times:

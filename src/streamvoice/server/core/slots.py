@@ -1,23 +1,11 @@
-"""Who may start work, and whether the server can take it now: one answer for every surface (the session
-protocol, ``/invocations``, the OpenAI routes and Wyoming), so limits and auth never drift apart."""
+"""A caller's room in the server: the session cap and the listener slot it holds, and why new work cannot
+start now. One answer for every surface (the session protocol, HTTP, the vendor wires and Wyoming), so limits
+never drift apart; free of any transport, so a surface on a raw socket (Wyoming) uses it as the web ones do."""
 
 from __future__ import annotations
 
-from starlette.requests import HTTPConnection
-
-from streamvoice.protocol import UNAUTHORIZED_HINT, ErrorCode, ProtocolError, key_authorized
-from streamvoice.server.service import SpeechService
-
-
-def unauthorized() -> ProtocolError:
-    """A fresh error each time (a shared instance raised again and again rebinds its traceback), naming the
-    key header of every wire this server speaks."""
-    return ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT)
-
-
-def service_of(conn: HTTPConnection) -> SpeechService | None:
-    """The service the lifespan yielded (Starlette copies it into each request's state)."""
-    return getattr(conn.state, "service", None)
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.service import SpeechService
 
 
 def unavailable(service: SpeechService | None, new_work: bool = True) -> ProtocolError | None:
@@ -32,22 +20,6 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
             ErrorCode.SERVER_BUSY, f"the server holds {cap} sessions and streams; retry later"
         )
     return None
-
-
-def listing_service(conn: HTTPConnection) -> SpeechService:
-    """The service for a route that only reads its state (voices, metrics): behind the token, and there
-    once the model is loaded; otherwise the ``ProtocolError`` to answer in the route's shape."""
-    service = service_of(conn)
-    if not authorized(conn, service):
-        raise unauthorized()
-    if service is None:
-        raise ProtocolError(ErrorCode.NOT_READY, "the server is starting")
-    return service
-
-
-def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
-    token = service.config.auth_token if service is not None else None
-    return key_authorized(conn.headers.get, token)
 
 
 class Slot:

@@ -1,0 +1,480 @@
+"""The one connection runtime every socket wire stands on: the session protocol, the vendors' sockets and Wyoming.
+
+A connection carries answers (a session's messages, a vendor's contexts, a Wyoming utterance) in the order
+they were opened, on one listener lane. What is written here once, and nowhere else:
+
+- two tasks: the reader parses frames as they arrive and never stops reading (a client's keepalive pongs
+  travel behind its data; a paused reader would get a busy client disconnected), the writer answers what
+  the reader queued, in order, so audio never interleaves and every answer gets exactly one ending;
+- ``idle_timeout_s`` without a frame (while nothing is queued) and ``session_lifetime_s`` end the
+  connection, told in the wire's shape first (``closing_frame``);
+- at most ``MAX_PENDING_REPLIES`` replies wait unsent: past it the client reads nothing, no answer can reach
+  it, so the connection closes at once, its answers cancelled and its listener slot freed;
+- a client that stops reading is closed by the transport (1008 after ``send_timeout_s``);
+- the admission gate (one planner per connection, in answer order; a listener slot held before planning),
+  and the slot given back when the connection goes idle or away;
+- drain: queued answers finish, new ones are refused ``going_away``, then 1001; event-driven, no polling;
+- the upgrade (``serve``): the key before anything else, the session cap counted before any ``await``, the
+  wire's own checks, then the connection; a refusal in the wire's shape with one close-code rule.
+
+A wire subclasses ``Connection``: ``on_frame`` parses one frame into calls on its answers, the render
+methods turn the utterance's events (``rendering.encoded_events``) into frames. Checked by
+``pytest tests/test_connection.py`` and every wire's tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.websockets import WebSocket
+
+from streamvoice.engine.alignment import WordTime
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.slots import reserve
+from streamvoice.server.core.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.surfaces.guards import authorized, service_of
+from streamvoice.server.surfaces.rendering import Sound, encoded_events, speech_ends
+
+log = logging.getLogger("streamvoice.connection")
+
+# Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
+# the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
+MAX_PENDING_REPLIES = 1024
+CLOSE_WAIT_S = 1.0  # how long an aborted connection waits for its close frame to be taken
+
+
+class Disconnected(Exception):
+    """The client is gone (or was closed for not reading): nothing more can reach it."""
+
+
+class Transport[F](Protocol):
+    """How a connection's frames travel: a WebSocket (``websocket.WebSocketTransport``) or Wyoming's TCP."""
+
+    on_stalled: Callable[[], object]  # the client stopped reading: the connection stops the work made for it
+
+    async def receive(self) -> F | None:
+        """The next frame; None when the client went away."""
+        ...
+
+    async def send(self, frame: F) -> None:
+        """Bounded by the send timeout; ``Disconnected`` when the frame cannot reach the client."""
+        ...
+
+    async def pace(self, samples: int) -> None:
+        """Wait until ``samples`` more of audio may leave (never far ahead of the listener's playback)."""
+        ...
+
+    def restart_playout(self) -> None:
+        """What was sent will not be played (barge-in): the listener's playback starts again now."""
+        ...
+
+    async def close(self, code: int, reason: str, last: F | None = None) -> None:
+        """Send ``last`` if the client is still there, then close."""
+        ...
+
+
+@dataclass(eq=False)
+class Answer:
+    """One answer on a connection: its id on the wire, its request, its utterance."""
+
+    id: str | None
+    request: ResolvedRequest
+    utterance: Utterance
+    opened_at: float  # monotonic
+    first_audio_at: float | None = None
+    sent_samples: int = 0  # at the model's rate, in the frames rendered so far
+
+
+@dataclass(frozen=True)
+class Closing[F]:
+    code: int = 1000
+    reason: str = ""
+    frame: F | None = None  # told before the close
+
+
+@dataclass(frozen=True)
+class DrainCheck:
+    """Queued when a drain begins: the writer ends the connection once nothing is queued before it."""
+
+
+class Connection[F]:
+    """A wire's connection: subclass it, supply ``on_frame`` and the render methods."""
+
+    name = "connection"  # in the logs: "<name>=<id>"
+
+    def __init__(self, transport: Transport[F], service: SpeechService, connection_id: str) -> None:
+        self.transport = transport
+        self.service = service
+        self.connection_id = connection_id
+        self.utterances = service.utterances()
+        self.utterances.on_restart = transport.restart_playout  # the listener's playback starts again
+        transport.on_stalled = self.cancel
+        self.answering: list[Answer] = []  # every answer not yet finished, in order
+        self._outbox: asyncio.Queue[Answer | Closing[F] | DrainCheck | _Reply[F]] = asyncio.Queue()
+        self._notices: asyncio.Queue[F] = asyncio.Queue()  # sent at once, not behind answers (``notice``)
+        self._started = time.monotonic()
+        self._draining = False
+        self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
+
+    # -- the wire's side ----------------------------------------------------------------------------
+    async def on_frame(self, frame: F) -> bool:
+        """One client frame; True when the client asked to close (after what is queued)."""
+        raise NotImplementedError
+
+    def refused(self, error: ProtocolError) -> None:
+        """A frame the wire could not take: answer it (``reply`` in order, or ``notice`` now)."""
+        raise NotImplementedError
+
+    def closing_frame(self, code: ErrorCode, message: str) -> F | None:
+        """What the client is told before the server ends the connection (idle, lifetime, drain, a bug)."""
+        return None
+
+    def render_started(self, answer: Answer, index: int) -> list[F]:
+        return []
+
+    def render_words(self, answer: Answer, times: list[WordTime]) -> list[F]:
+        return []
+
+    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[F]:
+        """``data`` encoded, covering ``samples`` at the model's rate after ``answer.sent_samples``."""
+        raise NotImplementedError
+
+    def render_piece_ended(self, answer: Answer, index: int) -> list[F]:
+        return []
+
+    def render_completed(self, answer: Answer, done: Completed) -> list[F]:
+        return []
+
+    def render_failed(self, answer: Answer, error: ProtocolError) -> list[F]:
+        """The answer's one error (cancelled, nothing speakable, a failed synthesis); the wire counts what it
+        reports as an error (``count_error``)."""
+        return []
+
+    def finished(self, answer: Answer) -> None:
+        """The answer is over, however it ended (the wire forgets it)."""
+
+    def after_answer(self, answer: Answer) -> bool:
+        """True to close once this answer is sent (ElevenLabs' single stream-input)."""
+        return False
+
+    # -- what the service sees ----------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """An answer is queued or in flight (what an autoscaler counts; an idle open connection is cheap)."""
+        return bool(self.answering)
+
+    def speaking_until(self) -> float:
+        """When (monotonic) the audio of every answer queued will have played, as far as can be told now."""
+        return speech_ends(self.answering, self.utterances.lane.play_end, time.monotonic())
+
+    def drain(self) -> None:
+        if not self._draining:
+            self._draining = True
+            self._outbox.put_nowait(DrainCheck())
+
+    @property
+    def draining(self) -> bool:
+        return self._draining
+
+    # -- queueing -----------------------------------------------------------------------------------
+    def reply(self, frame: F | None) -> None:
+        """Queue a frame behind the answers already queued."""
+        if frame is not None:
+            self._outbox.put_nowait(_Reply(frame))
+
+    def notice(self, frame: F | None) -> None:
+        """Send a frame now, not behind the answers queued (the vendors' wires name the answer in every
+        message, so a refusal need not wait for other answers' audio)."""
+        if frame is not None:
+            self._notices.put_nowait(frame)
+
+    def count_error(self, error: ProtocolError) -> None:
+        self.service.metrics.count_error(str(error.code))
+
+    def open_answer[A: Answer](self, answer: A) -> A:
+        """Queue an accepted answer: it is answered in order, after every answer opened before it."""
+        self.answering.append(answer)
+        self.service.metrics.count_message()
+        self._outbox.put_nowait(answer)
+        return answer
+
+    def previous(self) -> Answer | None:
+        return self.answering[-1] if self.answering else None
+
+    def refusal(self, limit_noun: str, what_to_do: str) -> ProtocolError | None:
+        """Why this connection takes no more answers now (shutting down, or its queue is full), if so."""
+        if self._draining:
+            why = "the server is shutting down; open a new connection (to another instance) and resend"
+            return ProtocolError(ErrorCode.GOING_AWAY, why)
+        limit = self.service.config.max_queued_messages
+        if len(self.answering) >= limit:
+            why = f"{len(self.answering)} {limit_noun} are open on this connection (limit {limit}); {what_to_do}"
+            return ProtocolError(ErrorCode.QUEUE_FULL, why)
+        return None
+
+    async def gate(self, previous: Answer | None) -> None:
+        """Before an answer is planned: the one before it is planned (one planner per connection, in answer
+        order, so deadlines follow speaking order and a client cannot occupy the planning thread with many
+        answers at once), and a listener slot is held (``server_busy`` if none frees in time)."""
+        if previous is not None:
+            await previous.utterance.planned()
+        admission = self.service.admission
+        await admission.wait(self)
+        if not admission.holds(self):
+            raise admission.busy("this connection's wait for a listener slot ran out")
+
+    def cancel(self, target: str | None = None) -> list[Answer]:
+        """Stop the answer with this id (None: every one); those cancelled."""
+        cancelled = self.utterances.cancel(target)  # restarts the playout when the one speaking goes
+        return [a for a in self.answering if a.utterance in cancelled]
+
+    # -- running ------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        self.service.connections.add(self)
+        notices = asyncio.create_task(self._notice_loop(), name=f"notices-{self.connection_id}")
+        try:
+            await run_reader_and_writer(
+                self._read_guarded(), self._write_loop(), self.transport, lambda: self._aborted
+            )
+        finally:
+            notices.cancel()
+            self.cancel()
+            await asyncio.gather(notices, return_exceptions=True)
+            self.service.connections.discard(self)
+            self.service.admission.leave(self)
+
+    def _closing(self, code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing[F]:
+        return Closing(close_code, reason, self.closing_frame(code, message))
+
+    async def _read_guarded(self) -> None:
+        try:
+            await self._read_loop()
+        except Exception:
+            # A bug in the reader must not leave the writer waiting forever and the listener slot taken.
+            log.exception("%s=%s: reader failed; closing", self.name, self.connection_id)
+            message = "the connection failed; reconnect"
+            await self._outbox.put(self._closing(ErrorCode.INTERNAL, "internal error", message, 1011))
+
+    async def _read_loop(self) -> None:
+        cfg = self.service.config
+        while True:
+            left = cfg.session_lifetime_s - (time.monotonic() - self._started)
+            if left <= 0:
+                why = f"connections last at most {cfg.session_lifetime_s:g} s; open a new one to go on"
+                await self._outbox.put(self._closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
+                return
+            try:
+                frame = await asyncio.wait_for(
+                    self.transport.receive(), timeout=min(cfg.idle_timeout_s, left)
+                )
+            except TimeoutError:
+                if self.answering or time.monotonic() - self._started >= cfg.session_lifetime_s:
+                    continue  # busy, or the lifetime check above ends the connection
+                why = f"no message for {cfg.idle_timeout_s:g} s; the connection is closed"
+                await self._outbox.put(self._closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
+                return
+            if frame is None:
+                self.cancel()
+                await self._outbox.put(Closing(1000, "client went away"))
+                return
+            if self._outbox.qsize() + self._notices.qsize() > MAX_PENDING_REPLIES:
+                self.service.metrics.count_error("too_many_pending")
+                self._aborted = (1008, "too many unanswered frames")  # closed at once, answers cancelled
+                self.cancel()
+                return
+            try:
+                if await self.on_frame(frame):
+                    await self._outbox.put(Closing(1000, "client closed"))
+                    return
+            except ProtocolError as exc:
+                self.count_error(exc)
+                self.refused(exc)
+            except Exception:
+                log.exception("%s=%s: frame handling failed", self.name, self.connection_id)
+                internal = ProtocolError(ErrorCode.INTERNAL, "the server could not handle this message")
+                self.count_error(internal)
+                self.refused(internal)
+
+    async def _write_loop(self) -> None:
+        try:
+            while True:
+                item = await self._outbox.get()
+                if isinstance(item, Closing):
+                    await self.transport.close(item.code, item.reason, item.frame)
+                    return
+                if isinstance(item, DrainCheck):
+                    if self._outbox.empty():
+                        message = "the server is shutting down; reconnect to go on"
+                        done = self._closing(ErrorCode.GOING_AWAY, "server shutting down", message, 1001)
+                        await self.transport.close(done.code, done.reason, done.frame)
+                        return
+                    await self._outbox.put(item)  # answer what arrived first, then look again
+                    continue
+                if isinstance(item, _Reply):
+                    await self.transport.send(item.frame)
+                    continue
+                try:
+                    await self._answer(item)
+                except Disconnected:
+                    raise
+                except Exception as exc:  # a bug while answering: this answer fails, the connection goes on
+                    log.error(
+                        "%s=%s: answering failed: %s", self.name, self.connection_id, type(exc).__name__
+                    )
+                    item.utterance.cancel()
+                    failed = ProtocolError(ErrorCode.SYNTHESIS_FAILED, "could not answer this message")
+                    await self._send(self.render_failed(item, failed))
+                finally:
+                    self._finish(item)
+                if self.after_answer(item):
+                    await self.transport.close(1000, "stream ended")
+                    return
+        except Disconnected:
+            self.cancel()
+
+    def _finish(self, answer: Answer) -> None:
+        self.finished(answer)
+        self.utterances.done(answer.utterance)
+        if answer in self.answering:
+            self.answering.remove(answer)
+        if not self.answering:
+            self.service.admission.idle(self)  # the slot goes unless the next answer comes
+
+    async def _notice_loop(self) -> None:
+        try:
+            while True:
+                await self.transport.send(await self._notices.get())
+        except Disconnected:
+            self.cancel()
+
+    async def _answer(self, answer: Answer) -> None:
+        """The answer's events as the wire's frames, audio paced to the listener."""
+
+        def first_audio() -> None:
+            answer.first_audio_at = time.monotonic()
+            self.service.metrics.observe_first_audio(answer.first_audio_at - answer.opened_at)
+
+        carried = 0  # samples whose audio the encoder still holds (MP3): they go with the next bytes
+        async with aclosing(encoded_events(answer.utterance, answer.request, first_audio)) as events:
+            async for event in events:
+                match event:
+                    case Sound(data=data, samples=samples):
+                        await self.transport.pace(samples)
+                        if not data:
+                            carried += samples
+                            continue
+                        frames = self.render_audio(answer, data, samples + carried)
+                        answer.sent_samples += samples + carried
+                        carried = 0
+                        await self._send(frames)
+                    case PieceStarted(index=index):
+                        await self._send(self.render_started(answer, index))
+                    case PieceEnded(index=index):
+                        await self._send(self.render_piece_ended(answer, index))
+                    case Completed():
+                        await self._send(self.render_completed(answer, event))
+                    case Failed(error=error):
+                        await self._send(self.render_failed(answer, error))
+                    case _:
+                        await self._send(self.render_words(answer, event.times))
+
+    async def _send(self, frames: list[F]) -> None:
+        for frame in frames:
+            await self.transport.send(frame)
+
+
+@dataclass(frozen=True)
+class _Reply[F]:
+    frame: F
+
+
+async def run_reader_and_writer(
+    read: Coroutine[Any, Any, None],
+    write: Coroutine[Any, Any, None],
+    transport: Transport[Any],
+    aborted: Callable[[], tuple[int, str] | None],
+) -> None:
+    """A connection's reader and writer until one ends.
+
+    The reader ends by queueing a close, and the writer answers what was queued before it, then closes;
+    except when the reader gave up on the client (``aborted``: the replies it cannot take passed the cap):
+    nothing queued can reach it, so the connection closes now. Waiting for the writer kept the listener
+    slot behind an open answer after the client had gone (``tests/test_connection.py``).
+    """
+    reader = asyncio.ensure_future(read)
+    writer = asyncio.ensure_future(write)
+    try:
+        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        if writer in done:
+            reader.cancel()
+        elif (why := aborted()) is not None:
+            writer.cancel()
+            with contextlib.suppress(TimeoutError):  # a client that reads nothing may never take the close
+                await asyncio.wait_for(transport.close(*why), CLOSE_WAIT_S)
+        else:
+            await writer
+    finally:
+        for task in (reader, writer):
+            task.cancel()
+        await asyncio.gather(reader, writer, return_exceptions=True)
+
+
+def close_code(error: ProtocolError) -> int:
+    """The one rule for closing a refused WebSocket: 1001 shutting down, 1013 try again later (busy, not
+    ready), 1008 fix the call (a bad voice, format or key)."""
+    if error.code == ErrorCode.GOING_AWAY:
+        return 1001
+    return 1013 if error.http_status >= 500 else 1008
+
+
+async def serve(
+    ws: WebSocket,
+    make: Callable[[WebSocket, SpeechService, str], Connection[Any]],
+    refusal: Callable[[ProtocolError], str | bytes],
+    connection_id: Callable[[WebSocket], str | None] = lambda ws: None,
+) -> None:
+    """A WebSocket connection's life, for every wire: the key before the upgrade (a caller without it learns
+    nothing about the server and gets 403), the session cap counted before any await (simultaneous callers
+    cannot all pass it), the wire's own checks of the URL (``make``), then the connection."""
+    service = service_of(ws)
+    if not authorized(ws, service):
+        await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
+        return
+    try:
+        slot = reserve(service, "session")
+    except ProtocolError as problem:
+        await _refuse(ws, problem, refusal)
+        return
+    assert service is not None
+    try:
+        conn = make(ws, service, connection_id(ws) or uuid.uuid4().hex[:12])
+    except ProtocolError as problem:
+        slot.release()
+        service.metrics.count_error(str(problem.code))
+        await _refuse(ws, problem, refusal)
+        return
+    try:
+        await ws.accept()
+        await conn.run()
+    finally:
+        slot.release()
+
+
+async def _refuse(
+    ws: WebSocket, problem: ProtocolError, refusal: Callable[[ProtocolError], str | bytes]
+) -> None:
+    """Why no connection starts, in the wire's shape, then the close (``close_code``)."""
+    await ws.accept()
+    frame = refusal(problem)
+    await (ws.send_text(frame) if isinstance(frame, str) else ws.send_bytes(frame))
+    await ws.close(close_code(problem), str(problem.code).replace("_", " "))

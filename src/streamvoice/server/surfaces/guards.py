@@ -1,0 +1,36 @@
+"""Who may start work over HTTP or a WebSocket: the key, checked one way for every web surface, and the
+service the lifespan yielded. What the server can take now is ``core.slots``."""
+
+from __future__ import annotations
+
+from starlette.requests import HTTPConnection
+
+from streamvoice.protocol import UNAUTHORIZED_HINT, ErrorCode, ProtocolError, key_authorized
+from streamvoice.server.core.service import SpeechService
+
+
+def unauthorized() -> ProtocolError:
+    """A fresh error each time (a shared instance raised again and again rebinds its traceback), naming the
+    key header of every wire this server speaks."""
+    return ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT)
+
+
+def service_of(conn: HTTPConnection) -> SpeechService | None:
+    """The service the lifespan yielded (Starlette copies it into each request's state)."""
+    return getattr(conn.state, "service", None)
+
+
+def listing_service(conn: HTTPConnection) -> SpeechService:
+    """The service for a route that only reads its state (voices, metrics): behind the token, and there
+    once the model is loaded; otherwise the ``ProtocolError`` to answer in the route's shape."""
+    service = service_of(conn)
+    if not authorized(conn, service):
+        raise unauthorized()
+    if service is None:
+        raise ProtocolError(ErrorCode.NOT_READY, "the server is starting")
+    return service
+
+
+def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
+    token = service.config.auth_token if service is not None else None
+    return key_authorized(conn.headers.get, token)

@@ -1,0 +1,120 @@
+"""One synthesize message on the session protocol: its lifecycle (an explicit table of moves), why a session
+takes no more, and how its answer is rendered (``synthesis_started``, ``alignment``, audio frames, then exactly
+one ``synthesis_complete`` or ``error``). Checked by ``pytest tests/test_session_message.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, field
+
+from streamvoice.engine.alignment import WordTime, as_json
+from streamvoice.protocol import (
+    Alignment,
+    ErrorCode,
+    ErrorEvent,
+    ProtocolError,
+    SynthesisComplete,
+    SynthesisStarted,
+    encode_event,
+)
+from streamvoice.server.core.utterance import Completed
+from streamvoice.server.surfaces.connection import Answer
+from streamvoice.server.surfaces.websocket import audio_frames
+
+Frame = str | bytes
+
+
+class JobState(enum.Enum):
+    QUEUED = "queued"  # accepted; planning and synthesis may already run
+    STARTED = "started"  # synthesis_started sent
+    STREAMING = "streaming"  # audio sent
+    DONE = "done"  # synthesis_complete sent
+    FAILED = "failed"  # error sent
+    CANCELLED = "cancelled"  # cancel or disconnect; answered ``cancelled`` if the client is still there
+
+
+# The only moves a message makes; every change of state goes through ``Message.advance``.
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.STARTED, JobState.FAILED, JobState.CANCELLED}),
+    JobState.STARTED: frozenset({JobState.STREAMING, JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+    JobState.STREAMING: frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+}
+
+
+@dataclass(eq=False)
+class Message(Answer):
+    """One synthesize message: its place in the session's order, its answer's state."""
+
+    sequence: int = field(default=0, kw_only=True)
+    state: JobState = field(default=JobState.QUEUED, kw_only=True)
+    answered: asyncio.Event = field(default_factory=asyncio.Event, kw_only=True)
+    sent_bytes: int = field(default=0, kw_only=True)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state is JobState.CANCELLED
+
+    def advance(self, to: JobState) -> bool:
+        """Move to ``to`` if that is a legal move from here; a finished message never changes again."""
+        if to not in TRANSITIONS.get(self.state, frozenset()):
+            return False
+        self.state = to
+        if to in (JobState.FAILED, JobState.CANCELLED):  # stop whatever still works for this message
+            self.utterance.cancel()
+        return True
+
+
+def refusal(draining: bool, open_messages: int, limit: int, msg_id: str | None) -> ProtocolError | None:
+    """Why a session takes no more messages now (shutting down, or its queue is full), if it does not."""
+    if draining:
+        why = "the server is shutting down; send this message again on a new session"
+        return ProtocolError(ErrorCode.GOING_AWAY, why, msg_id)
+    if open_messages >= limit:
+        why = (
+            f"{open_messages} messages are already waiting in this session (limit {limit}); "
+            "wait for a synthesis_complete and resend"
+        )
+        return ProtocolError(ErrorCode.QUEUE_FULL, why, msg_id)
+    return None
+
+
+# -- a message's answer, as frames ------------------------------------------------------------------------
+
+
+def started(job: Message) -> list[Frame]:
+    if not job.advance(JobState.STARTED):
+        return []
+    request = job.request
+    return [encode_event(SynthesisStarted(job.id, job.sequence, request.format, request.sample_rate))]
+
+
+def words(job: Message, times: list[WordTime]) -> list[Frame]:
+    return [encode_event(Alignment(job.id, job.sequence, as_json(times)))] if times else []
+
+
+def audio(job: Message, data: bytes) -> list[Frame]:
+    if job.state is JobState.QUEUED:
+        return []  # nothing before synthesis_started (a tail after a failure)
+    job.advance(JobState.STREAMING)
+    job.sent_bytes += len(data)
+    return list(audio_frames(data))
+
+
+def completed(job: Message, done: Completed, model_rate: int) -> list[Frame]:
+    if not job.advance(JobState.DONE):
+        return []
+    audio_ms = round(done.samples * 1000 / model_rate, 1)
+    return [encode_event(SynthesisComplete(job.id, job.sequence, audio_ms, job.sent_bytes, done.pieces))]
+
+
+def failed(job: Message, error: ProtocolError) -> tuple[list[Frame], ProtocolError | None]:
+    """The message's one error, and the error to count (None when it was already answered)."""
+    if job.cancelled or error.code == ErrorCode.CANCELLED:
+        job.advance(JobState.CANCELLED)
+        told = ProtocolError(ErrorCode.CANCELLED, error.message)
+    elif job.advance(JobState.FAILED):
+        told = error
+    else:
+        return [], None
+    return [encode_event(ErrorEvent(str(told.code), told.message, job.id, job.sequence))], told

@@ -1,0 +1,228 @@
+"""One bidirectional speech session (``WS /invocations-bidirectional-stream``): many messages in, audio and
+control frames out, strictly in order, on the one connection runtime (``surfaces.connection``).
+
+A message's pieces are planned chunk by chunk and each goes to the scheduler as soon as it is planned, so
+piece N+1 is synthesised while piece N is on the wire; every message gets exactly one ``synthesis_complete``
+or one ``error``, and audio never interleaves across messages. Problems with one frame are answered in order
+(an ``error`` with the frame's ``sequence``) and the session goes on. Checked by
+``pytest tests/test_session.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
+
+from streamvoice.engine.alignment import WordTime
+from streamvoice.protocol import (
+    WS_PATH,
+    Ack,
+    Append,
+    Cancel,
+    Close,
+    Configure,
+    End,
+    ErrorCode,
+    ErrorEvent,
+    Flush,
+    ProtocolError,
+    Synthesize,
+    decode_client_frame,
+    encode_event,
+)
+from streamvoice.server.core.requests import SessionDefaults
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.utterance import Completed
+from streamvoice.server.surfaces import connection
+from streamvoice.server.surfaces.connection import Answer, Connection
+from streamvoice.server.surfaces.session import message as rendered
+from streamvoice.server.surfaces.session.configure import configured, configured_body
+from streamvoice.server.surfaces.session.message import JobState, Message, refusal
+from streamvoice.server.surfaces.session.stream import StreamedMessages
+from streamvoice.server.surfaces.websocket import WebSocketTransport
+
+log = logging.getLogger("streamvoice.session")
+
+Frame = str | bytes
+
+
+class BidiSession(Connection[Frame]):
+    name = "session"
+
+    def __init__(self, ws: WebSocket, service: SpeechService, session_id: str) -> None:
+        super().__init__(WebSocketTransport.of(ws, service, f"session={session_id}"), service, session_id)
+        self.session_id = session_id
+        self.defaults = SessionDefaults()
+        self.streams = StreamedMessages()
+        self._sequence = 0
+
+    # -- reading ------------------------------------------------------------------------------------
+    async def on_frame(self, frame: Frame) -> bool:
+        try:
+            msg = decode_client_frame(frame, self.service.config.limits)
+        except ProtocolError as exc:
+            self._reply_error(exc, self._next_sequence())
+            return False
+        match msg:
+            case Synthesize():
+                await self._accept(msg)
+            case Append() | Flush() | End():
+                self._stream(msg)
+            case Configure():
+                self._configure(msg)
+            case Cancel(id=target):
+                # No id: everything open (barge-in); an id: that message only, the rest goes on.
+                ids = [answer.id for answer in self.cancel(target)]
+                self.reply(encode_event(Ack("cancelled", {"ids": ids, "count": len(ids)})))
+            case Close():
+                self.reply(encode_event(Ack("session_closed", {"session": self.session_id})))
+                return True
+        return False
+
+    def refused(self, error: ProtocolError) -> None:
+        self._reply_error(error, self._next_sequence(), counted=True)
+
+    def closing_frame(self, code: ErrorCode, message: str) -> Frame | None:
+        return encode_event(ErrorEvent(str(code), message))
+
+    def _next_sequence(self) -> int:
+        seq = self._sequence
+        self._sequence += 1
+        return seq
+
+    def _reply_error(self, exc: ProtocolError, sequence: int | None, counted: bool = False) -> None:
+        if not counted:
+            self.count_error(exc)
+        self.reply(encode_event(ErrorEvent(str(exc.code), exc.message, exc.id, sequence)))
+
+    async def _accept(self, msg: Synthesize) -> None:
+        sequence = self._next_sequence()
+        limit = self.service.config.max_queued_messages
+        if (refused := refusal(self.draining, len(self.answering), limit, msg.id)) is not None:
+            self._reply_error(refused, sequence)
+            return
+        try:
+            request = self.service.requests.message(msg, self.defaults)
+        except ProtocolError as exc:
+            self._reply_error(exc, sequence)
+            return
+        if not self._admit(msg.id, sequence):
+            return
+        previous = self.previous()
+        utterance = self.utterances.start(request, msg.id, gate=lambda: self._gate(previous))
+        job = Message(msg.id, request, utterance, time.monotonic(), sequence=sequence)
+        if msg.stream:
+            try:
+                self.streams.start(job, msg.text)
+            except ProtocolError as exc:  # the opening text passes the stream's whole cap: its answer
+                utterance.cancel()
+                self.utterances.done(utterance)
+                if not self.answering:
+                    self.service.admission.idle(self)
+                self._reply_error(exc.naming(id=msg.id), sequence)
+                return
+        else:
+            utterance.say()
+        self.open_answer(job)
+
+    def _stream(self, msg: Append | Flush | End) -> None:
+        """Text for a streamed message, a flush or its end; a problem is answered without a sequence."""
+        try:
+            match msg:
+                case Append(text=text, id=uid):
+                    self.streams.append(uid, text)
+                case Flush(id=uid):
+                    self.streams.flush(uid)
+                case End(id=uid):
+                    self.streams.end(uid)
+        except ProtocolError as exc:
+            self._reply_error(exc, None)
+
+    def _admit(self, msg_id: str | None, sequence: int) -> bool:
+        """A listener slot for this session: held, taken, waited for (told now), or refused (told now)."""
+        admission = self.service.admission
+        decision = admission.enter(self)
+        if decision == "refused":
+            self._reply_error(admission.busy("no listener slot is free").naming(id=msg_id), sequence)
+            return False
+        if decision == "queued":
+            detail = {
+                "id": msg_id,
+                "sequence": sequence,
+                "position": admission.position(self),
+                "max_wait_s": admission.max_wait_s,
+            }
+            self.reply(encode_event(Ack("queued", detail)))
+        return True
+
+    async def _gate(self, previous: Answer | None) -> None:
+        if previous is not None and not self.service.config.pipeline:
+            # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
+            await previous.utterance.planned()
+            assert isinstance(previous, Message)
+            await previous.answered.wait()
+        await self.gate(previous)
+
+    def _configure(self, msg: Configure) -> None:
+        pauses = self.service.config.pauses
+        candidate = configured(self.defaults, msg, pauses)
+        try:
+            self.service.requests.resolve("x", candidate)
+        except ProtocolError as exc:
+            self._reply_error(exc, None)
+            return
+        self.defaults = candidate
+        self.reply(encode_event(Ack("configured", configured_body(candidate, pauses))))
+
+    def cancel(self, target: str | None = None) -> list[Answer]:
+        cancelled = super().cancel(target)
+        for job in cancelled:
+            assert isinstance(job, Message)
+            job.advance(JobState.CANCELLED)
+        return cancelled
+
+    # -- rendering ----------------------------------------------------------------------------------
+    def render_started(self, answer: Answer, index: int) -> list[Frame]:
+        return rendered.started(_message(answer))
+
+    def render_words(self, answer: Answer, times: list[WordTime]) -> list[Frame]:
+        return rendered.words(_message(answer), times)
+
+    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[Frame]:
+        return rendered.audio(_message(answer), data)
+
+    def render_completed(self, answer: Answer, done: Completed) -> list[Frame]:
+        return rendered.completed(_message(answer), done, self.service.sample_rate)
+
+    def render_failed(self, answer: Answer, error: ProtocolError) -> list[Frame]:
+        frames, told = rendered.failed(_message(answer), error)
+        if told is not None:
+            self.count_error(told)
+        return frames
+
+    def finished(self, answer: Answer) -> None:
+        job = _message(answer)
+        job.answered.set()
+        self.streams.forget(job)
+
+
+def _message(answer: Answer) -> Message:
+    assert isinstance(answer, Message)
+    return answer
+
+
+async def bidi(ws: WebSocket) -> None:
+    def session_id(ws: WebSocket) -> str | None:
+        return ws.headers.get("x-amzn-sagemaker-session-id")
+
+    await connection.serve(ws, BidiSession, _refusal, session_id)
+
+
+def _refusal(error: ProtocolError) -> Frame:
+    return encode_event(ErrorEvent(str(error.code), error.message))
+
+
+ROUTES = [WebSocketRoute(WS_PATH, bidi)]
