@@ -66,6 +66,34 @@ async def test_slots_queue_and_refusals() -> None:
     assert admission.admitted == 0 and admission.refused == 3
 
 
+class Speaker:
+    """A holder that can tell when its queued audio will have played (a session, a vendor socket)."""
+
+    def __init__(self, until: float) -> None:
+        self.until = until
+
+    def speaking_until(self) -> float:
+        return self.until
+
+
+async def test_a_caller_that_cannot_wait_is_served_when_the_slot_frees_in_time() -> None:
+    """LiveKit's Cartesia and Deepgram plugins call synthesize() (one-shot HTTP) right after a stream(): the
+    only slot is held by a listener whose speech has ended. Refused 503 before, with the server idle."""
+    admission = Admission("queue", lambda: 1, max_wait_s=5.0, idle_release_s=0.05)
+    now = asyncio.get_running_loop().time()
+    ended = Speaker(until=now)
+    assert admission.enter(ended) == "admitted"
+    http = object()
+    assert admission.enter(http, can_wait=False) == "queued"  # frees within the wait: it waits
+    admission.idle(ended)
+    await admission.wait(http)
+    assert admission.holds(http) and not admission.holds(ended)
+    admission.leave(http)
+    talking = Speaker(until=now + 60.0)  # a minute still to say: cannot free within the wait
+    assert admission.enter(talking) == "admitted"
+    assert admission.enter(object(), can_wait=False) == "refused"
+
+
 async def test_a_speaker_keeps_its_slot_between_sentences() -> None:
     admission = Admission("refuse", lambda: 1, idle_release_s=0.2)
     a, b = object(), object()
@@ -134,17 +162,28 @@ async def test_one_too_many_waits_told_and_one_more_is_refused(one_listener: Run
         assert (await until_complete(a, "a1"))[-1] == "synthesis_complete"
         kinds = await until_complete(b, "b1")
         assert kinds[0] == "synthesis_started" and kinds[-1] == "synthesis_complete"
-        # HTTP callers cannot be told they wait: a full server answers 503 at once.
+        # HTTP callers cannot be told they wait: one whose slot frees within the wait (the holder's speech
+        # ends: LiveKit's plugins call synthesize() right after a stream) is served once it has freed ...
         await wait_for(lambda: metric(one_listener, "streamvoice_admitted_listeners") == 0)  # b's released
-        await a.send(json.dumps({"text": LONG, "id": "a2"}))
+        await a.send(json.dumps({"text": SENTENCE, "id": "a2"}))
         assert (await first_event(a))["type"] == "synthesis_started"  # a takes the slot again
         async with httpx.AsyncClient() as http:
-            r = await http.post(one_listener.url + "/invocations", json={"text": "Hi."}, timeout=10)
+            one_shot = asyncio.create_task(
+                http.post(one_listener.url + "/invocations", json={"text": "Hi."}, timeout=60)
+            )
+            assert (await until_complete(a, "a2"))[-1] == "synthesis_complete"
+            r = await one_shot
+            assert r.status_code == 200 and r.content  # before: 503 while a's slot was about to free
+            # ... and one behind a holder that cannot free in time is told busy at once (503).
+            await wait_for(lambda: metric(one_listener, "streamvoice_admitted_listeners") == 0)
+            await a.send(json.dumps({"text": SENTENCE * 40, "id": "a3"}))  # minutes of speech
+            assert (await first_event(a))["type"] == "synthesis_started"
+            r = await http.post(one_listener.url + "/invocations", json={"text": "Hi."}, timeout=60)
         assert (
             r.status_code == 503 and r.json()["error"]["code"] == "server_busy" and r.headers["retry-after"]
         )
-        await a.send(json.dumps({"type": "cancel", "id": "a2"}))  # its end was checked with a1
-        assert (await until_complete(a, "a2"))[-1] == "error"
+        await a.send(json.dumps({"type": "cancel", "id": "a3"}))  # its end was checked with a1
+        assert (await until_complete(a, "a3"))[-1] == "error"
 
 
 async def test_the_server_as_shipped_counts_listeners_from_its_full_windows_measure(

@@ -60,11 +60,11 @@ def test_the_cap_counts_from_the_reservation_and_a_release_twice_gives_back_once
 
 async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(service: SpeechService) -> None:
     first = reserve(service)
-    first.admit()
+    await first.admit()
     assert service.admission.admitted == 1
     second = reserve(service)
     with pytest.raises(ProtocolError) as busy:
-        second.admit()
+        await second.admit()
     assert busy.value.code == ErrorCode.SERVER_BUSY
     second.release()
     first.release()

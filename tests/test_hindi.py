@@ -1,11 +1,11 @@
-"""``text.hindi``: rupees and paise, clock times with बजे, ordinals and ranges, as a Hindi speaker reads
+"""``text.languages.hindi``: rupees and paise, clock times with बजे, ordinals and ranges, as a Hindi speaker reads
 them (lakh and crore, not millions)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamvoice.text import hindi
+from streamvoice.text.languages import hindi
 from streamvoice.text.normalize import say
 
 READINGS = [

@@ -1,11 +1,11 @@
-"""``text.japanese``: amounts in kanji numerals, counters with their sound changes (いっぷん, ふたり), clock
+"""``text.languages.japanese``: amounts in kanji numerals, counters with their sound changes (いっぷん, ふたり), clock
 times, dates and yen, as a Japanese speaker reads them."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamvoice.text import japanese
+from streamvoice.text.languages import japanese
 from streamvoice.text.normalize import say
 
 READINGS = [

@@ -1,11 +1,11 @@
-"""``text.mandarin``: money in 元/角/分, 点 and 分 for clock times, years digit by digit, 百分之 for
+"""``text.languages.mandarin``: money in 元/角/分, 点 and 分 for clock times, years digit by digit, 百分之 for
 percentages, as a Mandarin speaker reads them."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamvoice.text import mandarin
+from streamvoice.text.languages import mandarin
 from streamvoice.text.normalize import say
 
 READINGS = [
@@ -17,6 +17,9 @@ READINGS = [
     ("气温-3°C。", "气温零下三摄氏度。"),
     ("3.5%的利率", "百分之三点五的利率"),
     ("涨了3-5%", "涨了百分之三到五"),
+    ("客服电话400-820-8820。", "客服电话四零零，八二零，八八二零。"),  # a service number, not a range
+    ("拨打800 810 8888。", "拨打八零零，八幺零，八八八八。"),
+    ("1-2天", "一到二天"),  # a range is still a range
 ]
 
 

@@ -39,7 +39,10 @@ def _utterance(text: str, planner: FakePlanner | None = None) -> tuple[FakeHost,
 async def test_items_are_word_times_then_audio_per_piece() -> None:
     host, utterance = _utterance("One two. Three.")
     first_audio: list[int] = []
-    items = [i async for i in audio_items(utterance, lambda: first_audio.append(len(first_audio)))]
+    items = [
+        i
+        async for i in audio_items(utterance, utterance.request, lambda: first_audio.append(len(first_audio)))
+    ]
     kinds = ["words" if isinstance(i, Words) else "audio" for i in items]
     assert kinds[:3] == ["words", "audio", "audio"] and kinds.count("words") == 2
     assert first_audio == [0]  # the time-to-first-audio metric: once per answer
@@ -48,7 +51,7 @@ async def test_items_are_word_times_then_audio_per_piece() -> None:
 
 async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
     host, utterance = _utterance("Fine. Broken.", FakePlanner(fail_on="Broken."))
-    items = audio_items(utterance, lambda: None)
+    items = audio_items(utterance, utterance.request, lambda: None)
     with pytest.raises(ProtocolError) as err:
         async for _ in items:
             pass
@@ -58,7 +61,7 @@ async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
 
 async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> None:
     host, utterance = _utterance("One two. Three.")
-    items = audio_items(utterance, lambda: None)
+    items = audio_items(utterance, utterance.request, lambda: None)
     first = await anext(items)
     events = [
         json.loads(chunk.decode()[len("data: ") :])
@@ -75,7 +78,7 @@ async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> 
 
 async def test_the_audio_body_is_the_pcm_of_every_window() -> None:
     host, utterance = _utterance("One. Two.")
-    items = audio_items(utterance, lambda: None)
+    items = audio_items(utterance, utterance.request, lambda: None)
     first = await anext(items)
     body = b"".join([chunk async for chunk in audio_body(utterance.request, first, items)])
     samples = np.frombuffer(body, dtype=np.int16)

@@ -27,7 +27,7 @@ from streamvoice.bench.common import machine, table, write_result
 from streamvoice.bench.spoken_values import VALUES, heard_right, read_right
 from streamvoice.bench.wer import character_error_rate, words
 from streamvoice.engine import KokoroEngine
-from streamvoice.text.normalize import say
+from streamvoice.text.normalize import NEUTRAL, say
 
 SENTENCES: dict[str, tuple[str, str, list[str]]] = {
     "en-us": (
@@ -192,7 +192,7 @@ def value_rows(engine: KokoroEngine, transcriber: Transcriber) -> list[dict[str,
                 if path == "after":
                     phonemes = " ".join(p.phonemes for p in engine.planner.plan(value.text, lang))
                 else:
-                    phonemes = engine.g2p.phonemize(say(value.text, lang, values=False), lang)
+                    phonemes = engine.g2p.phonemize(say(value.text, lang, rules=NEUTRAL), lang)
                 ok = read_right(lang, phonemes, value, engine.g2p.phonemize)
                 if ok and lang != "hi":  # Whisper base writes Hindi in Urdu script: the reading only
                     audio = _speak_phonemes(engine, phonemes, voice)
@@ -204,9 +204,9 @@ def value_rows(engine: KokoroEngine, transcriber: Transcriber) -> list[dict[str,
         cost: dict[str, list[float]] = {"before": [], "after": []}
         for _ in range(20):
             for value in values:
-                for path, flag in (("before", False), ("after", True)):
+                for path, rules in (("before", NEUTRAL), ("after", None)):
                     started = time.perf_counter()
-                    say(value.text, lang, values=flag)
+                    say(value.text, lang, rules=rules)
                     cost[path].append((time.perf_counter() - started) * 1000)
         rows.append(
             {

@@ -1,28 +1,44 @@
-"""Which rules read numbers, money, times and dates in which language: the one face ``text.normalize``
-asks, so a language is added in one place.
+"""Which language's value rules read which language: the one face ``text.normalize`` asks. Adding a language
+is one module in ``text/languages/`` (its tables and readings, its rules from ``text.rules``' kinds) and
+one line here (``docs/languages.md`` has the steps).
 
-A language whose number engine is missing (``text.number_words.available``) gets none, and its G2P reads
-the digits as written; the log says so once.
+A language whose number engine is missing (``text.number_words.available``) gets no value rules, and its
+G2P reads the digits as written; the log says so once.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Callable
 
-from streamvoice.text import hindi, japanese, mandarin
 from streamvoice.text import number_words as nw
-from streamvoice.text.locales import LATIN, latin_rules
+from streamvoice.text.languages import (
+    english,
+    french,
+    hindi,
+    italian,
+    japanese,
+    mandarin,
+    portuguese,
+    spanish,
+)
+from streamvoice.text.rules import Language
 
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+BY_FAMILY: dict[str, Language] = {
+    "es": spanish.LANGUAGE,
+    "fr": french.LANGUAGE,
+    "it": italian.LANGUAGE,
+    "pt": portuguese.LANGUAGE,
+    "ja": japanese.LANGUAGE,
+    "zh": mandarin.LANGUAGE,
+    "hi": hindi.LANGUAGE,
+}
 
 
 @functools.cache
-def language_rules(lang: str) -> tuple[Rule, ...]:
-    fam = nw.family(lang)
+def language_rules(lang: str) -> Language | None:
+    """The language's rules; None for a language we have none for (its digits are read as written)."""
+    if lang.startswith("en"):
+        return english.AMERICAN if lang == "en-us" else english.BRITISH
     if not nw.available(lang):
-        return ()
-    if fam in LATIN:
-        return latin_rules(LATIN[fam])
-    return {"ja": japanese.RULES, "zh": mandarin.RULES, "hi": hindi.RULES}.get(fam, ())
+        return None
+    return BY_FAMILY.get(nw.family(lang))

@@ -1,4 +1,4 @@
-"""Numbers said in words, per language, for the rules of ``text.locales``.
+"""Numbers said in words, per language, for the rules of ``text/languages/``.
 
 Which engine reads which language was chosen by ``python -m streamvoice.bench.normalizers`` (figures and
 reasons in ``docs/languages.md``): ``num2words`` for Spanish, French, Italian, Portuguese and Japanese

@@ -143,7 +143,8 @@ class Admission:
 
     def enter(self, who: object, can_wait: bool = True) -> Decision:
         """A listener wants to speak: take a slot, wait for one (told now), or be refused (told now).
-        ``can_wait=False`` for callers that cannot be told they wait (an HTTP answer has no headers yet)."""
+        ``can_wait=False`` for callers that cannot be told they wait (an HTTP answer has no headers yet):
+        queued only when a slot is known to free within ``max_wait_s``, else refused at once."""
         self._keep(who)
         self._admit_waiting()  # the measured capacity may have grown
         if self.mode == "off" or who in self._holders or who in self._waiting:
@@ -154,7 +155,10 @@ class Admission:
         self._contended_until = self._clock() + self.max_wait_s
         self._frees_in = self._slot_frees_in()
         too_long = self._frees_in is not None and self._frees_in > self.max_wait_s
-        if self.mode == "queue" and can_wait and len(self._waiting) < self.queue_bound and not too_long:
+        # A caller that cannot be told it waits (an HTTP answer before its headers) waits only for a slot
+        # known to free in time: a listener whose speech has ended, say, not a holder that cannot tell.
+        frees_soon = can_wait or (self._frees_in is not None and not too_long)
+        if self.mode == "queue" and frees_soon and len(self._waiting) < self.queue_bound and not too_long:
             self._waiting[who] = asyncio.get_running_loop().create_future()
             return "queued"
         self.refused += 1

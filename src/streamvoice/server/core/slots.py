@@ -42,10 +42,17 @@ class Slot:
     def held(self) -> bool:
         return self._held
 
-    def admit(self, can_wait: bool = False) -> None:
-        """A listener slot for this caller, or ``server_busy`` now (the room is kept; release gives it back)."""
-        if self.service.admission.enter(self, can_wait=can_wait) == "refused":
-            raise self.service.admission.busy("no listener slot is free")
+    async def admit(self) -> None:
+        """A listener slot for this caller (who cannot be told it waits): now, or once a slot known to free
+        within the admission wait has freed; else ``server_busy`` at once (the room is kept; release gives it
+        back). A one-shot answer right after a listener's speech ended is served, never refused while the
+        server is idle (``tests/test_admission.py``)."""
+        admission = self.service.admission
+        decision = admission.enter(self, can_wait=False)
+        if decision == "refused":
+            raise admission.busy("no listener slot is free")
+        if decision == "queued":
+            await admission.wait(self)
 
     def release(self) -> None:
         if not self._held:

@@ -54,12 +54,13 @@ Item = Sound | Words  # encoded audio (``rendering``) and word times, in speakin
 async def first_audio(
     service: SpeechService, request: ResolvedRequest, slot: Slot
 ) -> tuple[Item, AsyncGenerator[Item]]:
-    """Take a listener slot (refused at once when none is free: an HTTP caller cannot be told it waits),
+    """Take a listener slot (at once, or once one known to free in time has: an HTTP caller cannot be told it
+    waits, so it is refused at once when none will),
     plan the text and wait for its first item before any header is sent, so that what can go wrong early
     (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
     stream. The caller owns ``slot``: it releases it when the answer ends, or when this raises."""
     asked_at = time.monotonic()
-    slot.admit(can_wait=False)
+    await slot.admit()
     utterance = service.utterance(request)
     utterance.say()
     pieces = audio_items(

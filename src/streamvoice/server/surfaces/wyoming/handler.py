@@ -10,7 +10,9 @@ admission and connection runtime as every other wire (``streamvoice serve --wyom
   ``synthesize`` inside a stream is ignored.
 - A closed socket cancels the connection's work; bad input gets an ``error`` event with our stable code.
 
-Utterances are answered in order by the runtime's writer; the reader never waits for one to finish. Bounds, as
+Utterances are answered in order by the runtime's writer; the reader never waits for one to finish. Every
+other event (``info``, an ``error``, a refused stream's ``synthesize-stopped``) is written at once, between
+audio events, as Wyoming servers do: an error never waits behind minutes of audio. Bounds, as
 on every other wire: event lengths are read by ``wire`` (integers within caps, never what the client declares),
 one-shot text by ``max_text_chars`` and a streamed utterance by ``max_stream_chars``; a stream whose text
 stops for ``stream_text_timeout_s`` is spoken as it stands and ended; idle and lifetime timeouts, the
@@ -192,7 +194,7 @@ class WyomingConnection(Connection[Frame]):
     async def on_frame(self, frame: Frame) -> bool:
         if isinstance(frame, WireError):
             self.count_error(ProtocolError(frame.code, frame.message))
-            self.reply(error_event(frame.code, frame.message))
+            self.notice(error_event(frame.code, frame.message))
             if frame.fatal:
                 self.tcp.linger = True
             return frame.fatal
@@ -206,14 +208,14 @@ class WyomingConnection(Connection[Frame]):
         return False
 
     def refused(self, error: ProtocolError) -> None:
-        self.reply(error_event(error.code, error.message))
+        self.notice(error_event(error.code, error.message))
 
     def closing_frame(self, code: ErrorCode, message: str) -> Frame | None:
         return error_event(code, message)
 
     def _handle(self, event: Event) -> None:
         if Describe.is_type(event.type):
-            self.reply(describe(self.service).event())
+            self.notice(describe(self.service).event())
         elif SynthesizeStart.is_type(event.type):
             self._begin(SynthesizeStart.from_event(event).voice, streaming=True)
         elif SynthesizeChunk.is_type(event.type):
@@ -228,7 +230,7 @@ class WyomingConnection(Connection[Frame]):
             if isinstance(self._stream, Utterance):
                 self._stream.end()  # synthesize-stopped follows the utterance's last audio
             else:
-                self.reply(SynthesizeStopped().event())
+                self.notice(SynthesizeStopped().event())
             self._stream = None
         elif Synthesize.is_type(event.type):
             if self._stream is not None:
@@ -265,7 +267,7 @@ class WyomingConnection(Connection[Frame]):
         timeout = self.service.config.stream_text_timeout_s
         message = f"no synthesize-chunk for {timeout:g} s: the stream was spoken as it stood and ended"
         self.count_error(ProtocolError(ErrorCode.IDLE_TIMEOUT, message))
-        self.reply(error_event(ErrorCode.IDLE_TIMEOUT, message))
+        self.notice(error_event(ErrorCode.IDLE_TIMEOUT, message))
 
     def _begin(self, voice: Any, streaming: bool) -> Utterance | None:
         """An utterance with its session-cap slot and the connection's listener slot, or the error told."""
@@ -287,7 +289,7 @@ class WyomingConnection(Connection[Frame]):
             if slot is not None:
                 slot.release()
             self.count_error(exc)
-            self.reply(error_event(exc.code, exc.message))
+            self.notice(error_event(exc.code, exc.message))
             if streaming:
                 self._stream = Refused()
             return None

@@ -1,4 +1,4 @@
-"""``text.locales``: what the European languages' rules say for what assistants write (Japanese, Mandarin
+"""``text.languages.latin`` and each Latin language: what the European languages' rules say for what assistants write (Japanese, Mandarin
 and Hindi have their own files): the readings, the caller's words kept as the tokens' originals, the
 date order per English, and a language without its number engine left as it was."""
 
@@ -50,7 +50,9 @@ READINGS: dict[str, list[tuple[str, str]]] = {
         ("Custa R$ 2.500,75.", "Custa dois mil e quinhentos reais e setenta e cinco centavos."),
         ("Chego às 1h30.", "Chego às uma e trinta."),
         ("Às 22h.", "Às vinte e duas horas."),
-        ("Ligue (21) 3456-7890.", "Ligue dois um, três quatro cinco seis, sete oito nove zero."),
+        # the area code in parentheses is a number ("vinte e um"), the rest digit by digit
+        ("Ligue (21) 3456-7890.", "Ligue vinte e um, três quatro cinco seis, sete oito nove zero."),
+        ("Ligue para (11) 98765-4321.", "Ligue para onze, nove oito sete seis cinco, quatro três dois um."),
         ("A 1ª vez.", "A primeira vez."),
         ("Em 1° lugar, com 30° hoje.", "Em primeiro lugar, com trinta graus hoje."),
     ],

@@ -2,17 +2,14 @@
 times with बजे / बजकर ... मिनट, numeric dates day first, प्रतिशत, phone digits in groups, lakh and crore
 ("1,00,000" -> एक लाख), डिग्री सेल्सियस, units, ranges with से, ordinals ("3रा", "5वीं").
 
-espeak-ng's Hindi reads the Devanagari. Checked by ``pytest tests/test_locales.py``.
+espeak-ng's Hindi reads the Devanagari. Checked by ``pytest tests/test_hindi.py``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
 from streamvoice.text import number_words as nw
-
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+from streamvoice.text import rules as kind
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone
 
 LANG = "hi"
 NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{2,3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
@@ -46,9 +43,13 @@ def money(written: str, amount: str) -> str:
     return said
 
 
-def _clock(m: re.Match[str]) -> str:
-    hour, minute = int(m["h"]), int(m["min"] or 0)
-    part = f"{m['part']} " if m["part"] else ""
+def _money(written: str, amount: str) -> str:
+    return money(written, amount)
+
+
+def _clock(time: Clock) -> str:
+    hour, minute = time.hour, time.minute
+    part = f"{time.part} " if time.part else ""
     if minute == 0:
         return f"{part}{cardinal(hour)} बजे"
     if minute == 30 and hour in (1, 2):  # डेढ़ / ढाई बजे, as every speaker says them
@@ -56,50 +57,68 @@ def _clock(m: re.Match[str]) -> str:
     return f"{part}{cardinal(hour)} बजकर {cardinal(minute)} मिनट"
 
 
-def _date(m: re.Match[str]) -> str:
-    day, month = int(m["d"]), int(m["mo"])
+def _date(date: Date) -> str:
+    day, month = int(date.day or 0), int(date.month)
     if not (1 <= day <= 31 and 1 <= month <= 12):
-        return " ".join(cardinal(int(p)) for p in (m["d"], m["mo"], m["y"]) if p)
+        return " ".join(cardinal(int(p)) for p in (date.day, date.month, date.year) if p)
     said = f"{cardinal(day)} {MONTHS[month - 1]}"
-    return f"{said} {cardinal(int(m['y']))}" if m["y"] else said
+    return f"{said} {cardinal(int(date.year))}" if date.year else said
 
 
-def _phone(m: re.Match[str]) -> str:
-    groups = re.findall(r"\d+", m.group())
+def _phone(number: Phone) -> str:
+    groups = list(number.groups)
     said = []
-    if m.group().startswith("+"):
+    if number.written.startswith("+"):
         said.append(f"प्लस {cardinal(int(groups[0]))}")
         groups = groups[1:]
     return ", ".join(said + [nw.digits(g, "hi") for g in groups])
 
 
-def _temperature(m: re.Match[str]) -> str:
-    value = m["t"]
+def _temperature(value: str, scale: str | None) -> str:
     sign = "माइनस " if value[:1] in "-−" else ""
-    scale = " फ़ारेनहाइट" if m["scale"] == "F" else " सेल्सियस" if m["scale"] == "C" else ""
-    return f"{sign}{number(value.lstrip('+-−'))} डिग्री{scale}"
+    return f"{sign}{number(value.lstrip('+-−'))} डिग्री{SCALES.get(scale or '', '')}"
 
 
-def _ordinal(m: re.Match[str]) -> str:
-    n, mark = int(m["n"]), m["mark"]
-    if mark.endswith(("ी", "ीं")):
-        return FEMININE_ORDINALS.get(n, f"{cardinal(n)}वीं")
-    return nw.ordinal(n, "hi")
+def _percent(n: str) -> str:
+    return f"{number(n)} प्रतिशत"
 
 
-_UNIT_NAMES = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
+def _percent_range(a: str, b: str) -> str:
+    return f"{number(a)} से {number(b)} प्रतिशत"
+
+
+def _range(a: str, b: str) -> str:
+    return f"{number(a)} से {number(b)}"
+
+
+def _unit(n: str, unit: str) -> str:
+    return f"{number(n)} {UNITS[unit]}"
+
+
+def _ordinal(n: Ordinal) -> str:
+    if n.mark.endswith(("ी", "ीं")):
+        return FEMININE_ORDINALS.get(n.n, f"{cardinal(n.n)}वीं")
+    return nw.ordinal(n.n, "hi")
+
+
+SCALES = {"F": " फ़ारेनहाइट", "C": " सेल्सियस"}
 _PART = r"(?:(?P<part>सुबह|दोपहर|शाम|रात)\s)?"
-RULES: tuple[Rule, ...] = (
-    (re.compile(r"(?<![\d,.])(?:\+\d{1,3}[\s-]?)?(?:[6-9]\d{4}[\s-]\d{5}|0\d{2,4}[\s-]\d{6,8})(?!\d)"), _phone),
-    (re.compile(rf"(?P<cur>₹|Rs\.?|INR|\$|€)\s?(?P<n>{NUM})"), lambda m: money(m["cur"], m["n"])),
-    (re.compile(rf"(?P<n>{NUM})\s?(?P<cur>रुपये|₹)"), lambda m: money(m["cur"], m["n"])),
-    (re.compile(r"\b(?P<d>\d{1,2})[/.-](?P<mo>\d{1,2})[/.-](?P<y>\d{4})\b"), _date),
-    (re.compile(rf"{_PART}\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)\b(?:\s?बजे)?"), _clock),
-    (re.compile(rf"(?P<t>[-+−]?{NUM})\s?°\s?(?P<scale>[CF])?(?![A-Za-z])"), _temperature),
-    (re.compile(rf"(?<![\d.,])(?P<a>{NUM})\s?[-–]\s?(?P<b>{NUM})\s?%"), lambda m: f"{number(m['a'])} से {number(m['b'])} प्रतिशत"),
-    (re.compile(rf"(?P<n>{NUM})\s?%"), lambda m: f"{number(m['n'])} प्रतिशत"),
-    (re.compile(rf"(?<![\d.,])(?P<a>{NUM})\s?[-–]\s?(?P<b>{NUM})(?![\d.,-])"), lambda m: f"{number(m['a'])} से {number(m['b'])}"),
-    (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), lambda m: f"{number(m['n'])} {UNITS[m['unit']]}"),
-    (re.compile(r"(?<!\d)(?P<n>\d+)(?P<mark>ला|ली|ले|रा|री|रे|था|थी|थे|वाँ|वां|वीं|वें|ठा|ठी)"), _ordinal),
-    (re.compile(NUM), lambda m: number(m.group())),
-)  # fmt: skip
+LANGUAGE = Language(
+    "hi",
+    rules=(
+        kind.phone(
+            r"(?<![\d,.])(?:\+\d{1,3}[\s-]?)?(?:[6-9]\d{4}[\s-]\d{5}|0\d{2,4}[\s-]\d{6,8})(?!\d)", _phone
+        ),
+        kind.money_before(r"₹|Rs\.?|INR|\$|€", NUM, _money),
+        kind.money_after("रुपये|₹", NUM, _money),
+        kind.date(r"\b(?P<d>\d{1,2})[/.-](?P<mo>\d{1,2})[/.-](?P<y>\d{4})\b", _date),
+        kind.clock(rf"{_PART}\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)\b(?:\s?बजे)?", _clock),
+        kind.temperature(kind.degrees(NUM), _temperature),
+        kind.percent_range(NUM, _percent_range),
+        kind.percent(NUM, _percent),
+        kind.value_range(NUM, _range),
+        kind.unit(NUM, UNITS, _unit),
+        kind.ordinal(r"(?<!\d)(?P<n>\d+)(?P<mark>ला|ली|ले|रा|री|रे|था|थी|थे|वाँ|वां|वीं|वें|ठा|ठी)", _ordinal),
+        kind.number(NUM, number),
+    ),
+)

@@ -3,17 +3,14 @@ reads 九百八十円 right, and a run of kana numbers it cuts into words Whispe
 counters whose sounds change in kana (四時 "よじ", 四十分 "よんじゅっぷん", 九月 "くがつ", 五日 "いつか",
 四円 "よえん"), where misaki reads digits or kanji wrong ("3月5日" was "san-tsuki go-nichi", 分 "ふん"
 after every number). Measured by ``python -m streamvoice.bench.languages``; checked by
-``pytest tests/test_locales.py``.
+``pytest tests/test_japanese.py``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
 from streamvoice.text import number_words as nw
-
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+from streamvoice.text import rules as kind
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone
 
 DIGIT = ("ぜろ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
 HUNDREDS = {1: "ひゃく", 3: "さんびゃく", 6: "ろっぴゃく", 8: "はっぴゃく"}
@@ -132,20 +129,19 @@ CURRENCY_AFTER = {"円": "えん", "ドル": "ドル", "ユーロ": "ユーロ"}
 CURRENCY_BEFORE = {"¥": "えん", "￥": "えん", "$": "ドル", "US$": "ドル", "€": "ユーロ"}
 
 
-def _money(m: re.Match[str]) -> str:
-    written = m["cur"] or m["cur2"]
+def _money(written: str, amount: str) -> str:
     name = CURRENCY_BEFORE.get(written) or CURRENCY_AFTER[written]
-    whole, fraction = nw.point_value(m["n"])
+    whole, fraction = nw.point_value(amount)
     if name == "えん" and not fraction and whole % 10 == 4:  # 4円 "よえん"
         return (kanji(whole - 4) if whole > 4 else "") + "よえん"
-    return number(m["n"]) + ("円" if name == "えん" else name)
+    return number(amount) + ("円" if name == "えん" else name)
 
 
-def _date(m: re.Match[str]) -> str:
+def _date(date: Date) -> str:
     said = ""
-    if m["y"]:
-        said += kanji(int(m["y"])) + "年"
-    month, day = int(m["mo"]), int(m["d"]) if m["d"] else 0
+    if date.year:
+        said += kanji(int(date.year)) + "年"
+    month, day = int(date.month), int(date.day or 0)
     if month:
         said += MONTHS.get(month, cardinal(month) + "がつ")
     if day:
@@ -161,63 +157,75 @@ def _hour(hour: int) -> str:
     return cardinal(hour) + "じ"
 
 
-def _days(m: re.Match[str]) -> str:
-    """A day without its month: 2日 to 10日 sound the same as a date and as a count of days; 1日 is a
-    count ("1日3回": いちにち), the first of a month only beside its month (handled by the date rule)."""
-    day = int(m["d"])
-    return "いちにち" if day == 1 else DAYS.get(day, cardinal(day) + "にち")
-
-
-def _clock(m: re.Match[str]) -> str:
-    said = _hour(int(m["h"]))
-    if m["han"]:
+def _clock(time: Clock) -> str:
+    said = _hour(time.hour)
+    if time.half:
         return said + "はん"
-    return said + minutes(int(m["min"])) if m["min"] and int(m["min"]) else said
+    return said + minutes(time.minute) if time.minute else said
 
 
-def _phone(m: re.Match[str]) -> str:
-    return "、".join(digits(g) for g in re.findall(r"\d+", m.group()))
+def _counted(n: int, counter: str) -> str:
+    """A day without its month (``日``): 2日 to 10日 sound the same as a date and as a count of days; 1日 is a
+    count ("1日3回": いちにち), the first of a month only beside its month (the date rule). Else ``counted``."""
+    if counter == "日":
+        return "いちにち" if n == 1 else DAYS.get(n, cardinal(n) + "にち")
+    return counted(n, counter)
 
 
-def _percent(m: re.Match[str]) -> str:
-    return number(m["n"]) + "パーセント"
+def _phone(number: Phone) -> str:
+    return "、".join(digits(g) for g in number.groups)
 
 
-def _temperature(m: re.Match[str]) -> str:
-    value = m["t"]
+def _percent(n: str) -> str:
+    return number(n) + "パーセント"
+
+
+def _percent_range(a: str, b: str) -> str:
+    return f"{number(a)}から{number(b)}パーセント"
+
+
+def _temperature(value: str, scale: str | None) -> str:
     sign = "マイナス" if value[:1] in "-−" else ""
     said = sign + number(value.lstrip("+-−")) + "ど"
-    return ("かし" if m["scale"] == "F" else "") + said
+    return ("かし" if scale == "F" else "") + said
 
 
-def _unit(m: re.Match[str]) -> str:
-    return number(m["n"]) + UNITS[m["unit"]]
+def _unit(n: str, unit: str) -> str:
+    return number(n) + UNITS[unit]
 
 
-def _range(m: re.Match[str]) -> str:
-    return f"{number(m['a'])}から{number(m['b'])}"
+def _range(a: str, b: str) -> str:
+    return f"{number(a)}から{number(b)}"
 
 
-def _ordinal(m: re.Match[str]) -> str:
-    return "第" + kanji(int(m["n"]))
+def _ordinal(n: Ordinal) -> str:
+    return "第" + kanji(n.n)
 
 
-_UNIT_NAMES = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
-RULES: tuple[Rule, ...] = (
-    (re.compile(r"(?<!\d)0\d{1,4}-\d{1,4}-\d{3,4}(?!\d)|(?<!\d)\+\d{1,3}[\s-]\d{1,4}[\s-]\d{1,4}[\s-]\d{3,4}(?!\d)"), _phone),
-    (re.compile(rf"(?P<cur>US\$|[¥￥$€])\s?(?P<n>{NUM})(?P<cur2>)"), _money),
-    (re.compile(rf"(?P<n>{NUM})\s?(?P<cur2>円|ドル|ユーロ)(?P<cur>)"), _money),
-    (re.compile(r"(?P<y>\d{4})[/-](?P<mo>\d{1,2})[/-](?P<d>\d{1,2})(?!\d)"), _date),
-    (re.compile(r"(?:(?P<y>\d{4})年)?(?P<mo>\d{1,2})月(?:(?P<d>\d{1,2})日)?"), _date),
-    (re.compile(r"(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?P<han>)(?!\d)"), _clock),
-    (re.compile(r"(?P<h>[01]?\d|2[0-3])時(?:(?P<min>[0-5]?\d)分|(?P<han>半))?"), _clock),
-    (re.compile(rf"(?P<t>[-+−]?{NUM})\s?(?:°\s?(?P<scale>[CF])?|℃|度)"), _temperature),
-    (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})\s?[%％]"), lambda m: f"{number(m['a'])}から{number(m['b'])}パーセント"),
-    (re.compile(rf"(?P<n>{NUM})\s?[%％]"), _percent),
-    (re.compile(rf"(?P<a>{NUM})\s?[-–~〜～]\s?(?P<b>{NUM})(?![\d.])"), _range),
-    (re.compile(r"(?<!\d)(?P<d>[1-3]?\d)日"), _days),
-    (re.compile(rf"(?P<n>{NUM})\s?(?P<unit>{_UNIT_NAMES})(?![A-Za-z/])"), _unit),
-    (re.compile(r"第(?P<n>\d+)"), _ordinal),
-    (re.compile(rf"(?<!\d)(?P<n>\d{{1,3}})(?P<c>{'|'.join(sorted(COUNTERS | NATIVE, key=len, reverse=True))})"), lambda m: counted(int(m["n"]), m["c"])),
-    (re.compile(NUM), lambda m: number(m.group())),
-)  # fmt: skip
+_RANGE = "-–~〜～"
+_PERCENT = "%％"
+_COUNTERS = "|".join(sorted(COUNTERS | NATIVE, key=len, reverse=True))
+LANGUAGE = Language(
+    "ja",
+    rules=(
+        kind.phone(
+            r"(?<!\d)0\d{1,4}-\d{1,4}-\d{3,4}(?!\d)|(?<!\d)\+\d{1,3}[\s-]\d{1,4}[\s-]\d{1,4}[\s-]\d{3,4}(?!\d)",
+            _phone,
+        ),
+        kind.money(rf"(?P<cur>US\$|[¥￥$€])\s?(?P<n>{NUM})", _money),
+        kind.money_after("円|ドル|ユーロ", NUM, _money),
+        kind.date(r"(?P<y>\d{4})[/-](?P<mo>\d{1,2})[/-](?P<d>\d{1,2})(?!\d)", _date),
+        kind.date(r"(?:(?P<y>\d{4})年)?(?P<mo>\d{1,2})月(?:(?P<d>\d{1,2})日)?", _date),
+        kind.clock(r"(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?!\d)", _clock),
+        kind.clock(r"(?P<h>[01]?\d|2[0-3])時(?:(?P<min>[0-5]?\d)分|(?P<han>半))?", _clock),
+        kind.temperature(kind.degrees(NUM, r"(?:°\s?(?P<scale>[CF])?|℃|度)"), _temperature),
+        kind.percent_range(NUM, _percent_range, _RANGE, _PERCENT, start=""),
+        kind.percent(NUM, _percent, _PERCENT),
+        kind.value_range(NUM, _range, _RANGE, start="", end=r"(?![\d.])"),
+        kind.counted(r"(?<!\d)(?P<n>[1-3]?\d)(?P<c>日)", _counted),
+        kind.unit(NUM, UNITS, _unit),
+        kind.ordinal(r"第(?P<n>\d+)", _ordinal),
+        kind.counted(rf"(?<!\d)(?P<n>\d{{1,3}})(?P<c>{_COUNTERS})", _counted),
+        kind.number(NUM, number),
+    ),
+)
