@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,19 @@ def claims(text: str, rules: Iterable[Rule]) -> list[tuple[int, int, str]]:
                 continue
             found.insert(at, (a, b, said))
     return found
+
+
+@dataclass(frozen=True)
+class Said:
+    """A reading as data: a template over the kind's values in order, each number said by ``number`` and each
+    name looked up in ``names`` ("{}から{}", "{} से {} प्रतिशत", "{}{}" with a unit table)."""
+
+    template: str
+    number: Callable[[str], str]
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def __call__(self, *values: str) -> str:
+        return self.template.format(*(self.names.get(v) or self.number(v) for v in values))
 
 
 def alternatives(names: Iterable[str]) -> str:

@@ -10,7 +10,7 @@ import re
 
 from streamvoice.text import rules as kind
 from streamvoice.text.numbers import cardinal, decimal, digits, ordinal, plural, year
-from streamvoice.text.rules import Clock, Date, Language, Phone, Rule
+from streamvoice.text.rules import Clock, Date, Language, Phone, Rule, Said
 
 MONTHS = "January February March April May June July August September October November December".split()
 _MONTH_OF = {m[:3].lower(): m for m in MONTHS}  # "Sept" and "September" too: by their first three
@@ -146,14 +146,6 @@ def _temperature(value: str, scale: str | None) -> str:
     return f"{sign}{_number(value.lstrip('-+'))} degrees{TEMPERATURE_SCALES.get(scale or '', '')}"
 
 
-def _percent(n: str) -> str:
-    return f"{_number(n)} percent"
-
-
-def _range(a: str, b: str) -> str:
-    return f"{_number(a)} to {_number(b)}"
-
-
 def _unit(n: str, unit: str) -> str:
     name = UNITS[unit]
     amount = float(n.replace(",", ""))
@@ -234,9 +226,9 @@ def _values(numeric_date: Rule) -> tuple[Rule, ...]:
         kind.groups(
             "decade", r"(?:\b(?P<century>1[0-9]|20)(?P<tens>[1-9]0|00)|'(?P<tens2>[1-9]0))'?s\b", _decade
         ),
-        kind.percent(NUM, _percent),
+        kind.percent(NUM, Said("{} percent", _number)),
         kind.groups("version", r"\b[vV](?P<v>\d+(?:\.\d+)+)\b|\b(?P<v2>\d+\.\d+\.\d+)\b", _version),
-        kind.value_range(NUM, _range),
+        kind.value_range(NUM, Said("{} to {}", _number)),
         kind.unit(NUM, UNITS, _unit, start=r"(?<![\w.])", end=r"(?![\w/])"),
         kind.ordinal(r"\b(?P<n>\d{1,3}(?:,\d{3})*|\d+)(?:st|nd|rd|th)\b", _ordinal),
         kind.words("number_sign", r"#\d+\b", _hash_number),

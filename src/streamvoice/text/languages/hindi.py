@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from streamvoice.text import number_words as nw
 from streamvoice.text import rules as kind
-from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said
 
 LANG = "hi"
 NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{2,3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
@@ -79,22 +79,6 @@ def _temperature(value: str, scale: str | None) -> str:
     return f"{sign}{number(value.lstrip('+-−'))} डिग्री{SCALES.get(scale or '', '')}"
 
 
-def _percent(n: str) -> str:
-    return f"{number(n)} प्रतिशत"
-
-
-def _percent_range(a: str, b: str) -> str:
-    return f"{number(a)} से {number(b)} प्रतिशत"
-
-
-def _range(a: str, b: str) -> str:
-    return f"{number(a)} से {number(b)}"
-
-
-def _unit(n: str, unit: str) -> str:
-    return f"{number(n)} {UNITS[unit]}"
-
-
 def _ordinal(n: Ordinal) -> str:
     if n.mark.endswith(("ी", "ीं")):
         return FEMININE_ORDINALS.get(n.n, f"{cardinal(n.n)}वीं")
@@ -114,10 +98,10 @@ LANGUAGE = Language(
         kind.date(r"\b(?P<d>\d{1,2})[/.-](?P<mo>\d{1,2})[/.-](?P<y>\d{4})\b", _date),
         kind.clock(rf"{_PART}\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)\b(?:\s?बजे)?", _clock),
         kind.temperature(kind.degrees(NUM), _temperature),
-        kind.percent_range(NUM, _percent_range),
-        kind.percent(NUM, _percent),
-        kind.value_range(NUM, _range),
-        kind.unit(NUM, UNITS, _unit),
+        kind.percent_range(NUM, Said("{} से {} प्रतिशत", number)),
+        kind.percent(NUM, Said("{} प्रतिशत", number)),
+        kind.value_range(NUM, Said("{} से {}", number)),
+        kind.unit(NUM, UNITS, Said("{} {}", number, UNITS)),
         kind.ordinal(r"(?<!\d)(?P<n>\d+)(?P<mark>ला|ली|ले|रा|री|रे|था|थी|थे|वाँ|वां|वीं|वें|ठा|ठी)", _ordinal),
         kind.number(NUM, number),
     ),

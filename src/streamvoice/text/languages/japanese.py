@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamvoice.text import number_words as nw
 from streamvoice.text import rules as kind
-from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said
 
 DIGIT = ("ぜろ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
 HUNDREDS = {1: "ひゃく", 3: "さんびゃく", 6: "ろっぴゃく", 8: "はっぴゃく"}
@@ -176,26 +176,10 @@ def _phone(number: Phone) -> str:
     return "、".join(digits(g) for g in number.groups)
 
 
-def _percent(n: str) -> str:
-    return number(n) + "パーセント"
-
-
-def _percent_range(a: str, b: str) -> str:
-    return f"{number(a)}から{number(b)}パーセント"
-
-
 def _temperature(value: str, scale: str | None) -> str:
     sign = "マイナス" if value[:1] in "-−" else ""
     said = sign + number(value.lstrip("+-−")) + "ど"
     return ("かし" if scale == "F" else "") + said
-
-
-def _unit(n: str, unit: str) -> str:
-    return number(n) + UNITS[unit]
-
-
-def _range(a: str, b: str) -> str:
-    return f"{number(a)}から{number(b)}"
 
 
 def _ordinal(n: Ordinal) -> str:
@@ -219,11 +203,11 @@ LANGUAGE = Language(
         kind.clock(r"(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)(?!\d)", _clock),
         kind.clock(r"(?P<h>[01]?\d|2[0-3])時(?:(?P<min>[0-5]?\d)分|(?P<han>半))?", _clock),
         kind.temperature(kind.degrees(NUM, r"(?:°\s?(?P<scale>[CF])?|℃|度)"), _temperature),
-        kind.percent_range(NUM, _percent_range, _RANGE, _PERCENT, start=""),
-        kind.percent(NUM, _percent, _PERCENT),
-        kind.value_range(NUM, _range, _RANGE, start="", end=r"(?![\d.])"),
+        kind.percent_range(NUM, Said("{}から{}パーセント", number), _RANGE, _PERCENT, start=""),
+        kind.percent(NUM, Said("{}パーセント", number), _PERCENT),
+        kind.value_range(NUM, Said("{}から{}", number), _RANGE, start="", end=r"(?![\d.])"),
         kind.counted(r"(?<!\d)(?P<n>[1-3]?\d)(?P<c>日)", _counted),
-        kind.unit(NUM, UNITS, _unit),
+        kind.unit(NUM, UNITS, Said("{}{}", number, UNITS)),
         kind.ordinal(r"第(?P<n>\d+)", _ordinal),
         kind.counted(rf"(?<!\d)(?P<n>\d{{1,3}})(?P<c>{_COUNTERS})", _counted),
         kind.number(NUM, number),

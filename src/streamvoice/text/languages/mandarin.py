@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamvoice.text import number_words as nw
 from streamvoice.text import rules as kind
-from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said
 
 LANG = "zh"
 NUM = nw.POINT_NUM
@@ -84,25 +84,9 @@ def _phone(number: Phone) -> str:
     return "，".join(nw.digits(g, "zh") for g in number.groups)
 
 
-def _percent(n: str) -> str:
-    return "百分之" + number(n)
-
-
-def _percent_range(a: str, b: str) -> str:
-    return f"百分之{number(a)}到{number(b)}"
-
-
 def _temperature(value: str, scale: str | None) -> str:
     below = "零下" if value[:1] in "-−" else ""
     return below + number(value.lstrip("+-−")) + SCALES.get(scale or "", "度")
-
-
-def _unit(n: str, unit: str) -> str:
-    return number(n) + UNITS[unit]
-
-
-def _range(a: str, b: str) -> str:
-    return f"{number(a)}到{number(b)}"
 
 
 def _ordinal(n: Ordinal) -> str:
@@ -131,10 +115,10 @@ LANGUAGE = Language(
         kind.clock(rf"{_PART}(?P<h>[01]?\d|2[0-3])[:：](?P<min>[0-5]\d)(?!\d)", _clock),
         kind.clock(rf"{_PART}(?P<h>[01]?\d|2[0-3])点(?:(?P<min>[0-5]?\d)分?)?", _clock),
         kind.temperature(kind.degrees(NUM, r"(?:°\s?|(?=℃))(?P<scale>[CF]|℃)?"), _temperature),
-        kind.percent_range(NUM, _percent_range, _RANGE, _PERCENT, start=""),
-        kind.percent(NUM, _percent, _PERCENT),
-        kind.value_range(NUM, _range, _RANGE, start="", end=r"(?![\d.])"),
-        kind.unit(NUM, UNITS, _unit),
+        kind.percent_range(NUM, Said("百分之{}到{}", number), _RANGE, _PERCENT, start=""),
+        kind.percent(NUM, Said("百分之{}", number), _PERCENT),
+        kind.value_range(NUM, Said("{}到{}", number), _RANGE, start="", end=r"(?![\d.])"),
+        kind.unit(NUM, UNITS, Said("{}{}", number, UNITS)),
         kind.ordinal(r"第(?P<n>\d+)", _ordinal),
         kind.number(NUM, number),
     ),
