@@ -65,6 +65,33 @@ def test_elevenlabs_sdk_voices_models_and_errors(vendor_server: RunningServer) -
     assert bad.value.status_code == 400 and "output_format" in str(bad.value.body)
 
 
+def test_elevenlabs_sdk_voices_search_pages_filters_and_refuses(vendor_server: RunningServer) -> None:
+    """``voices.search()`` (``GET /v2/voices``), what every current ElevenLabs SDK lists voices with: 404 before."""
+    client = ElevenLabs(base_url=vendor_server.url, api_key=TOKEN)
+    first = client.voices.search(page_size=20)
+    assert len(first.voices) == 20 and first.has_more and first.total_count == 54
+    seen = [v.voice_id for v in first.voices]
+    token = first.next_page_token
+    while token is not None:  # every voice once, in name order, by the SDK's own paging
+        page = client.voices.search(page_size=20, next_page_token=token)
+        seen += [v.voice_id for v in page.voices]
+        token = page.next_page_token
+    assert seen == sorted(seen) and len(set(seen)) == 54 and "af_heart" in seen
+    british = client.voices.search(search="british", gender="female", page_size=100)
+    assert british.voices and all(v.voice_id.startswith("bf_") for v in british.voices)
+    assert client.voices.search(category="cloned").total_count == 0  # every voice of ours is premade
+    assert [v.voice_id for v in client.voices.search(voice_ids=["af_heart", "bm_george"]).voices] == [
+        "af_heart",
+        "bm_george",
+    ]
+    with pytest.raises(ElevenLabsError) as bad:
+        client.voices.search(page_size=101)
+    assert bad.value.status_code == 400 and "page_size" in str(bad.value.body)
+    with pytest.raises(ElevenLabsError) as refused:
+        ElevenLabs(base_url=vendor_server.url, api_key="wrong").voices.search()
+    assert refused.value.status_code == 401
+
+
 # --- ElevenLabs' convert_realtime: stream-input over TLS ------------------------------------------------
 
 

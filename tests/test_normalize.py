@@ -111,7 +111,7 @@ def test_the_callers_words_survive_as_originals() -> None:
 
 def test_other_languages_get_the_neutral_rules_and_their_own_numbers() -> None:
     spoken = say("Cuesta 12 euros 👍 hoy, escribe a info@example.com", "es")
-    assert spoken == "Cuesta doce euros hoy, escribe a info at example dot com"  # tests/test_locales.py
+    assert spoken == "Cuesta doce euros hoy, escribe a info at example dot com"  # tests/test_latin.py
 
 
 # What language models write, heard through the real model (the "3 of 12 read right"): the

@@ -19,13 +19,12 @@ from websockets.asyncio.client import connect
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.server.core.requests import load_lexicon
+from streamvoice.text.lexicon import apply_lexicon, check_lexicon
+from streamvoice.text.marks import MARKS
 from streamvoice.text.normalize import normalize, spoken_text
 from streamvoice.text.pronounce import (
-    MARKS,
     MAX_SILENCE_MS,
     MarkupError,
-    apply_lexicon,
-    check_lexicon,
     ipa_to_kokoro,
     parse_ssml,
     say_as,

@@ -27,11 +27,11 @@ def resolver(engine: KokoroEngine) -> Resolver:
 
 def test_fields_win_over_defaults_and_the_voice_gives_the_language(resolver: Resolver) -> None:
     defaults = SessionDefaults(voice="bf_emma", speed=1.2)
-    request = resolver.resolve("Hello.", defaults)
+    request = resolver.resolve(defaults, text="Hello.")
     assert (request.voice.parts[0][0], request.lang, request.speed, request.sample_rate) == (
         "bf_emma", "en-gb", 1.2, 24_000,
     )  # fmt: skip
-    request = resolver.resolve("Hola.", defaults, voice="ef_dora", speed=1.0, fmt="ulaw")
+    request = resolver.resolve(defaults, text="Hola.", voice="ef_dora", speed=1.0, fmt="ulaw")
     assert (request.lang, request.speed, request.sample_rate) == ("es", 1.0, 8_000)  # G.711 is 8 kHz
 
 
@@ -43,14 +43,14 @@ def test_each_mistake_has_its_code_and_the_messages_id(resolver: Resolver) -> No
     ]
     for fields, code in cases:
         with pytest.raises(ProtocolError) as caught:
-            resolver.resolve("Hi.", SessionDefaults(), msg_id="m1", **fields)  # type: ignore[arg-type]
+            resolver.resolve(SessionDefaults(), text="Hi.", msg_id="m1", **fields)  # type: ignore[arg-type]
         assert caught.value.id == "m1" and caught.value.code is code
 
 
 def test_the_sessions_lexicon_is_over_the_servers(resolver: Resolver) -> None:
-    request = resolver.resolve("Hi.", SessionDefaults(lexicon={"Kokoro": "/kokoɹo/", "Ada": "/ˈAdə/"}))
+    request = resolver.resolve(SessionDefaults(lexicon={"Kokoro": "/kokoɹo/", "Ada": "/ˈAdə/"}), text="Hi.")
     assert request.lexicon == {"Kokoro": "/kokoɹo/", "Ada": "/ˈAdə/"}
-    assert resolver.resolve("Hi.", SessionDefaults()).lexicon == {"Kokoro": "/kˈOkəɹO/"}
+    assert resolver.resolve(SessionDefaults(), text="Hi.").lexicon == {"Kokoro": "/kˈOkəɹO/"}
 
 
 def test_configure_changes_only_what_it_names() -> None:

@@ -20,20 +20,22 @@ def service(engine: KokoroEngine) -> SpeechService:
 
 async def test_a_text_is_planned_into_pieces_in_speaking_order(service: SpeechService) -> None:
     text = "First we plan. Then, when it is ready, we speak! And at last we stop."
-    request = service.requests.resolve(text, SessionDefaults())
+    request = service.requests.resolve(SessionDefaults(), text=text)
     pieces = [piece async for piece in service.plan(request)]
     assert len(pieces) >= 2 and " ".join(p.text for p in pieces).split() == text.split()
     assert service.load.planning == 0  # counted only while planning runs
 
 
 async def test_a_break_is_the_pause_after_its_piece(service: SpeechService) -> None:
-    request = service.requests.resolve('<speak>Wait.<break time="700ms"/>Now go.</speak>', SessionDefaults())
+    request = service.requests.resolve(
+        SessionDefaults(), text='<speak>Wait.<break time="700ms"/>Now go.</speak>'
+    )
     pieces = [piece async for piece in service.plan(request)]
     assert [p.pause_ms for p in pieces] == [700, None]
 
 
 async def test_markup_and_unreadable_text_are_refused_with_their_codes(service: SpeechService) -> None:
-    bad_ssml = service.requests.resolve("<speak>Unclosed <emphasis>tag</speak>", SessionDefaults())
+    bad_ssml = service.requests.resolve(SessionDefaults(), text="<speak>Unclosed <emphasis>tag</speak>")
     with pytest.raises(ProtocolError) as caught:
         [p async for p in service.plan(bad_ssml)]
     assert caught.value.code is ErrorCode.INVALID_SSML

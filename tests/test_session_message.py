@@ -46,7 +46,7 @@ class Job:
 def job(chars: int, first_audio_at: float | None = None) -> Job:
     """A queued answer holding ``chars`` of text; its request carries none, as a vendor context's does."""
     voice = parse_voice_spec("af_heart", {"af_heart"})
-    return Job(ResolvedRequest("", voice, 1.0, "pcm", "en-us"), Held(chars), first_audio_at)
+    return Job(ResolvedRequest(voice, 1.0, "pcm", "en-us"), Held(chars), first_audio_at)
 
 
 def test_queued_speech_ends_after_all_of_it_less_what_was_said() -> None:

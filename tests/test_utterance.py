@@ -27,8 +27,8 @@ from streamvoice.server.core.utterance import (
     PieceStarted,
     StreamBounds,
     Utterance,
-    Utterances,
 )
+from streamvoice.server.core.utterances import Utterances
 from tests.fakes import FakeEngine, FakeHost, FakePlanner
 from tests.helpers import answers as next_answers
 from tests.helpers import (

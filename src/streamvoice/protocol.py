@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from streamvoice.text.pronounce import check_lexicon
+from streamvoice.text.lexicon import check_lexicon
 
 SAMPLE_RATE = 24_000  # what the model makes
 SAMPLE_RATES = (8_000, 16_000, 22_050, 24_000, 44_100, 48_000)  # what a client may ask for

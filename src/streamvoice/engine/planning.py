@@ -14,8 +14,8 @@ from typing import Literal
 from streamvoice.engine.alignment import WordSpan, split_spans, text_words, voiced_range, word_spans
 from streamvoice.engine.g2p import G2P
 from streamvoice.text.chunker import ChunkPolicy, chunk_paragraphs
+from streamvoice.text.marks import END, MARKS, PHONEMES
 from streamvoice.text.normalize import Token, normalize, spoken_text
-from streamvoice.text.pronounce import END, MARKS, PHONEMES
 
 log = logging.getLogger("streamvoice.planning")
 

@@ -32,7 +32,7 @@ from streamvoice.text.boundaries import (
     word_cuts,
 )
 from streamvoice.text.markdown import clean_token
-from streamvoice.text.pronounce import END, PHONEMES, SAY
+from streamvoice.text.marks import END, PHONEMES, SAY
 
 Measure = Callable[[str], int]
 # A run of text this long with no whitespace is cleaned and cut as if a space followed it: no real word is

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from streamvoice.text import rules as kind
-from streamvoice.text.pronounce import END, PHONEMES, SAY, SEP, SPACE
+from streamvoice.text.marks import END, PHONEMES, SAY, SEP, SPACE
 from streamvoice.text.rules import Rule
 
 SYMBOLS = {"&": "and", "+": "plus", "=": "equals", "@": "at", "×": "times", "÷": "divided by"}

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from streamvoice.text.language_rules import language_rules
+from streamvoice.text.marks import PHONEMES, SAY, SEP, SPACE
 from streamvoice.text.neutral import ADDRESSES, MARKED, SYMBOL_RULES
-from streamvoice.text.pronounce import PHONEMES, SAY, SEP, SPACE
 from streamvoice.text.rules import Rule, claims
 
 

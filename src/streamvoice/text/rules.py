@@ -6,7 +6,7 @@ writing differs (phone numbers, dates, clock times, ordinals), its patterns.
 
 ``claims`` applies rules to a text: an earlier rule's span is never re-read by a later one. Every
 number-led pattern starts only where a digit run starts (``(?<!\\d)``), so a long run costs linear time
-(``pytest tests/test_locales.py -k square``). Checked by ``pytest tests/test_rules.py``.
+(``pytest tests/test_latin.py -k square``). Checked by ``pytest tests/test_rules.py``.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from streamvoice.protocol import (
     check_rate_for_format,
     output_rate,
 )
-from streamvoice.text.pronounce import check_lexicon
+from streamvoice.text.lexicon import check_lexicon
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,10 @@ class SessionDefaults:
 
 @dataclass(frozen=True)
 class ResolvedRequest:
-    text: str
+    """How an answer is spoken: voice, speed, format and rate, language, pauses, lexicon; resolved apart from
+    any text. ``text`` is a whole message's own (a one-shot request, a session's ``synthesize``); a streamed
+    answer's text is what its utterance is fed (``Utterance.chars`` counts it for admission)."""
+
     voice: VoiceSpec
     speed: float
     format: str
@@ -53,6 +56,7 @@ class ResolvedRequest:
     pauses: Pauses = field(default_factory=Pauses)
     ssml: bool | None = None  # None: SSML when the text starts with <speak>
     lexicon: Mapping[str, str] = field(default_factory=dict)  # the server's, then the session's
+    text: str = ""
 
 
 # Characters of text per second of served speech at speed 1.0 (silences trimmed, pauses added): 17-20 for
@@ -76,7 +80,6 @@ class Resolver:
 
     def resolve(
         self,
-        text: str,
         defaults: SessionDefaults,
         voice: str | None = None,
         speed: float | None = None,
@@ -85,6 +88,7 @@ class Resolver:
         msg_id: str | None = None,
         sample_rate: int | None = None,
         ssml: bool | None = None,
+        text: str = "",
     ) -> ResolvedRequest:
         try:
             spec = self.engine.parse_voice(voice or defaults.voice)
@@ -100,7 +104,6 @@ class Resolver:
         rate = output_rate(fmt, sample_rate or defaults.sample_rate)
         check_rate_for_format(fmt, rate, msg_id)
         return ResolvedRequest(
-            text=text,
             voice=spec,
             speed=speed if speed is not None else defaults.speed,
             format=fmt,
@@ -109,12 +112,13 @@ class Resolver:
             pauses=defaults.pauses or self.pauses,
             ssml=ssml,
             lexicon={**self.lexicon, **defaults.lexicon} if defaults.lexicon else self.lexicon,
+            text=text,
         )
 
     def message(self, msg: Synthesize, defaults: SessionDefaults) -> ResolvedRequest:
         """A session (or ``/invocations``) synthesize message over the caller's defaults."""
         return self.resolve(
-            msg.text, defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate, msg.ssml
+            defaults, msg.voice, msg.speed, msg.format, msg.lang, msg.id, msg.sample_rate, msg.ssml, msg.text
         )
 
 

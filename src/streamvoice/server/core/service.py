@@ -26,7 +26,8 @@ from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.core.scheduler import SynthesisScheduler
-from streamvoice.server.core.utterance import StreamBounds, Utterance, Utterances
+from streamvoice.server.core.utterance import StreamBounds, Utterance
+from streamvoice.server.core.utterances import Utterances
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.pronounce import MarkupError, to_segments
 

@@ -16,7 +16,7 @@ Every surface is an adapter over this: it turns its wire into ``say`` / ``append
   ``idle_end_s`` it is ended as it stands (``on_idle`` tells the surface), so a stream never closed does not
   hold its listener.
 
-``Utterances`` holds the utterances open on one lane (a session's messages, a vendor connection's contexts)
+``utterances.Utterances`` holds the utterances open on one lane (a session's messages, a vendor connection's contexts)
 and owns the barge-in rule: cancelling the one being spoken restarts the listener's playback clock.
 Checked by ``pytest tests/test_utterance.py``.
 """
@@ -24,7 +24,6 @@ Checked by ``pytest tests/test_utterance.py``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -333,49 +332,3 @@ class Utterance:
                 yield Completed(samples, pieces)
         finally:
             self._stop()  # a consumer that left: nothing more is planned or decoded for it
-
-
-class Utterances:
-    """The utterances open on one lane, in the order they were opened: one listener's queue of answers."""
-
-    def __init__(
-        self, planner: Planner, lane: Lane, quiet_cut_s: float = 0.0, bounds: StreamBounds | None = None
-    ) -> None:
-        self.planner = planner
-        self.lane = lane
-        self.quiet_cut_s = quiet_cut_s
-        self.bounds = bounds
-        self.open: list[Utterance] = []
-        # Told when a barge-in restarts the listener's playback (a surface's own send pacing follows it).
-        self.on_restart: Callable[[], None] | None = None
-
-    def start(
-        self,
-        request: ResolvedRequest,
-        uid: str | None = None,
-        gate: Callable[[], Awaitable[None]] | None = None,
-    ) -> Utterance:
-        utterance = Utterance(self.planner, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds)
-        self.open.append(utterance)
-        return utterance
-
-    def done(self, utterance: Utterance) -> None:
-        with contextlib.suppress(ValueError):
-            self.open.remove(utterance)
-
-    def cancel(self, uid: str | None = None) -> list[Utterance]:
-        """Cancel every open utterance (``uid`` None: barge-in) or the one with that id; those cancelled.
-
-        Only when the utterance being spoken is among them does the listener's playback restart (what is
-        queued after it was not playing yet)."""
-        return self.cancel_these([u for u in self.open if (uid is None or u.id == uid) and not u.cancelled])
-
-    def cancel_these(self, chosen: list[Utterance]) -> list[Utterance]:
-        """Cancel exactly these (an id can name two: a context reused right after it was closed)."""
-        if chosen and self.open[0] in chosen:
-            self.lane.restart_playback()
-            if self.on_restart is not None:
-                self.on_restart()
-        for utterance in chosen:
-            utterance.cancel()
-        return chosen

@@ -44,7 +44,7 @@ from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.guards import listing_service
-from streamvoice.server.surfaces.http_answer import start_answer
+from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
 from streamvoice.server.surfaces.http_stream import encoded, sse_event
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
@@ -106,7 +106,6 @@ def resolve(
     fmt, rate = output_format(obj.get("output_format"), containers)
     voice = vendor_voices(service).resolve(_voice(obj.get("voice")), VENDOR)
     return service.requests.resolve(
-        text,
         SessionDefaults(),
         voice,
         _speed(obj),
@@ -114,6 +113,7 @@ def resolve(
         vendor_language(obj.get("language")),
         sample_rate=rate,
         ssml=False,
+        text=text,
     )
 
 
@@ -232,13 +232,12 @@ def _parser(containers: tuple[str, ...]) -> Any:
     return parse
 
 
+def _media(resolved: ResolvedRequest) -> str:
+    return {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(resolved.format, "application/octet-stream")
+
+
 async def tts_bytes(request: Request) -> Response:
-    started = await start_answer(request, _parser(CONTAINERS), render=http_error)
-    if isinstance(started, Response):
-        return started
-    resolved = started.resolved
-    media = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(resolved.format, "application/octet-stream")
-    return started.respond(None, media)
+    return await audio_answer(request, _parser(CONTAINERS), _media, http_error)
 
 
 async def tts_sse(request: Request) -> Response:

@@ -14,8 +14,8 @@ they were opened, on one listener lane. What is written here once, and nowhere e
 - the admission gate (one planner per connection, in answer order; a listener slot held before planning),
   and the slot given back when the connection goes idle or away;
 - drain: queued answers finish, new ones are refused ``going_away``, then 1001; event-driven, no polling;
-- the upgrade (``serve``): the key before anything else, the session cap counted before any ``await``, the
-  wire's own checks, then the connection; a refusal in the wire's shape with one close-code rule.
+- the upgrade (``upgrade.serve``): the key before anything else, the session cap counted before any
+  ``await``, the wire's own checks, then the connection; a refusal in the wire's shape, one close-code rule.
 
 A wire subclasses ``Connection``: ``on_frame`` parses one frame into calls on its answers, the render
 methods turn the utterance's events (``rendering.encoded_events``) into frames. Checked by
@@ -25,62 +25,24 @@ methods turn the utterance's events (``rendering.encoded_events``) into frames. 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-import uuid
-from collections.abc import Callable, Coroutine
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from starlette.websockets import WebSocket
 
 from streamvoice.engine.alignment import WordTime
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import reserve
 from streamvoice.server.core.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
-from streamvoice.server.surfaces.guards import authorized, service_of
 from streamvoice.server.surfaces.rendering import Sound, encoded_events, speech_ends
+from streamvoice.server.surfaces.transport import Disconnected, Transport, run_reader_and_writer
 
 log = logging.getLogger("streamvoice.connection")
 
 # Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
 # the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
 MAX_PENDING_REPLIES = 1024
-CLOSE_WAIT_S = 1.0  # how long an aborted connection waits for its close frame to be taken
-
-
-class Disconnected(Exception):
-    """The client is gone (or was closed for not reading): nothing more can reach it."""
-
-
-class Transport[F](Protocol):
-    """How a connection's frames travel: a WebSocket (``websocket.WebSocketTransport``) or Wyoming's TCP."""
-
-    on_stalled: Callable[[], object]  # the client stopped reading: the connection stops the work made for it
-
-    async def receive(self) -> F | None:
-        """The next frame; None when the client went away."""
-        ...
-
-    async def send(self, frame: F) -> None:
-        """Bounded by the send timeout; ``Disconnected`` when the frame cannot reach the client."""
-        ...
-
-    async def pace(self, samples: int) -> None:
-        """Wait until ``samples`` more of audio may leave (never far ahead of the listener's playback)."""
-        ...
-
-    def restart_playout(self) -> None:
-        """What was sent will not be played (barge-in): the listener's playback starts again now."""
-        ...
-
-    async def close(self, code: int, reason: str, last: F | None = None) -> None:
-        """Send ``last`` if the client is still there, then close."""
-        ...
 
 
 @dataclass(eq=False)
@@ -396,85 +358,3 @@ class Connection[F]:
 @dataclass(frozen=True)
 class _Reply[F]:
     frame: F
-
-
-async def run_reader_and_writer(
-    read: Coroutine[Any, Any, None],
-    write: Coroutine[Any, Any, None],
-    transport: Transport[Any],
-    aborted: Callable[[], tuple[int, str] | None],
-) -> None:
-    """A connection's reader and writer until one ends.
-
-    The reader ends by queueing a close, and the writer answers what was queued before it, then closes;
-    except when the reader gave up on the client (``aborted``: the replies it cannot take passed the cap):
-    nothing queued can reach it, so the connection closes now. Waiting for the writer kept the listener
-    slot behind an open answer after the client had gone (``tests/test_connection.py``).
-    """
-    reader = asyncio.ensure_future(read)
-    writer = asyncio.ensure_future(write)
-    try:
-        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-        if writer in done:
-            reader.cancel()
-        elif (why := aborted()) is not None:
-            writer.cancel()
-            with contextlib.suppress(TimeoutError):  # a client that reads nothing may never take the close
-                await asyncio.wait_for(transport.close(*why), CLOSE_WAIT_S)
-        else:
-            await writer
-    finally:
-        for task in (reader, writer):
-            task.cancel()
-        await asyncio.gather(reader, writer, return_exceptions=True)
-
-
-def close_code(error: ProtocolError) -> int:
-    """The one rule for closing a refused WebSocket: 1001 shutting down, 1013 try again later (busy, not
-    ready), 1008 fix the call (a bad voice, format or key)."""
-    if error.code == ErrorCode.GOING_AWAY:
-        return 1001
-    return 1013 if error.http_status >= 500 else 1008
-
-
-async def serve(
-    ws: WebSocket,
-    make: Callable[[WebSocket, SpeechService, str], Connection[Any]],
-    refusal: Callable[[ProtocolError], str | bytes],
-    connection_id: Callable[[WebSocket], str | None] = lambda ws: None,
-) -> None:
-    """A WebSocket connection's life, for every wire: the key before the upgrade (a caller without it learns
-    nothing about the server and gets 403), the session cap counted before any await (simultaneous callers
-    cannot all pass it), the wire's own checks of the URL (``make``), then the connection."""
-    service = service_of(ws)
-    if not authorized(ws, service):
-        await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
-        return
-    try:
-        slot = reserve(service, "session")
-    except ProtocolError as problem:
-        await _refuse(ws, problem, refusal)
-        return
-    assert service is not None
-    try:
-        conn = make(ws, service, connection_id(ws) or uuid.uuid4().hex[:12])
-    except ProtocolError as problem:
-        slot.release()
-        service.metrics.count_error(str(problem.code))
-        await _refuse(ws, problem, refusal)
-        return
-    try:
-        await ws.accept()
-        await conn.run()
-    finally:
-        slot.release()
-
-
-async def _refuse(
-    ws: WebSocket, problem: ProtocolError, refusal: Callable[[ProtocolError], str | bytes]
-) -> None:
-    """Why no connection starts, in the wire's shape, then the close (``close_code``)."""
-    await ws.accept()
-    frame = refusal(problem)
-    await (ws.send_text(frame) if isinstance(frame, str) else ws.send_bytes(frame))
-    await ws.close(close_code(problem), str(problem.code).replace("_", " "))

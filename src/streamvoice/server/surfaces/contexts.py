@@ -36,7 +36,7 @@ from streamvoice.protocol import ErrorCode, ProtocolError, check_text, parse_jso
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
-from streamvoice.server.surfaces import connection
+from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.connection import Answer, Connection
 from streamvoice.server.surfaces.websocket import WebSocketTransport, audio_frames
 
@@ -234,5 +234,5 @@ async def serve(
     make: Callable[[WebSocket, SpeechService, str], ContextSocket],
     refusal: Callable[[ProtocolError], Frame],
 ) -> None:
-    """A vendor socket's life: ``connection.serve``, the one upgrade of every WebSocket wire."""
-    await connection.serve(ws, make, refusal)
+    """A vendor socket's life: ``upgrade.serve``, the one upgrade of every WebSocket wire."""
+    await upgrade.serve(ws, make, refusal)

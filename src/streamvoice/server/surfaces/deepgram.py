@@ -38,7 +38,7 @@ from streamvoice.protocol import (
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
-from streamvoice.server.surfaces.http_answer import start_answer
+from streamvoice.server.surfaces.http_answer import audio_answer
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "Deepgram"
@@ -106,7 +106,7 @@ def resolve(
         raise _bad("speed must be a number from 0.5 to 2.0", "speed") from None
     lang = _lang(model) if voice != model else None
     resolved = service.requests.resolve(
-        text, SessionDefaults(), voice, speed, "wav" if wav else fmt, lang, sample_rate=rate, ssml=False
+        SessionDefaults(), voice, speed, "wav" if wav else fmt, lang, sample_rate=rate, ssml=False, text=text
     )
     return resolved, wav
 
@@ -202,16 +202,15 @@ async def speak(request: Request) -> Response:
         check_text(text, service.config.limits)
         return resolve(service, request.query_params, websocket=False, text=text)
 
-    started = await start_answer(request, parse, render=http_error)
-    if isinstance(started, Response):
-        return started
-    resolved = started.resolved
-    media = MEDIA.get(resolved.format, "application/octet-stream")
     headers = {
         "dg-request-id": str(uuid.uuid4()),
         "dg-model-name": request.query_params.get("model") or DEFAULT_MODEL,
     }
-    return started.respond(None, media, headers)
+    return await audio_answer(request, parse, _media, http_error, headers)
+
+
+def _media(resolved: ResolvedRequest) -> str:
+    return MEDIA.get(resolved.format, "application/octet-stream")
 
 
 ROUTES = [

@@ -76,6 +76,20 @@ async def start_answer[T](
     return Started(service, parsed, resolved, first, pieces, slot.release)
 
 
+async def audio_answer[T](
+    request: Request,
+    parse: Callable[[dict[str, Any], SpeechService], tuple[ResolvedRequest, T]],
+    media: Callable[[ResolvedRequest], str],
+    render: Callable[[ProtocolError, dict[str, str] | None], Response] = error_response,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """A route whose answer is the audio alone, streamed (``media``: its content type for the request)."""
+    started = await start_answer(request, parse, render=render)
+    if isinstance(started, Response):
+        return started
+    return started.respond(None, media(started.resolved), headers)
+
+
 class ClientLeft(Exception):
     """The caller closed the connection before its whole answer was ready."""
 

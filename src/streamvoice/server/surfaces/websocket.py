@@ -19,7 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.surfaces.connection import Disconnected
+from streamvoice.server.surfaces.transport import Disconnected
 
 log = logging.getLogger("streamvoice.connection")
 

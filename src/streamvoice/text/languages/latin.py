@@ -5,7 +5,7 @@ groups. One language is one ``Latin`` table (its words and conventions) in its o
 are the same for the four, built here from the kinds of ``text.rules``.
 
 The spoken forms are plain words of the language, which its G2P reads (espeak-ng). Checked by
-``pytest tests/test_locales.py`` (the readings) and ``tests/test_locales_heard.py`` (heard by Whisper).
+``pytest tests/test_latin.py`` (the readings) and ``tests/test_locales_heard.py`` (heard by Whisper).
 """
 
 from __future__ import annotations

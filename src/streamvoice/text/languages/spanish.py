@@ -1,5 +1,5 @@
 """Spanish values as a native speaker reads them: the words and conventions of one ``Latin`` table; the
-rules are ``languages.latin``'s. Checked by ``pytest tests/test_locales.py``."""
+rules are ``languages.latin``'s. Checked by ``pytest tests/test_latin.py``."""
 
 from __future__ import annotations
 

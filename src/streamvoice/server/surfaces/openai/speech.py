@@ -176,13 +176,13 @@ def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedReques
     speech = speech_request(obj, service.engine.voice_names, service.config.limits)
     try:
         resolved = service.requests.resolve(
-            speech.input,
             SessionDefaults(),
             speech.voice,
             speech.speed,
             speech.response_format,
             speech.lang,
             ssml=speech.ssml,
+            text=speech.input,
         )
     except ProtocolError as exc:
         if exc.param is None and exc.code == ErrorCode.UNKNOWN_VOICE:

@@ -36,7 +36,7 @@ from streamvoice.protocol import (
 from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
-from streamvoice.server.surfaces import connection
+from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.connection import Answer, Connection
 from streamvoice.server.surfaces.session import message as rendered
 from streamvoice.server.surfaces.session.configure import configured, configured_body
@@ -170,7 +170,7 @@ class BidiSession(Connection[Frame]):
         pauses = self.service.config.pauses
         candidate = configured(self.defaults, msg, pauses)
         try:
-            self.service.requests.resolve("x", candidate)
+            self.service.requests.resolve(candidate)
         except ProtocolError as exc:
             self._reply_error(exc, None)
             return
@@ -218,7 +218,7 @@ async def bidi(ws: WebSocket) -> None:
     def session_id(ws: WebSocket) -> str | None:
         return ws.headers.get("x-amzn-sagemaker-session-id")
 
-    await connection.serve(ws, BidiSession, _refusal, session_id)
+    await upgrade.serve(ws, BidiSession, _refusal, session_id)
 
 
 def _refusal(error: ProtocolError) -> Frame:

@@ -30,7 +30,7 @@ from tests.helpers import (
 def _utterance(text: str, planner: FakePlanner | None = None) -> tuple[FakeHost, Utterance]:
     host = FakeHost(engine=FakeEngine(windows_per_piece=2, window_samples=2_400, words=True))
     host.scheduler.start()
-    request = ResolvedRequest(text, VoiceSpec((("af_heart", 1.0),)), 1.0, "pcm", "en-us")
+    request = ResolvedRequest(VoiceSpec((("af_heart", 1.0),)), 1.0, "pcm", "en-us", text=text)
     utterance = Utterance(planner or FakePlanner(), request, Lane(host))
     utterance.say()
     return host, utterance

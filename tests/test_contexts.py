@@ -252,7 +252,7 @@ async def test_a_text_that_is_not_a_string_has_one_code_over_http_and_socket(
 async def test_a_client_past_the_reply_cap_is_closed_at_once_and_its_slot_freed(engine) -> None:  # type: ignore[no-untyped-def]
     """Frames sent without reading any reply: past MAX_PENDING_REPLIES the connection closes, its context
     cancelled, its slot free, and the next caller is served. That the close no longer waits behind the open
-    context's audio is ``test_ws_output.py::test_an_aborted_connection_closes_without_waiting_for_its_writer``."""
+    context's audio is ``test_connection.py::test_an_aborted_connection_closes_without_waiting_for_its_writer``."""
     import socket as socket_module
 
     server = await asyncio.to_thread(

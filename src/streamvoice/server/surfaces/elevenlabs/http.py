@@ -1,0 +1,143 @@
+"""ElevenLabs' HTTP routes: speech (streamed), with timestamps (whole or per line), voices and models."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+
+from streamvoice.engine.voices import LANGUAGES
+from streamvoice.protocol import (
+    ProtocolError,
+    check_text,
+    required_text,
+)
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.contexts import b64
+from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, http_alignment
+from streamvoice.server.surfaces.elevenlabs.request import MODEL_IDS, http_error, resolve
+from streamvoice.server.surfaces.elevenlabs.socket import multi_stream_input, stream_input
+from streamvoice.server.surfaces.elevenlabs.voices import search_voices, voices
+from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
+from streamvoice.server.surfaces.http_answer import ClientLeft, audio_answer, start_answer, until_disconnect
+from streamvoice.server.surfaces.http_stream import encoded
+
+
+def _parser(request: Request) -> Any:
+    def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, None]:
+        text = required_text(obj)
+        check_text(text, service.config.limits)
+        voice_id = request.path_params.get("voice_id", "")
+        fmt = request.query_params.get("output_format")
+        return resolve(
+            service, voice_id, fmt, text, obj.get("voice_settings"), obj.get("language_code")
+        ), None
+
+    return parse
+
+
+async def speech(request: Request) -> Response:
+    """``POST /v1/text-to-speech/{voice_id}`` and ``/stream``: the audio, streamed as it is made."""
+    return await audio_answer(request, _parser(request), _media, http_error)
+
+
+def _media(resolved: ResolvedRequest) -> str:
+    return {"mp3": "audio/mpeg", "ulaw": "audio/basic"}.get(resolved.format, "audio/pcm")
+
+
+async def _timestamped(started: Any) -> AsyncGenerator[tuple[bytes, list[Char]]]:
+    """Audio chunks with the characters that start in them, times from the answer's start."""
+    pending: list[Char] = []
+    said = False
+    async with aclosing(encoded(started.first, started.pieces)) as chunks:
+        async for data in chunks:
+            if isinstance(data, Words):
+                pending += characters(data.times, said)
+                said = said or bool(data.times)
+                continue
+            yield data, pending
+            pending = []
+
+
+def _timestamped_body(audio: bytes, chars: list[Char]) -> dict[str, Any]:
+    alignment = http_alignment(chars)
+    return {"audio_base64": b64(audio), "alignment": alignment, "normalized_alignment": alignment}
+
+
+async def with_timestamps(request: Request) -> Response:
+    """``POST .../with-timestamps``: one JSON object (the whole audio and every character's time)."""
+    started = await start_answer(request, _parser(request), render=http_error)
+    if isinstance(started, Response):
+        return started
+    try:  # made whole before anything is sent: only the watch tells that the caller left
+        audio, chars = await until_disconnect(request, _gathered(started))
+    except ClientLeft:
+        return Response(status_code=499)  # nobody reads it; the work behind it is already released
+    except ProtocolError as exc:
+        return http_error(exc)
+    finally:
+        started.release()
+    return JSONResponse(_timestamped_body(bytes(audio), chars))
+
+
+async def _gathered(started: Any) -> tuple[bytearray, list[Char]]:
+    audio, chars = bytearray(), []
+    async with aclosing(_timestamped(started)) as chunks:
+        async for data, chunk_chars in chunks:
+            audio += data
+            chars += chunk_chars
+    return audio, chars
+
+
+async def stream_with_timestamps(request: Request) -> Response:
+    """``POST .../stream/with-timestamps``: a JSON object per line, as each chunk is made."""
+    started = await start_answer(request, _parser(request), render=http_error)
+    if isinstance(started, Response):
+        return started
+
+    async def body() -> AsyncGenerator[bytes]:
+        async for data, chars in _timestamped(started):
+            yield (json.dumps(_timestamped_body(data, chars)) + "\n").encode()
+
+    return started.respond(body(), "application/json")
+
+
+async def models(request: Request) -> Response:
+    """ElevenLabs' model list (``GET /v1/models`` with ``xi-api-key``: the app routes it here)."""
+    if not authorized(request, service_of(request)):
+        return http_error(unauthorized())
+    languages = [{"language_id": ours, "name": name} for ours, name in LANGUAGES.values()]
+    listed = [
+        {
+            "model_id": model_id,
+            "name": f"Kokoro-82M (answering for {model_id})",
+            "can_do_text_to_speech": True,
+            "can_do_voice_conversion": False,
+            "can_use_style": False,
+            "can_use_speaker_boost": False,
+            "serves_pro_voices": False,
+            "languages": languages,
+            "description": "Kokoro-82M served by streamvoice",
+        }
+        for model_id in ("kokoro", *MODEL_IDS)
+    ]
+    return JSONResponse(listed)
+
+
+ROUTES = [
+    WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", stream_input),
+    WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", multi_stream_input),
+    Route("/v1/text-to-speech/{voice_id}", speech, methods=["POST"]),
+    Route("/v1/text-to-speech/{voice_id}/stream", speech, methods=["POST"]),
+    Route("/v1/text-to-speech/{voice_id}/with-timestamps", with_timestamps, methods=["POST"]),
+    Route("/v1/text-to-speech/{voice_id}/stream/with-timestamps", stream_with_timestamps, methods=["POST"]),
+    Route("/v1/voices", voices, methods=["GET"]),
+    Route("/v2/voices", search_voices, methods=["GET"]),
+]

@@ -1,0 +1,28 @@
+"""The private marks spans travel in inside a text, so the chunker and the normaliser keep them whole:
+``SAY`` (a written form and what to say), ``PHONEMES`` (a written form and its phonemes)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+SAY, PHONEMES, SEP, END = "\ue000", "\ue003", "\ue001", "\ue002"
+SPACE = "\ue004"  # a space inside a span: the chunker never cuts there
+MARKS = SAY + PHONEMES + SEP + END + SPACE
+
+
+def say_span(written: str, spoken: str) -> str:
+    return f"{SAY}{clean(written)}{SEP}{clean(spoken)}{END}"
+
+
+def phoneme_span(written: str, phonemes: str) -> str:
+    return f"{PHONEMES}{clean(written)}{SEP}{clean(phonemes)}{END}"
+
+
+def clean(text: str) -> str:
+    return " ".join("".join(ch for ch in text if ch not in MARKS).split()).replace(" ", SPACE)
+
+
+def outside_spans(text: str, change: Callable[[str], str]) -> str:
+    parts = re.split(f"([{SAY}{PHONEMES}][^{END}]*{END})", text)
+    return "".join(p if p[:1] in (SAY, PHONEMES) else change(p) for p in parts)
