@@ -68,7 +68,7 @@ class FakeRequest:
     pauses: Pauses = DEFAULT_PAUSES
 
 
-class FakePlanner:
+class FakePieceSource:
     """Plans one piece per sentence (text split at ". "), on the event loop; nothing speakable raises
     ``empty_text`` as the service does. ``fail_on``: a sentence whose planning raises."""
 

@@ -127,3 +127,33 @@ async def test_text_for_a_cancelled_context_is_told_it_was_cancelled(vendor_serv
                 if event.get("type") == "error" and "context" in event.get("message", ""):
                     break
     assert "was cancelled" in event["message"] and "continue was false" not in event["message"], event
+
+
+async def test_a_flush_is_answered_flush_done_after_its_audio(vendor_server: RunningServer) -> None:
+    """Cartesia's ``flush_done``: the audio of what came before the n-th flush carries ``flush_id`` n, then
+    ``flush_done`` n; what follows carries n + 1 (clients map audio to what they sent by it)."""
+    import asyncio
+    import json
+
+    import websockets
+
+    url = vendor_server.url.replace("http", "ws", 1) + "/tts/websocket"
+    base = {"model_id": "sonic-2", "voice": {"mode": "id", "id": "af_heart"}, "output_format": RAW}
+    kinds: list[tuple[str, int | None]] = []
+    async with websockets.connect(url, additional_headers={"X-API-Key": TOKEN}) as ws:
+        first = {**base, "context_id": "f", "transcript": "Hello there.", "continue": True, "flush": True}
+        await ws.send(json.dumps(first))
+        async with asyncio.timeout(60):
+            while not kinds or kinds[-1][0] != "flush_done":  # the flush is answered before more is sent
+                event = json.loads(await ws.recv())
+                kinds.append((event["type"], event.get("flush_id")))
+            await ws.send(
+                json.dumps({**base, "context_id": "f", "transcript": "Goodbye now.", "continue": False})
+            )
+            while kinds[-1][0] != "done":
+                event = json.loads(await ws.recv())
+                kinds.append((event["type"], event.get("flush_id")))
+    done_at = kinds.index(("flush_done", 1))
+    assert kinds[:done_at] and all(k == ("chunk", 1) for k in kinds[:done_at]), kinds
+    after = kinds[done_at + 1 : -1]
+    assert after and all(k == ("chunk", 2) for k in after), kinds

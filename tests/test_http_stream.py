@@ -19,7 +19,7 @@ from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.surfaces.http_stream import audio_body, audio_items, sse_body
-from tests.fakes import FakeEngine, FakeHost, FakePlanner
+from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 from tests.helpers import (
     metric,
     start_speech_server,
@@ -27,11 +27,11 @@ from tests.helpers import (
 )
 
 
-def _utterance(text: str, planner: FakePlanner | None = None) -> tuple[FakeHost, Utterance]:
+def _utterance(text: str, planner: FakePieceSource | None = None) -> tuple[FakeHost, Utterance]:
     host = FakeHost(engine=FakeEngine(windows_per_piece=2, window_samples=2_400, words=True))
     host.scheduler.start()
     request = ResolvedRequest(VoiceSpec((("af_heart", 1.0),)), 1.0, "pcm", "en-us", text=text)
-    utterance = Utterance(planner or FakePlanner(), request, Lane(host))
+    utterance = Utterance(planner or FakePieceSource(), request, Lane(host))
     utterance.say()
     return host, utterance
 
@@ -50,7 +50,7 @@ async def test_items_are_word_times_then_audio_per_piece() -> None:
 
 
 async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
-    host, utterance = _utterance("Fine. Broken.", FakePlanner(fail_on="Broken."))
+    host, utterance = _utterance("Fine. Broken.", FakePieceSource(fail_on="Broken."))
     items = audio_items(utterance, utterance.request, lambda: None)
     with pytest.raises(ProtocolError) as err:
         async for _ in items:

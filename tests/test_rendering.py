@@ -10,14 +10,14 @@ from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.utterance import Completed, PieceEnded, PieceStarted, Utterance
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
-from tests.fakes import FakeEngine, FakeHost, FakePlanner
+from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 
 
 async def _events(fmt: str) -> tuple[list[object], list[int]]:
     host = FakeHost(engine=FakeEngine(windows_per_piece=2, window_samples=2_400, words=True))
     host.scheduler.start()
     request = ResolvedRequest(VoiceSpec((("af_heart", 1.0),)), 1.0, fmt, "en-us", text="One two. Three.")
-    utterance = Utterance(FakePlanner(), request, Lane(host))
+    utterance = Utterance(FakePieceSource(), request, Lane(host))
     utterance.say()
     first: list[int] = []
     events = [e async for e in encoded_events(utterance, request, lambda: first.append(1))]

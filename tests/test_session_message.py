@@ -9,16 +9,18 @@ from streamvoice.engine.voices import parse_voice_spec
 from streamvoice.protocol import ErrorCode
 from streamvoice.server.core.requests import CHARS_PER_SECOND, ResolvedRequest
 from streamvoice.server.surfaces.rendering import speech_ends
-from streamvoice.server.surfaces.session.message import TRANSITIONS, JobState, refusal
+from streamvoice.server.surfaces.session.message import TRANSITIONS, MessageState, refusal
 
 
 def test_a_finished_message_never_moves_again() -> None:
-    finished = {JobState.DONE, JobState.FAILED, JobState.CANCELLED}
+    finished = {MessageState.DONE, MessageState.FAILED, MessageState.CANCELLED}
     assert not finished & set(TRANSITIONS)
     assert all(
-        JobState.CANCELLED in moves for moves in TRANSITIONS.values()
+        MessageState.CANCELLED in moves for moves in TRANSITIONS.values()
     )  # cancel works from anywhere open
-    assert JobState.STREAMING not in TRANSITIONS[JobState.QUEUED]  # audio only after synthesis_started
+    assert (
+        MessageState.STREAMING not in TRANSITIONS[MessageState.QUEUED]
+    )  # audio only after synthesis_started
 
 
 def test_a_draining_or_full_session_says_why_with_the_messages_id() -> None:

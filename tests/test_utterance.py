@@ -29,7 +29,7 @@ from streamvoice.server.core.utterance import (
     Utterance,
 )
 from streamvoice.server.core.utterances import Utterances
-from tests.fakes import FakeEngine, FakeHost, FakePlanner
+from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 from tests.helpers import answers as next_answers
 from tests.helpers import (
     on_each_chunk,
@@ -61,7 +61,7 @@ def _kinds(events: list[Event]) -> list[str]:
 
 async def test_whole_text_comes_out_piece_by_piece_in_order_with_word_times_from_the_first_sample() -> None:
     host = _host(windows=2)
-    utterance = Utterance(FakePlanner(), _request("Hello there. How are you."), Lane(host))
+    utterance = Utterance(FakePieceSource(), _request("Hello there. How are you."), Lane(host))
     utterance.say()
     events = await asyncio.wait_for(_events(utterance), 10)
     one_piece = ["PieceStarted", "Words", "audio", "audio", "PieceEnded"]
@@ -80,7 +80,7 @@ async def test_whole_text_comes_out_piece_by_piece_in_order_with_word_times_from
 
 async def test_streamed_text_starts_speaking_before_it_ends_and_flush_speaks_what_is_buffered() -> None:
     host = _host()
-    planner = FakePlanner()
+    planner = FakePieceSource()
     utterance = Utterance(planner, _request(), Lane(host))
     events = utterance.events()
     for token in ["Sure", ",", " I", " can", " help", " with", " that", ".", " The", " next"]:
@@ -96,9 +96,25 @@ async def test_streamed_text_starts_speaking_before_it_ends_and_flush_speaks_wha
     host.scheduler.stop()
 
 
+async def test_a_mark_follows_the_audio_of_everything_before_it_and_precedes_what_comes_after() -> None:
+    """``mark``: a vendor's "flush done" (Cartesia's ``flush_done``) comes once what was sent before it has
+    been spoken, never before its audio nor after the next text's."""
+    host = _host()
+    utterance = Utterance(FakePieceSource(), _request(), Lane(host))
+    utterance.append("One two three.")
+    utterance.mark(1)
+    utterance.append(" Four five.")
+    utterance.mark(2)
+    utterance.end()
+    kinds = _kinds(await asyncio.wait_for(_events(utterance), 10))
+    one_piece = ["PieceStarted", "Words", "audio", "audio", "PieceEnded"]
+    assert kinds == [*one_piece, "Marked", *one_piece, "Marked", "Completed"], kinds
+    host.scheduler.stop()
+
+
 async def test_a_finished_sentence_is_spoken_after_the_quiet_cut_without_an_end() -> None:
     host = _host()
-    planner = FakePlanner()
+    planner = FakePieceSource()
     utterance = Utterance(planner, _request(), Lane(host), quiet_cut_s=0.05)
     utterance.append("Good evening.")
     await asyncio.sleep(0.3)
@@ -110,7 +126,7 @@ async def test_a_finished_sentence_is_spoken_after_the_quiet_cut_without_an_end(
 
 async def test_streamed_text_is_bounded_in_characters_and_in_time() -> None:
     host = _host()
-    planner = FakePlanner()
+    planner = FakePieceSource()
     capped = Utterance(planner, _request(), Lane(host), bounds=StreamBounds(max_chars=20, idle_end_s=60))
     capped.append("Twelve chars")
     with pytest.raises(ProtocolError) as refused:
@@ -129,7 +145,7 @@ async def test_streamed_text_is_bounded_in_characters_and_in_time() -> None:
 
 async def test_punctuation_between_streamed_tokens_is_skipped_and_nothing_speakable_is_one_error() -> None:
     host = _host()
-    utterance = Utterance(FakePlanner(), _request(), Lane(host))
+    utterance = Utterance(FakePieceSource(), _request(), Lane(host))
     utterance.append("... !")
     utterance.end()
     events = await asyncio.wait_for(_events(utterance), 5)
@@ -149,7 +165,7 @@ async def test_a_failure_in_planning_or_in_the_model_ends_the_utterance_with_one
     text: str, code: ErrorCode
 ) -> None:
     host = _host()
-    utterance = Utterance(FakePlanner(fail_on="Broken."), _request(text), Lane(host))
+    utterance = Utterance(FakePieceSource(fail_on="Broken."), _request(text), Lane(host))
     utterance.say()
     events = await asyncio.wait_for(_events(utterance), 5)
     failures = [e for e in events if isinstance(e, Failed)]
@@ -161,7 +177,7 @@ async def test_a_failure_in_planning_or_in_the_model_ends_the_utterance_with_one
 
 async def test_cancelling_mid_answer_stops_the_work_and_answers_cancelled() -> None:
     host = _host(windows=200)
-    utterance = Utterance(FakePlanner(), _request("One. Two. Three."), Lane(host))
+    utterance = Utterance(FakePieceSource(), _request("One. Two. Three."), Lane(host))
     utterance.say()
     events = utterance.events()
     while not isinstance(await anext(events), np.ndarray):
@@ -178,7 +194,7 @@ async def test_cancelling_mid_answer_stops_the_work_and_answers_cancelled() -> N
 
 async def test_a_consumer_that_leaves_abandons_the_work() -> None:
     host = _host(windows=200)
-    utterance = Utterance(FakePlanner(), _request("One. Two."), Lane(host))
+    utterance = Utterance(FakePieceSource(), _request("One. Two."), Lane(host))
     utterance.say()
     events = utterance.events()
     await anext(events)
@@ -196,7 +212,7 @@ async def test_what_the_gate_raises_is_the_utterances_one_error() -> None:
     async def refuse() -> None:
         raise ProtocolError(ErrorCode.SERVER_BUSY, "no slot")
 
-    utterance = Utterance(FakePlanner(), _request("Hello."), Lane(host), gate=refuse)
+    utterance = Utterance(FakePieceSource(), _request("Hello."), Lane(host), gate=refuse)
     utterance.say()
     events = await asyncio.wait_for(_events(utterance), 5)
     assert (
@@ -208,7 +224,7 @@ async def test_what_the_gate_raises_is_the_utterances_one_error() -> None:
 async def test_cancel_by_id_leaves_the_others_and_only_the_speaking_one_restarts_playback() -> None:
     host = _host(windows=50)
     lane = Lane(host)
-    queue = Utterances(FakePlanner(), lane)
+    queue = Utterances(FakePieceSource(), lane)
     restarts: list[bool] = []
     queue.on_restart = lambda: restarts.append(True)
     first, second, third = (queue.start(_request(f"Message {n}."), uid=str(n)) for n in (1, 2, 3))

@@ -89,7 +89,8 @@ HTTP_STATUS = {
 # What a 401 says on every route: the key header of each wire this server speaks, not only ours.
 UNAUTHORIZED_HINT = (
     "send the server's token: Authorization: Bearer <token> (ElevenLabs clients: xi-api-key; Cartesia: "
-    "X-API-Key; Deepgram: Authorization: Token <token>)"
+    "X-API-Key; Deepgram: Authorization: Token <token>; from a browser: Cartesia's api_key query, "
+    "Deepgram's subprotocols token, <token>, ElevenLabs' xi_api_key in the first message)"
 )
 
 
@@ -624,6 +625,14 @@ def key_authorized(header: Callable[[str], str | None], token: str | None) -> bo
     if scheme.lower() in ("bearer", "token") and hmac.compare_digest(supplied.encode(), token.encode()):
         return True
     return any(hmac.compare_digest((header(k) or "").encode(), token.encode()) for k in KEY_HEADERS)
+
+
+def key_matches(supplied: object, token: str | None) -> bool:
+    """A key a browser client sent where no header can be set (a query parameter, a subprotocol, a first
+    message): the token, compared in constant time; no token configured means open."""
+    if not token:
+        return True
+    return isinstance(supplied, str) and hmac.compare_digest(supplied.encode(), token.encode())
 
 
 def bearer_authorized(header: str | None, token: str | None) -> bool:

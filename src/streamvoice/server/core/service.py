@@ -79,7 +79,7 @@ class SpeechService:
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.
-        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan")
+        self._planning_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan")
 
     @property
     def sample_rate(self) -> int:
@@ -96,7 +96,7 @@ class SpeechService:
 
     def stop(self) -> None:
         self.scheduler.stop()
-        self._planner.shutdown(wait=False, cancel_futures=True)
+        self._planning_thread.shutdown(wait=False, cancel_futures=True)
 
     async def warm_up(self) -> None:
         voices = self.config.warm_voice_list
@@ -139,13 +139,13 @@ class SpeechService:
         """A listener's queue of answers on one lane (a session, a vendor connection)."""
         return Utterances(self, self.lane(), self.quiet_cut_s, self.stream_bounds)
 
-    async def _on_planner[T](self, fn: Callable[..., T], *args: Any) -> T:
+    async def _on_planning_thread[T](self, fn: Callable[..., T], *args: Any) -> T:
         """``fn`` on the planning thread. Callers wait in arrival order and each utterance plans one chunk
         at a time, so every caller with text to plan gets its turn every few chunks, whatever others send
         (each chunk's work is bounded: ``engine.g2p.bounds``). Counted in ``load.planning`` meanwhile."""
         self.load.planning += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._planner, fn, *args)
+            return await asyncio.get_running_loop().run_in_executor(self._planning_thread, fn, *args)
         finally:
             self.load.planning -= 1
 
@@ -155,7 +155,7 @@ class SpeechService:
         Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
         """
         try:  # on the planning thread, like the rest of planning: SSML and lexicons are not the loop's work
-            segments = await self._on_planner(
+            segments = await self._on_planning_thread(
                 to_segments,
                 request.text,
                 request.ssml,
@@ -167,10 +167,10 @@ class SpeechService:
             raise ProtocolError(ErrorCode.INVALID_SSML, str(exc)) from None
         planned = 0
         for segment in segments:
-            chunks = await self._on_planner(chunk_paragraphs, segment.text, MESSAGE_POLICY)
+            chunks = await self._on_planning_thread(chunk_paragraphs, segment.text, MESSAGE_POLICY)
             for i, (chunk, paragraph_end) in enumerate(chunks):
                 try:
-                    pieces = await self._on_planner(
+                    pieces = await self._on_planning_thread(
                         self.engine.planner.plan_chunk, chunk, request.lang, paragraph_end
                     )
                 except G2PError:

@@ -65,8 +65,15 @@ class Failed:
     error: ProtocolError
 
 
+@dataclass(frozen=True)
+class Marked:
+    """A caller's mark (``Utterance.mark``): every piece of the text before it has been spoken."""
+
+    label: int
+
+
 Audio = NDArray[np.float32]
-Event = PieceStarted | Words | Audio | PieceEnded | Completed | Failed
+Event = PieceStarted | Words | Audio | PieceEnded | Marked | Completed | Failed
 
 CANCELLED = "cancelled before it finished"
 
@@ -102,7 +109,7 @@ class Silence:
             )
 
 
-class Planner(Protocol):
+class PieceSource(Protocol):
     """The service's side: plan a request into pieces (one planning thread), and the model's rate."""
 
     @property
@@ -120,7 +127,7 @@ class Utterance:
 
     def __init__(
         self,
-        planner: Planner,
+        source: PieceSource,
         request: ResolvedRequest,
         lane: Lane,
         gate: Callable[[], Awaitable[None]] | None = None,
@@ -130,14 +137,14 @@ class Utterance:
     ) -> None:
         self.id = uid
         self.request = request
-        self._planner = planner
+        self._source = source
         self._lane = lane
         self._gate = gate
         self._quiet_cut_s = quiet_cut_s
         self._quiet: asyncio.TimerHandle | None = None
         self._chunker: IncrementalSentenceChunker | None = None  # made on the first ``append``
-        self._texts: asyncio.Queue[tuple[str, bool] | None] = asyncio.Queue()
-        self._ready: asyncio.Queue[PieceAudio | None] = asyncio.Queue()
+        self._texts: asyncio.Queue[tuple[str, bool] | Marked | None] = asyncio.Queue()
+        self._ready: asyncio.Queue[PieceAudio | Marked | None] = asyncio.Queue()
         self._submitted: list[PieceAudio] = []
         self._ended = False
         self.chars = 0  # text taken so far
@@ -185,6 +192,13 @@ class Utterance:
         self._disarm_quiet()
         if self._chunker is not None and not self._ended:
             self._queue_pieces(self._chunker.flush())
+
+    def mark(self, label: int) -> None:
+        """Speak what is buffered now, and tell when all of it has been spoken: ``Marked(label)`` follows the
+        audio of every piece before it (a vendor's "flush done")."""
+        self.flush()
+        if not self._ended and not self.cancelled:
+            self._texts.put_nowait(Marked(label))
 
     def end(self) -> None:
         """No more text: what is buffered is spoken, then the utterance completes."""
@@ -261,11 +275,14 @@ class Utterance:
         planned = 0
         silence = Silence()
         while (item := await self._texts.get()) is not None:
+            if isinstance(item, Marked):
+                self._ready.put_nowait(item)  # after the pieces queued before it
+                continue
             text, whole = item
             if not whole and not any(ch.isalnum() for ch in text):
                 continue  # bare punctuation between streamed tokens: nothing to say
             try:
-                async for piece in self._planner.plan(replace(self.request, text=text)):
+                async for piece in self._source.plan(replace(self.request, text=text)):
                     silence.add(piece, self.request.pauses)
                     sink = PieceAudio(asyncio.get_running_loop(), self._lane)
                     self._lane.add(piece, self.request, sink)
@@ -294,9 +311,12 @@ class Utterance:
     async def events(self) -> AsyncGenerator[Event]:
         """The utterance's events in speaking order, ending with one ``Completed`` or ``Failed``."""
         samples = pieces = 0
-        rate = self._planner.sample_rate
+        rate = self._source.sample_rate
         try:
             while (piece := await self._ready.get()) is not None and not self.cancelled:
+                if isinstance(piece, Marked):
+                    yield piece
+                    continue
                 yield PieceStarted(pieces)
                 offset_ms = samples * 1000 / rate
                 try:

@@ -9,16 +9,16 @@ from collections.abc import Awaitable, Callable
 
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.utterance import Planner, StreamBounds, Utterance
+from streamvoice.server.core.utterance import PieceSource, StreamBounds, Utterance
 
 
 class Utterances:
     """The utterances open on one lane, in the order they were opened: one listener's queue of answers."""
 
     def __init__(
-        self, planner: Planner, lane: Lane, quiet_cut_s: float = 0.0, bounds: StreamBounds | None = None
+        self, source: PieceSource, lane: Lane, quiet_cut_s: float = 0.0, bounds: StreamBounds | None = None
     ) -> None:
-        self.planner = planner
+        self.source = source
         self.lane = lane
         self.quiet_cut_s = quiet_cut_s
         self.bounds = bounds
@@ -32,7 +32,7 @@ class Utterances:
         uid: str | None = None,
         gate: Callable[[], Awaitable[None]] | None = None,
     ) -> Utterance:
-        utterance = Utterance(self.planner, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds)
+        utterance = Utterance(self.source, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds)
         self.open.append(utterance)
         return utterance
 

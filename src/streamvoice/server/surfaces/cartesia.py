@@ -5,8 +5,9 @@ reach Kokoro by changing their base URL.
   "id", "id"}, "output_format": {"container": "raw", "encoding", "sample_rate"}, "add_timestamps",
   "language"}``; a context's transcripts are joined as sent (spaces are the caller's), ``"continue": false``
   ends it, ``"flush": true`` speaks what is buffered, ``{"context_id", "cancel": true}`` stops it. Answers:
-  ``chunk`` (base64 audio), ``timestamps`` (words, start and end in seconds from the context's start),
-  then ``done``; or ``error``.
+  ``chunk`` (base64 audio, with the ``flush_id`` it belongs to), ``timestamps`` (words, start and end in
+  seconds from the context's start), ``flush_done`` (its ``flush_id``, once what came before the flush is
+  spoken), then ``done``; or ``error``.
 - ``POST /tts/bytes``: the audio (``raw``, ``wav`` or ``mp3``); ``POST /tts/sse``: the same events as SSE.
 - ``GET /voices``: our voices in Cartesia's page shape.
 
@@ -46,12 +47,14 @@ from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, 
 from streamvoice.server.surfaces.guards import listing_service
 from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
 from streamvoice.server.surfaces.http_stream import encoded, sse_event
+from streamvoice.server.surfaces.upgrade import BrowserKey
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "Cartesia"
 ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "ulaw", "pcm_alaw": "alaw"}
 CONTAINERS = ("raw", "wav", "mp3")
 CREATED = "2025-01-01T00:00:00Z"
+BROWSER_KEY = BrowserKey(query=("api_key", "access_token"))  # the SDK's browser path puts it there
 
 
 def _bad(message: str) -> ProtocolError:
@@ -171,8 +174,9 @@ class CartesiaSocket(ContextSocket):
             ctx.wire["timestamps"] = obj.get("add_timestamps") is True
         if transcript:
             self.append(ctx, transcript)
-        if obj.get("flush") is True:
-            self.flush(ctx)
+        if obj.get("flush") is True:  # answered flush_done once what came before it is spoken
+            ctx.wire["flushes"] = ctx.wire.get("flushes", 0) + 1
+            ctx.utterance.mark(ctx.wire["flushes"])
         if obj.get("continue") is not True:
             self.end(ctx)
         return False
@@ -185,8 +189,21 @@ class CartesiaSocket(ContextSocket):
             "status_code": 206,
             "step_time": round(samples * 1000 / self.service.sample_rate, 1),
             "context_id": ctx.id,
+            "flush_id": ctx.wire.get("flush_id", 1),
         }
         return [json.dumps(body)]
+
+    def flushed_frame(self, ctx: Context, label: int) -> Frame | None:
+        ctx.wire["flush_id"] = label + 1  # the chunks after it belong to the next flush
+        body = {
+            "type": "flush_done",
+            "done": False,
+            "flush_done": True,
+            "flush_id": label,
+            "status_code": 206,
+            "context_id": ctx.id,
+        }
+        return json.dumps(body)
 
     def words_frame(self, ctx: Context, times: list[WordTime]) -> Frame | None:
         if not ctx.wire.get("timestamps"):
@@ -208,7 +225,11 @@ class CartesiaSocket(ContextSocket):
 
 
 async def websocket(ws: WebSocket) -> None:
-    await serve(ws, CartesiaSocket, lambda error: json.dumps(error_event(error, None)))
+    await serve(ws, CartesiaSocket, _refusal, BROWSER_KEY)
+
+
+def _refusal(error: ProtocolError) -> Frame:
+    return json.dumps(error_event(error, None))
 
 
 # --- HTTP -----------------------------------------------------------------------------------------------

@@ -31,10 +31,10 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from streamvoice.engine.alignment import WordTime
-from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted, Utterance
 from streamvoice.server.surfaces.rendering import Sound, encoded_events, speech_ends
 from streamvoice.server.surfaces.transport import Disconnected, Transport, run_reader_and_writer
 
@@ -87,6 +87,8 @@ class Connection[F]:
         self._started = time.monotonic()
         self._draining = False
         self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
+        # A browser's key that its first frame must carry (``upgrade.BrowserKey.first_message``), else None.
+        self.key_due: str | None = None
 
     # -- the wire's side ----------------------------------------------------------------------------
     async def on_frame(self, frame: F) -> bool:
@@ -96,6 +98,10 @@ class Connection[F]:
     def refused(self, error: ProtocolError) -> None:
         """A frame the wire could not take: answer it (``reply`` in order, or ``notice`` now)."""
         raise NotImplementedError
+
+    def first_frame_key(self, frame: F) -> object:
+        """The key a browser client put in its first frame (ElevenLabs' ``xi_api_key``), if the wire has one."""
+        return None
 
     def closing_frame(self, code: ErrorCode, message: str) -> F | None:
         """What the client is told before the server ends the connection (idle, lifetime, drain, a bug)."""
@@ -112,6 +118,10 @@ class Connection[F]:
         raise NotImplementedError
 
     def render_piece_ended(self, answer: Answer, index: int) -> list[F]:
+        return []
+
+    def render_marked(self, answer: Answer, label: int) -> list[F]:
+        """Every piece before the caller's mark has been sent (``Utterance.mark``)."""
         return []
 
     def render_completed(self, answer: Answer, done: Completed) -> list[F]:
@@ -235,14 +245,14 @@ class Connection[F]:
                 why = f"connections last at most {cfg.session_lifetime_s:g} s; open a new one to go on"
                 await self._outbox.put(self._closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
                 return
+            # A socket accepted for a browser's key in its first frame has only a body's time to send it.
+            idle_s = cfg.body_timeout_s if self.key_due is not None else cfg.idle_timeout_s
             try:
-                frame = await asyncio.wait_for(
-                    self.transport.receive(), timeout=min(cfg.idle_timeout_s, left)
-                )
+                frame = await asyncio.wait_for(self.transport.receive(), timeout=min(idle_s, left))
             except TimeoutError:
                 if self.answering or time.monotonic() - self._started >= cfg.session_lifetime_s:
                     continue  # busy, or the lifetime check above ends the connection
-                why = f"no message for {cfg.idle_timeout_s:g} s; the connection is closed"
+                why = f"no message for {idle_s:g} s; the connection is closed"
                 await self._outbox.put(self._closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
                 return
             if frame is None:
@@ -254,6 +264,12 @@ class Connection[F]:
                 self._aborted = (1008, "too many unanswered frames")  # closed at once, answers cancelled
                 self.cancel()
                 return
+            if self.key_due is not None:
+                if not key_matches(self.first_frame_key(frame), self.key_due):
+                    self.service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))
+                    self._aborted = (1008, "unauthorized")  # nothing is answered to a caller without the key
+                    return
+                self.key_due = None
             try:
                 if await self.on_frame(frame):
                     await self._outbox.put(Closing(1000, "client closed"))
@@ -343,6 +359,8 @@ class Connection[F]:
                         await self._send(self.render_started(answer, index))
                     case PieceEnded(index=index):
                         await self._send(self.render_piece_ended(answer, index))
+                    case Marked(label=label):
+                        await self._send(self.render_marked(answer, label))
                     case Completed():
                         await self._send(self.render_completed(answer, event))
                     case Failed(error=error):

@@ -106,6 +106,10 @@ class ContextSocket(Connection[Frame]):
     def done_frame(self, ctx: Context) -> Frame | None:
         return None
 
+    def flushed_frame(self, ctx: Context, label: int) -> Frame | None:
+        """The audio of everything before the ``label``-th flush has been sent."""
+        return None
+
     def cancelled_frame(self, ctx: Context) -> Frame | None:
         return None
 
@@ -127,6 +131,9 @@ class ContextSocket(Connection[Frame]):
 
     def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[Frame]:
         return self.audio_frames(_context(answer), data, samples)
+
+    def render_marked(self, answer: Answer, label: int) -> list[Frame]:
+        return _frames(self.flushed_frame(_context(answer), label))
 
     def render_completed(self, answer: Answer, done: Completed) -> list[Frame]:
         return _frames(self.done_frame(_context(answer)))
@@ -233,6 +240,8 @@ async def serve(
     ws: WebSocket,
     make: Callable[[WebSocket, SpeechService, str], ContextSocket],
     refusal: Callable[[ProtocolError], Frame],
+    browser: upgrade.BrowserKey,
 ) -> None:
-    """A vendor socket's life: ``upgrade.serve``, the one upgrade of every WebSocket wire."""
-    await upgrade.serve(ws, make, refusal)
+    """A vendor socket's life: ``upgrade.serve``, the one upgrade of every WebSocket wire, with where the
+    vendor's browser clients put their key."""
+    await upgrade.serve(ws, make, refusal, browser=browser)

@@ -39,10 +39,12 @@ from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
 from streamvoice.server.surfaces.http_answer import audio_answer
+from streamvoice.server.surfaces.upgrade import BrowserKey
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "Deepgram"
 DEFAULT_MODEL = "aura-2-thalia-en"
+BROWSER_KEY = BrowserKey(subprotocols=("token", "bearer"))  # the SDKs offer ["token", KEY]
 WS_ENCODINGS = {"linear16": "pcm", "mulaw": "ulaw", "alaw": "alaw"}
 HTTP_ENCODINGS = {**WS_ENCODINGS, "mp3": "mp3", "opus": "opus", "flac": "flac", "aac": "aac"}
 MEDIA = {
@@ -185,7 +187,7 @@ class DeepgramSocket(ContextSocket):
 
 
 async def websocket(ws: WebSocket) -> None:
-    await serve(ws, DeepgramSocket, warning)
+    await serve(ws, DeepgramSocket, warning, BROWSER_KEY)
 
 
 def error_shape(error: ProtocolError) -> dict[str, Any]:

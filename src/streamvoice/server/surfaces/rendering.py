@@ -18,7 +18,7 @@ import numpy as np
 from streamvoice.audio.output import AudioOutput
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest, estimated_speech_s
-from streamvoice.server.core.utterance import Completed, Failed, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted, Utterance
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Sound:
     samples: int
 
 
-Encoded = PieceStarted | Words | Sound | PieceEnded | Completed | Failed
+Encoded = PieceStarted | Words | Sound | PieceEnded | Marked | Completed | Failed
 
 
 async def encoded_events(

@@ -1,21 +1,49 @@
 """A WebSocket wire's upgrade, for every wire: the key before anything else (a caller without it learns
 nothing about the server and gets 403), the session cap counted before any ``await`` (simultaneous callers
 cannot all pass it), the wire's own checks of the URL, then the connection; a refusal in the wire's shape
-with one close-code rule. Checked by ``pytest tests/test_slots.py`` and each wire's tests."""
+with one close-code rule.
+
+A browser cannot set headers on a WebSocket, so each vendor's browser clients put the key elsewhere
+(``BrowserKey``): Cartesia's in the query (``api_key``, ``access_token``), Deepgram's as the subprotocols
+``token, KEY`` (the scheme is echoed back on accept, or the browser closes the socket), ElevenLabs' as
+``xi_api_key`` in the first message (the socket is accepted and closed 1008 if the first message, due
+within ``BODY_TIMEOUT_S``, does not carry it). No key is ever logged (``server/access_log.py``).
+Checked by ``pytest tests/test_browser_keys.py`` and each wire's tests."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.websockets import WebSocket
 
-from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import authorized, service_of
+
+
+@dataclass(frozen=True)
+class BrowserKey:
+    """Where a wire's browser clients put their key."""
+
+    query: tuple[str, ...] = ()  # query parameters
+    subprotocols: tuple[str, ...] = ()  # schemes offered as the subprotocols [scheme, KEY]
+    first_message: bool = False  # the wire's first message carries it (``Connection.first_frame_key``)
+
+
+def offered(ws: WebSocket, browser: BrowserKey) -> tuple[str | None, str | None]:
+    """(the key a browser sent, the subprotocol to echo back on accept), either None."""
+    for name in browser.query:
+        if (key := ws.query_params.get(name)) is not None:
+            return key, None
+    offered_protocols = [p.strip() for p in ws.scope.get("subprotocols") or []]
+    if len(offered_protocols) >= 2 and offered_protocols[0].lower() in browser.subprotocols:
+        return offered_protocols[1], offered_protocols[0]
+    return None, None
 
 
 def close_code(error: ProtocolError) -> int:
@@ -31,18 +59,22 @@ async def serve(
     make: Callable[[WebSocket, SpeechService, str], Connection[Any]],
     refusal: Callable[[ProtocolError], str | bytes],
     connection_id: Callable[[WebSocket], str | None] = lambda ws: None,
+    browser: BrowserKey = BrowserKey(),
 ) -> None:
     """A WebSocket connection's life, for every wire: the key before the upgrade (a caller without it learns
     nothing about the server and gets 403), the session cap counted before any await (simultaneous callers
     cannot all pass it), the wire's own checks of the URL (``make``), then the connection."""
     service = service_of(ws)
-    if not authorized(ws, service):
+    key, subprotocol = offered(ws, browser)
+    token = service.config.auth_token if service is not None else None
+    ok = authorized(ws, service) or (key is not None and key_matches(key, token))
+    if not ok and not browser.first_message:
         await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
         return
     try:
         slot = reserve(service, "session")
     except ProtocolError as problem:
-        await _refuse(ws, problem, refusal)
+        await _refuse(ws, problem, refusal, subprotocol)
         return
     assert service is not None
     try:
@@ -50,20 +82,25 @@ async def serve(
     except ProtocolError as problem:
         slot.release()
         service.metrics.count_error(str(problem.code))
-        await _refuse(ws, problem, refusal)
+        await _refuse(ws, problem, refusal, subprotocol)
         return
+    if not ok:
+        conn.key_due = token  # the first message must carry it
     try:
-        await ws.accept()
+        await ws.accept(subprotocol=subprotocol)
         await conn.run()
     finally:
         slot.release()
 
 
 async def _refuse(
-    ws: WebSocket, problem: ProtocolError, refusal: Callable[[ProtocolError], str | bytes]
+    ws: WebSocket,
+    problem: ProtocolError,
+    refusal: Callable[[ProtocolError], str | bytes],
+    subprotocol: str | None = None,
 ) -> None:
     """Why no connection starts, in the wire's shape, then the close (``close_code``)."""
-    await ws.accept()
+    await ws.accept(subprotocol=subprotocol)
     frame = refusal(problem)
     await (ws.send_text(frame) if isinstance(frame, str) else ws.send_bytes(frame))
     await ws.close(close_code(problem), str(problem.code).replace("_", " "))

@@ -13,6 +13,7 @@ from streamvoice.engine.alignment import WordTime
 from streamvoice.protocol import (
     ErrorCode,
     ProtocolError,
+    decode_control_frame,
     text_field,
 )
 from streamvoice.server.core.service import SpeechService
@@ -20,6 +21,7 @@ from streamvoice.server.surfaces.connection import Answer
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.elevenlabs.alignment import characters, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.request import resolve, voice_speed
+from streamvoice.server.surfaces.upgrade import BrowserKey
 
 
 def ws_error(error: ProtocolError, context_id: str | None) -> str:
@@ -27,6 +29,9 @@ def ws_error(error: ProtocolError, context_id: str | None) -> str:
     if context_id is not None:
         body["contextId"] = context_id
     return json.dumps(body)
+
+
+BROWSER_KEY = BrowserKey(first_message=True)  # ``xi_api_key`` in the first message
 
 
 class ElevenLabsSocket(ContextSocket):
@@ -42,6 +47,10 @@ class ElevenLabsSocket(ContextSocket):
             service, self.voice_id, self.query.get("output_format"), lang=self.query.get("language_code")
         )  # checked before the accept: a bad format or voice is a refused upgrade's reason
         self._single_done = False
+
+    def first_frame_key(self, frame: Frame) -> object:
+        obj = decode_control_frame(frame)
+        return obj.get("xi_api_key") if obj is not None else None
 
     async def on_object(self, obj: dict[str, Any]) -> bool:
         cid = (context_id(obj.get("context_id", obj.get("contextId"))) if self.multi else "0") or "default"
@@ -124,11 +133,15 @@ class ElevenLabsSocket(ContextSocket):
 
 
 async def stream_input(ws: WebSocket) -> None:
-    await serve(ws, lambda ws, service, cid: ElevenLabsSocket(ws, service, cid, multi=False), _refusal)
+    await serve(
+        ws, lambda ws, service, cid: ElevenLabsSocket(ws, service, cid, multi=False), _refusal, BROWSER_KEY
+    )
 
 
 async def multi_stream_input(ws: WebSocket) -> None:
-    await serve(ws, lambda ws, service, cid: ElevenLabsSocket(ws, service, cid, multi=True), _refusal)
+    await serve(
+        ws, lambda ws, service, cid: ElevenLabsSocket(ws, service, cid, multi=True), _refusal, BROWSER_KEY
+    )
 
 
 def _refusal(error: ProtocolError) -> Frame:

@@ -25,7 +25,7 @@ from streamvoice.server.surfaces.websocket import audio_frames
 Frame = str | bytes
 
 
-class JobState(enum.Enum):
+class MessageState(enum.Enum):
     QUEUED = "queued"  # accepted; planning and synthesis may already run
     STARTED = "started"  # synthesis_started sent
     STREAMING = "streaming"  # audio sent
@@ -35,10 +35,12 @@ class JobState(enum.Enum):
 
 
 # The only moves a message makes; every change of state goes through ``Message.advance``.
-TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.QUEUED: frozenset({JobState.STARTED, JobState.FAILED, JobState.CANCELLED}),
-    JobState.STARTED: frozenset({JobState.STREAMING, JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
-    JobState.STREAMING: frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED}),
+TRANSITIONS: dict[MessageState, frozenset[MessageState]] = {
+    MessageState.QUEUED: frozenset({MessageState.STARTED, MessageState.FAILED, MessageState.CANCELLED}),
+    MessageState.STARTED: frozenset(
+        {MessageState.STREAMING, MessageState.DONE, MessageState.FAILED, MessageState.CANCELLED}
+    ),
+    MessageState.STREAMING: frozenset({MessageState.DONE, MessageState.FAILED, MessageState.CANCELLED}),
 }
 
 
@@ -47,20 +49,20 @@ class Message(Answer):
     """One synthesize message: its place in the session's order, its answer's state."""
 
     sequence: int = field(default=0, kw_only=True)
-    state: JobState = field(default=JobState.QUEUED, kw_only=True)
+    state: MessageState = field(default=MessageState.QUEUED, kw_only=True)
     answered: asyncio.Event = field(default_factory=asyncio.Event, kw_only=True)
     sent_bytes: int = field(default=0, kw_only=True)
 
     @property
     def cancelled(self) -> bool:
-        return self.state is JobState.CANCELLED
+        return self.state is MessageState.CANCELLED
 
-    def advance(self, to: JobState) -> bool:
+    def advance(self, to: MessageState) -> bool:
         """Move to ``to`` if that is a legal move from here; a finished message never changes again."""
         if to not in TRANSITIONS.get(self.state, frozenset()):
             return False
         self.state = to
-        if to in (JobState.FAILED, JobState.CANCELLED):  # stop whatever still works for this message
+        if to in (MessageState.FAILED, MessageState.CANCELLED):  # stop whatever still works for this message
             self.utterance.cancel()
         return True
 
@@ -82,39 +84,43 @@ def refusal(draining: bool, open_messages: int, limit: int, msg_id: str | None) 
 # -- a message's answer, as frames ------------------------------------------------------------------------
 
 
-def started(job: Message) -> list[Frame]:
-    if not job.advance(JobState.STARTED):
+def started(message: Message) -> list[Frame]:
+    if not message.advance(MessageState.STARTED):
         return []
-    request = job.request
-    return [encode_event(SynthesisStarted(job.id, job.sequence, request.format, request.sample_rate))]
+    request = message.request
+    return [encode_event(SynthesisStarted(message.id, message.sequence, request.format, request.sample_rate))]
 
 
-def words(job: Message, times: list[WordTime]) -> list[Frame]:
-    return [encode_event(Alignment(job.id, job.sequence, as_json(times)))] if times else []
+def words(message: Message, times: list[WordTime]) -> list[Frame]:
+    return [encode_event(Alignment(message.id, message.sequence, as_json(times)))] if times else []
 
 
-def audio(job: Message, data: bytes) -> list[Frame]:
-    if job.state is JobState.QUEUED:
+def audio(message: Message, data: bytes) -> list[Frame]:
+    if message.state is MessageState.QUEUED:
         return []  # nothing before synthesis_started (a tail after a failure)
-    job.advance(JobState.STREAMING)
-    job.sent_bytes += len(data)
+    message.advance(MessageState.STREAMING)
+    message.sent_bytes += len(data)
     return list(audio_frames(data))
 
 
-def completed(job: Message, done: Completed, model_rate: int) -> list[Frame]:
-    if not job.advance(JobState.DONE):
+def completed(message: Message, done: Completed, model_rate: int) -> list[Frame]:
+    if not message.advance(MessageState.DONE):
         return []
     audio_ms = round(done.samples * 1000 / model_rate, 1)
-    return [encode_event(SynthesisComplete(job.id, job.sequence, audio_ms, job.sent_bytes, done.pieces))]
+    return [
+        encode_event(
+            SynthesisComplete(message.id, message.sequence, audio_ms, message.sent_bytes, done.pieces)
+        )
+    ]
 
 
-def failed(job: Message, error: ProtocolError) -> tuple[list[Frame], ProtocolError | None]:
+def failed(message: Message, error: ProtocolError) -> tuple[list[Frame], ProtocolError | None]:
     """The message's one error, and the error to count (None when it was already answered)."""
-    if job.cancelled or error.code == ErrorCode.CANCELLED:
-        job.advance(JobState.CANCELLED)
+    if message.cancelled or error.code == ErrorCode.CANCELLED:
+        message.advance(MessageState.CANCELLED)
         told = ProtocolError(ErrorCode.CANCELLED, error.message)
-    elif job.advance(JobState.FAILED):
+    elif message.advance(MessageState.FAILED):
         told = error
     else:
         return [], None
-    return [encode_event(ErrorEvent(str(told.code), told.message, job.id, job.sequence))], told
+    return [encode_event(ErrorEvent(str(told.code), told.message, message.id, message.sequence))], told

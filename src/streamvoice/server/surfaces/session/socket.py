@@ -40,7 +40,7 @@ from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.connection import Answer, Connection
 from streamvoice.server.surfaces.session import message as rendered
 from streamvoice.server.surfaces.session.configure import configured, configured_body
-from streamvoice.server.surfaces.session.message import JobState, Message, refusal
+from streamvoice.server.surfaces.session.message import Message, MessageState, refusal
 from streamvoice.server.surfaces.session.stream import StreamedMessages
 from streamvoice.server.surfaces.websocket import WebSocketTransport
 
@@ -113,10 +113,10 @@ class BidiSession(Connection[Frame]):
             return
         previous = self.previous()
         utterance = self.utterances.start(request, msg.id, gate=lambda: self._gate(previous))
-        job = Message(msg.id, request, utterance, time.monotonic(), sequence=sequence)
+        message = Message(msg.id, request, utterance, time.monotonic(), sequence=sequence)
         if msg.stream:
             try:
-                self.streams.start(job, msg.text)
+                self.streams.start(message, msg.text)
             except ProtocolError as exc:  # the opening text passes the stream's whole cap: its answer
                 utterance.cancel()
                 self.utterances.done(utterance)
@@ -126,7 +126,7 @@ class BidiSession(Connection[Frame]):
                 return
         else:
             utterance.say()
-        self.open_answer(job)
+        self.open_answer(message)
 
     def _stream(self, msg: Append | Flush | End) -> None:
         """Text for a streamed message, a flush or its end; a problem is answered without a sequence."""
@@ -179,9 +179,9 @@ class BidiSession(Connection[Frame]):
 
     def cancel(self, target: str | None = None) -> list[Answer]:
         cancelled = super().cancel(target)
-        for job in cancelled:
-            assert isinstance(job, Message)
-            job.advance(JobState.CANCELLED)
+        for message in cancelled:
+            assert isinstance(message, Message)
+            message.advance(MessageState.CANCELLED)
         return cancelled
 
     # -- rendering ----------------------------------------------------------------------------------
@@ -204,9 +204,9 @@ class BidiSession(Connection[Frame]):
         return frames
 
     def finished(self, answer: Answer) -> None:
-        job = _message(answer)
-        job.answered.set()
-        self.streams.forget(job)
+        message = _message(answer)
+        message.answered.set()
+        self.streams.forget(message)
 
 
 def _message(answer: Answer) -> Message:

@@ -21,19 +21,19 @@ class StreamedMessages:
     def __init__(self) -> None:
         self._open: list[Message] = []
 
-    def start(self, job: Message, text: str) -> None:
+    def start(self, message: Message, text: str) -> None:
         """``text``: the opening text. Past the stream's whole cap it is that message's one answer,
         ``text_too_long``, raised here by the utterance's own bound (``StreamBounds``)."""
         if text:
-            job.utterance.append(text)
-        self._open.append(job)
+            message.utterance.append(text)
+        self._open.append(message)
 
     def append(self, uid: str | None, text: str) -> None:
-        job = self._find(uid)
+        message = self._find(uid)
         try:
-            job.utterance.append(text)
+            message.utterance.append(text)
         except ProtocolError as exc:
-            raise exc.naming(id=job.id) from None
+            raise exc.naming(id=message.id) from None
 
     def flush(self, uid: str | None) -> None:
         self._find(uid).utterance.flush()
@@ -41,16 +41,16 @@ class StreamedMessages:
     def end(self, uid: str | None) -> None:
         self.forget(self._find(uid))
 
-    def forget(self, job: Message) -> None:
+    def forget(self, message: Message) -> None:
         """The message was answered, ended or cancelled: nothing more can be streamed into it."""
-        job.utterance.end()
+        message.utterance.end()
         with contextlib.suppress(ValueError):
-            self._open.remove(job)
+            self._open.remove(message)
 
     def _find(self, uid: str | None) -> Message:
-        for job in reversed(self._open):
-            if (uid is None or job.id == uid) and not job.cancelled and not job.utterance.ended:
-                return job
+        for message in reversed(self._open):
+            if (uid is None or message.id == uid) and not message.cancelled and not message.utterance.ended:
+                return message
         named = f' with "id": {uid!r}' if uid is not None else ""
         raise ProtocolError(
             ErrorCode.INVALID_MESSAGE,
