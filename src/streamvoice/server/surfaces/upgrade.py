@@ -19,7 +19,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
-from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
+from streamvoice.protocol import KEY_HEADERS, ErrorCode, ProtocolError, key_matches
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.connection import Connection
@@ -68,7 +68,9 @@ async def serve(
     key, subprotocol = offered(ws, browser)
     token = service.config.auth_token if service is not None else None
     ok = authorized(ws, service) or (key is not None and key_matches(key, token))
-    if not ok and not browser.first_message:
+    # A wrong key anywhere is refused now; only a caller that presented none may bring it in a first message.
+    presented = key is not None or any(ws.headers.get(h) for h in ("authorization", *KEY_HEADERS))
+    if not ok and (presented or not browser.first_message):
         await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
         return
     try:
