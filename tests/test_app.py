@@ -101,3 +101,14 @@ def test_ping_is_503_until_warm(engine: KokoroEngine) -> None:
     client = TestClient(app)  # no lifespan: the service never started
     r = client.get("/ping")
     assert r.status_code == 503 and r.json()["error"]["code"] == "not_ready"
+
+
+def test_an_unknown_route_is_answered_in_its_wires_error_shape(speech_server: RunningServer) -> None:
+    """A voice id with "/" took ElevenLabs' clients to Starlette's plain-text "Not Found"."""
+    r = httpx.post(speech_server.url + "/v1/text-to-speech/af/heart", json={"text": "Hi."})
+    assert r.status_code == 404 and r.json()["detail"]["status"] == "not_found"
+    assert "'/'" in r.json()["detail"]["message"]
+    r = httpx.get(speech_server.url + "/no/such/route")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    r = httpx.get(speech_server.url + "/invocations")  # a route, not this method
+    assert r.status_code == 405 and r.json()["error"]["code"] == "not_found"

@@ -57,6 +57,7 @@ class ErrorCode(StrEnum):
     NOT_READY = "not_ready"
     UNAUTHORIZED = "unauthorized"
     INTERNAL = "internal_error"
+    NOT_FOUND = "not_found"  # no such route (HTTP 404), or no such method on it (405)
     # the agent's turn requests and what can go wrong in a turn
     MISSING_PROMPT = "missing_prompt"
     PROMPT_TOO_LONG = "prompt_too_long"
@@ -83,6 +84,7 @@ HTTP_STATUS = {
     ErrorCode.TIMEOUT: 408,
     ErrorCode.SPEECH_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
+    ErrorCode.NOT_FOUND: 404,
 }
 
 

@@ -28,11 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from streamvoice.asgi import BodyLimit, error_response
+from streamvoice.asgi import BodyLimit, ErrorShape, error_response, openai_shape
 from streamvoice.engine.kokoro import KokoroEngine
-from streamvoice.protocol import (
-    ProtocolError,
-)
+from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.config import ServerConfig, startup_notes
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.service import SpeechService
@@ -114,14 +112,37 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
                 max_bytes=config.max_body_bytes,
                 token=config.auth_token,
                 timeout_s=config.body_timeout_s,
-                shapes=(
-                    ("/v1/text-to-speech/", elevenlabs.error_shape),
-                    ("/tts/", cartesia.error_shape),
-                    ("/v1/speak", deepgram.error_shape),
-                ),
+                shapes=SHAPES,
             )
         ],
+        exception_handlers={404: not_found, 405: not_found},
     )
+
+
+# A vendor's routes answer errors in its own shape (the body guard and unknown routes alike).
+SHAPES: tuple[tuple[str, ErrorShape], ...] = (
+    ("/v1/text-to-speech/", elevenlabs.error_shape),
+    ("/tts/", cartesia.error_shape),
+    ("/v1/speak", deepgram.error_shape),
+)
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    """No such route (or method), in the error shape of the wire its path belongs to, never Starlette's plain
+    text: a voice id with "/" in it took ElevenLabs' clients to a bare "Not Found"."""
+    path = request.url.path
+    method = "this method" if getattr(exc, "status_code", 404) == 405 else "this route"
+    hint = (
+        " (a voice id never contains '/': GET /v1/voices lists them)"
+        if path.startswith("/v1/text-to-speech/")
+        else ""
+    )
+    error = ProtocolError(
+        ErrorCode.NOT_FOUND, f"{request.method} {path[:100]}: the server has no {method}{hint}"
+    )
+    shape = next((f for prefix, f in SHAPES if path.startswith(prefix)), openai_shape)
+    status = getattr(exc, "status_code", 404)
+    return JSONResponse(shape(error), status_code=status)
 
 
 # --- routes ---------------------------------------------------------------------------------------------
