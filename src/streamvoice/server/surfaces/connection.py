@@ -30,11 +30,10 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from streamvoice.engine.alignment import WordTime
 from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
-from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted
+from streamvoice.server.surfaces.answer import Answer, Renderer
 from streamvoice.server.surfaces.rendering import Sound, encoded_events, speech_ends
 from streamvoice.server.surfaces.transport import Disconnected, Transport, run_reader_and_writer
 
@@ -43,18 +42,6 @@ log = logging.getLogger("streamvoice.connection")
 # Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
 # the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
 MAX_PENDING_REPLIES = 1024
-
-
-@dataclass(eq=False)
-class Answer:
-    """One answer on a connection: its id on the wire, its request, its utterance."""
-
-    id: str | None
-    request: ResolvedRequest
-    utterance: Utterance
-    opened_at: float  # monotonic
-    first_audio_at: float | None = None
-    sent_samples: int = 0  # at the model's rate, in the frames rendered so far
 
 
 @dataclass(frozen=True)
@@ -69,8 +56,8 @@ class DrainCheck:
     """Queued when a drain begins: the writer ends the connection once nothing is queued before it."""
 
 
-class Connection[F]:
-    """A wire's connection: subclass it, supply ``on_frame`` and the render methods."""
+class Connection[F](Renderer[F]):
+    """A wire's connection: subclass it, supply ``on_frame`` and the render methods (``answer.Renderer``)."""
 
     name = "connection"  # in the logs: "<name>=<id>"
 
@@ -106,31 +93,6 @@ class Connection[F]:
     def closing_frame(self, code: ErrorCode, message: str) -> F | None:
         """What the client is told before the server ends the connection (idle, lifetime, drain, a bug)."""
         return None
-
-    def render_started(self, answer: Answer, index: int) -> list[F]:
-        return []
-
-    def render_words(self, answer: Answer, times: list[WordTime]) -> list[F]:
-        return []
-
-    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[F]:
-        """``data`` encoded, covering ``samples`` at the model's rate after ``answer.sent_samples``."""
-        raise NotImplementedError
-
-    def render_piece_ended(self, answer: Answer, index: int) -> list[F]:
-        return []
-
-    def render_marked(self, answer: Answer, label: int) -> list[F]:
-        """Every piece before the caller's mark has been sent (``Utterance.mark``)."""
-        return []
-
-    def render_completed(self, answer: Answer, done: Completed) -> list[F]:
-        return []
-
-    def render_failed(self, answer: Answer, error: ProtocolError) -> list[F]:
-        """The answer's one error (cancelled, nothing speakable, a failed synthesis); the wire counts what it
-        reports as an error (``count_error``)."""
-        return []
 
     def finished(self, answer: Answer) -> None:
         """The answer is over, however it ended (the wire forgets it)."""

@@ -37,7 +37,8 @@ from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces import upgrade
-from streamvoice.server.surfaces.connection import Answer, Connection
+from streamvoice.server.surfaces.answer import Answer
+from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.websocket import WebSocketTransport, audio_frames
 
 log = logging.getLogger("streamvoice.vendor")

@@ -17,7 +17,7 @@ from streamvoice.protocol import (
     text_field,
 )
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.surfaces.connection import Answer
+from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.elevenlabs.alignment import characters, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.request import resolve, voice_speed

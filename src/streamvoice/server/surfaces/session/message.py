@@ -19,7 +19,7 @@ from streamvoice.protocol import (
     encode_event,
 )
 from streamvoice.server.core.utterance import Completed
-from streamvoice.server.surfaces.connection import Answer
+from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.websocket import audio_frames
 
 Frame = str | bytes

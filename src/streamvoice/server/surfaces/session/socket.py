@@ -37,7 +37,8 @@ from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces import upgrade
-from streamvoice.server.surfaces.connection import Answer, Connection
+from streamvoice.server.surfaces.answer import Answer
+from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.session import message as rendered
 from streamvoice.server.surfaces.session.configure import configured, configured_body
 from streamvoice.server.surfaces.session.message import Message, MessageState, refusal

@@ -49,7 +49,8 @@ from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import Slot, reserve
 from streamvoice.server.core.utterance import Completed, Utterance
-from streamvoice.server.surfaces.connection import Answer, Connection
+from streamvoice.server.surfaces.answer import Answer
+from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.transport import Disconnected
 from streamvoice.server.surfaces.wyoming.transport import Frame, TcpTransport
 from streamvoice.server.surfaces.wyoming.wire import WireError

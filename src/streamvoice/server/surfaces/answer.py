@@ -1,0 +1,54 @@
+"""One answer on a connection (a session's message, a vendor's context, a Wyoming utterance) and what a wire
+supplies to render it: the utterance's events (``rendering.encoded_events``) in, the wire's frames out. The
+connection runtime (``connection``) calls these in speaking order; a wire overrides what it sends.
+Checked by every wire's tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamvoice.engine.alignment import WordTime
+from streamvoice.protocol import ProtocolError
+from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.utterance import Completed, Utterance
+
+
+@dataclass(eq=False)
+class Answer:
+    """One answer on a connection: its id on the wire, its request, its utterance."""
+
+    id: str | None
+    request: ResolvedRequest
+    utterance: Utterance
+    opened_at: float  # monotonic
+    first_audio_at: float | None = None
+    sent_samples: int = 0  # at the model's rate, in the frames rendered so far
+
+
+class Renderer[F]:
+    """Events in, the wire's frames out (``F``: text or bytes on a WebSocket, events on Wyoming)."""
+
+    def render_started(self, answer: Answer, index: int) -> list[F]:
+        return []
+
+    def render_words(self, answer: Answer, times: list[WordTime]) -> list[F]:
+        return []
+
+    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[F]:
+        """``data`` encoded, covering ``samples`` at the model's rate after ``answer.sent_samples``."""
+        raise NotImplementedError
+
+    def render_piece_ended(self, answer: Answer, index: int) -> list[F]:
+        return []
+
+    def render_marked(self, answer: Answer, label: int) -> list[F]:
+        """Every piece before the caller's mark has been sent (``Utterance.mark``)."""
+        return []
+
+    def render_completed(self, answer: Answer, done: Completed) -> list[F]:
+        return []
+
+    def render_failed(self, answer: Answer, error: ProtocolError) -> list[F]:
+        """The answer's one error (cancelled, nothing speakable, a failed synthesis); the wire counts what it
+        reports as an error (``count_error``)."""
+        return []
