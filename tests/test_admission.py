@@ -106,17 +106,22 @@ async def test_a_speaker_keeps_its_slot_between_sentences() -> None:
     assert admission.enter(b) == "admitted"
 
 
-@pytest.fixture
-def one_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
-    server = start_speech_server(
+def _one_listener_server(engine: KokoroEngine, wait_s: float) -> RunningServer:
+    """One listener slot, one place in the queue, ``wait_s`` for it, a short idle release."""
+    return start_speech_server(
         engine,
         warm_up=False,
         admission="queue",
         admission_listeners=1,
         admission_queue=1,
-        admission_wait_s=20,
+        admission_wait_s=wait_s,
         admission_idle_s=0.3,
     )
+
+
+@pytest.fixture
+def one_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
+    server = _one_listener_server(engine, wait_s=20)
     yield server
     server.stop()
 
@@ -143,15 +148,7 @@ async def until_complete(ws: Any, msg_id: str) -> list[str]:
 def one_patient_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
     """One listener, and a wait long enough for a 14 s answer to end on a busy machine (20 s was not, in a
     clean-clone CI run beside mypy and Pipecat's suite: the waiting caller was refused)."""
-    server = start_speech_server(
-        engine,
-        warm_up=False,
-        admission="queue",
-        admission_listeners=1,
-        admission_queue=1,
-        admission_wait_s=60,
-        admission_idle_s=0.3,
-    )
+    server = _one_listener_server(engine, wait_s=60)
     yield server
     server.stop()
 
