@@ -210,9 +210,12 @@ class Configure:
 
 @dataclass(frozen=True)
 class Cancel:
-    """Without ``id``: everything queued or in progress (barge-in). With ``id``: that message only."""
+    """Without ``id``: everything queued or in progress (barge-in). With ``id``: that message only.
+    ``played_ms``: how much of the session's audio the client's player has played (None: the server's own
+    playout clock), so the answer can say what of each message cut off was heard."""
 
     id: str | None = None
+    played_ms: float | None = None
     type: str = "cancel"
 
 
@@ -335,7 +338,7 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
             lexicon=validate_lexicon(lexicon, msg_id) if lexicon is not None else None,
         )
     if kind == "cancel":
-        return Cancel(id=msg_id)
+        return Cancel(id=msg_id, played_ms=played_ms(obj.get("played_ms"), msg_id))
     if kind == "close":
         return Close()
     if kind is None:
@@ -387,6 +390,23 @@ def required_text(obj: Mapping[str, Any], field: str = "text", msg_id: str | Non
             ErrorCode.MISSING_TEXT, f'send "{field}": the text to speak, as a string', msg_id, param=field
         )
     return value
+
+
+MAX_PLAYED_MS = 7 * 24 * 3600 * 1000.0  # longer than any session lives: a larger one is a client's bug
+
+
+def played_ms(raw: object, msg_id: str | None = None, field: str = "played_ms") -> float | None:
+    """A player's position in ms of a session's audio: a number from 0 up, or None when not given."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= MAX_PLAYED_MS:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f'"{field}" must be the ms of this session\'s audio the player has played: a number from 0 up '
+            "(leave it out to use the server's playout clock)",
+            msg_id,
+        )
+    return float(raw)
 
 
 def whole_number(raw: str, max_digits: int = 9) -> int | None:

@@ -16,6 +16,7 @@ whole: ``SAY`` (a written form and what to say), ``PHONEMES`` (a written form an
 
 from __future__ import annotations
 
+import contextlib
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
@@ -66,6 +67,17 @@ def to_segments(
     markup = ssml or (ssml is None and is_ssml(text))
     parts = parse_ssml(text, british, lang) if markup else [Segment(text)]
     return [Segment(apply_lexicon(apply_inline(s.text), lexicon), s.pause_ms, s.rate) for s in parts]
+
+
+def written_text(text: str, ssml: bool | None) -> str:
+    """A message as its caller reads it: SSML reduced to its text, ``[word](/phonemes/)`` to the word
+    (what an answer cut off reports as heard and unheard, ``server.core.heard``)."""
+    markup = ssml or (ssml is None and is_ssml(text))
+    if markup and "<!DOCTYPE" not in text and "<!ENTITY" not in text:  # refused when planned, never parsed
+        source = text if is_ssml(text) else f"<speak>{text}</speak>"
+        with contextlib.suppress(ET.ParseError):  # the message fails to plan and says why
+            text = "".join(ET.fromstring(source.strip()).itertext())
+    return _INLINE.sub(lambda m: m[1], text)
 
 
 # --- IPA to Kokoro's symbols ----------------------------------------------------------------------------

@@ -35,11 +35,12 @@ from numpy.typing import NDArray
 from streamvoice.engine.alignment import shift
 from streamvoice.engine.planning import Piece
 from streamvoice.protocol import ErrorCode, Pauses, ProtocolError
+from streamvoice.server.core.heard import Heard, Transcript
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import PieceAudio, Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
-from streamvoice.text.pronounce import MAX_SILENCE_MS
+from streamvoice.text.pronounce import MAX_SILENCE_MS, written_text
 
 log = logging.getLogger("streamvoice.utterance")
 
@@ -144,10 +145,11 @@ class Utterance:
         self._quiet: asyncio.TimerHandle | None = None
         self._chunker: IncrementalSentenceChunker | None = None  # made on the first ``append``
         self._texts: asyncio.Queue[tuple[str, bool] | Marked | None] = asyncio.Queue()
-        self._ready: asyncio.Queue[PieceAudio | Marked | None] = asyncio.Queue()
+        self._ready: asyncio.Queue[tuple[Piece, PieceAudio] | Marked | None] = asyncio.Queue()
         self._submitted: list[PieceAudio] = []
         self._ended = False
         self.chars = 0  # text taken so far
+        self.transcript = Transcript()  # what it was given and has said: what a listener cut off heard
         self.cancelled = False
         self._bounds = bounds
         self._idle: asyncio.TimerHandle | None = None
@@ -163,6 +165,7 @@ class Utterance:
         if not self._ended and not self.cancelled:
             whole = self.request.text if text is None else text
             self.chars += len(whole)
+            self.transcript.wrote(written_text(whole, self.request.ssml))
             self._texts.put_nowait((whole, True))
         self.end()
 
@@ -182,6 +185,7 @@ class Utterance:
         if self._chunker is None:
             self._chunker = IncrementalSentenceChunker(FAST_FIRST)
         self.chars += len(text)
+        self.transcript.wrote(text)
         self._queue_pieces(self._chunker.feed(text))
         if self._quiet_cut_s > 0:  # a sentence that ends here is spoken if nothing follows soon
             self._disarm_quiet()
@@ -213,6 +217,11 @@ class Utterance:
         """Stop everything still working for this utterance; the consumer gets ``Failed(cancelled)``."""
         self.cancelled = True
         self._stop()
+
+    def heard(self, played_ms: float) -> Heard:
+        """What a listener whose player played ``played_ms`` of this utterance's audio heard of its text,
+        and what not: the text that arrived but was never spoken is unheard too."""
+        return self.transcript.split(played_ms)
 
     @property
     def ended(self) -> bool:
@@ -287,7 +296,7 @@ class Utterance:
                     sink = PieceAudio(asyncio.get_running_loop(), self._lane)
                     self._lane.add(piece, self.request, sink)
                     self._submitted.append(sink)
-                    self._ready.put_nowait(sink)
+                    self._ready.put_nowait((piece, sink))
                     planned += 1
             except ProtocolError as exc:
                 if whole or exc.code != ErrorCode.EMPTY_TEXT:
@@ -313,18 +322,23 @@ class Utterance:
         samples = pieces = 0
         rate = self._source.sample_rate
         try:
-            while (piece := await self._ready.get()) is not None and not self.cancelled:
-                if isinstance(piece, Marked):
-                    yield piece
+            while (item := await self._ready.get()) is not None and not self.cancelled:
+                if isinstance(item, Marked):
+                    yield item
                     continue
+                planned, piece = item
                 yield PieceStarted(pieces)
                 offset_ms = samples * 1000 / rate
+                timed = False
                 try:
                     async for window in piece.windows():
                         if self.cancelled:
                             break
                         if isinstance(window, Words):
-                            yield Words(shift(window.times, offset_ms))
+                            timed = True
+                            times = shift(window.times, offset_ms)
+                            self.transcript.said(times)
+                            yield Words(times)
                         else:
                             samples += window.size
                             yield window
@@ -342,6 +356,8 @@ class Utterance:
                     return
                 if self.cancelled:
                     break
+                if not timed:
+                    self.transcript.said_untimed(planned.text, offset_ms, samples * 1000 / rate)
                 yield PieceEnded(pieces)
                 pieces += 1
             if self.cancelled:

@@ -27,10 +27,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from contextlib import aclosing
 from dataclasses import dataclass
 
 from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
+from streamvoice.server.core.heard import Heard, Timeline, played_of
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted
 from streamvoice.server.surfaces.answer import Answer, Renderer
@@ -42,6 +44,18 @@ log = logging.getLogger("streamvoice.connection")
 # Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
 # the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
 MAX_PENDING_REPLIES = 1024
+# Finished answers remembered for a cut: their audio may still be playing (sent ahead of the player).
+RECENT_ANSWERS = 8
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A barge-in's account: where the listener's player was on the connection's timeline, the answers
+    cancelled, and what was heard of each answer whose audio the cut stopped (in speaking order)."""
+
+    played_ms: float
+    cancelled: list[Answer]
+    heard: list[tuple[Answer, Heard]]
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,8 @@ class Connection[F](Renderer[F]):
         self.utterances.on_restart = transport.restart_playout  # the listener's playback starts again
         transport.on_stalled = self.cancel
         self.answering: list[Answer] = []  # every answer not yet finished, in order
+        self.timeline = Timeline(service.sample_rate)  # the audio as the listener's player counts it
+        self._recent: deque[Answer] = deque(maxlen=RECENT_ANSWERS)
         self._outbox: asyncio.Queue[Answer | Closing[F] | DrainCheck | _Reply[F]] = asyncio.Queue()
         self._notices: asyncio.Queue[F] = asyncio.Queue()  # sent at once, not behind answers (``notice``)
         self._started = time.monotonic()
@@ -171,6 +187,37 @@ class Connection[F](Renderer[F]):
         """Stop the answer with this id (None: every one); those cancelled."""
         cancelled = self.utterances.cancel(target)  # restarts the playout when the one speaking goes
         return [a for a in self.answering if a.utterance in cancelled]
+
+    def cut(self, target: str | None = None, played_ms: float | None = None) -> Cut:
+        """Cancel (as ``cancel``) and say what the listener heard of each answer the cut stops: the ones
+        cancelled and, on a barge-in (no ``target``), finished ones whose audio was still playing.
+        ``played_ms``: where the caller's player is on the timeline (None: the server's playout clock); a
+        position before the last cut's is ``invalid_field`` and nothing is cancelled."""
+        timeline = self.timeline
+        if played_ms is not None and played_ms < timeline.ms(timeline.floor):
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"played_ms {played_ms:g} is before {timeline.ms(timeline.floor):g}, where the last cancel left "
+                "the player; count the audio played since the session began, without what a cancel dropped",
+                param="played_ms",
+            )
+        position = timeline.position(played_ms, self.transport.unplayed_s())
+        playing = [
+            a
+            for a in self._recent
+            if target is None
+            and a.starts_at is not None
+            and played_of(a.starts_at, a.sent_samples, position) < a.sent_samples
+        ]
+        cancelled = self.cancel(target)
+        heard: list[tuple[Answer, Heard]] = []
+        dropped = 0
+        for answer in [*playing, *cancelled]:
+            played = played_of(answer.starts_at, answer.sent_samples, position)
+            dropped += answer.sent_samples - played
+            heard.append((answer, answer.utterance.heard(timeline.ms(played))))
+        timeline.cut(position, dropped)
+        return Cut(timeline.ms(position), cancelled, heard)
 
     # -- running ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -283,6 +330,8 @@ class Connection[F](Renderer[F]):
             self.cancel()
 
     def _finish(self, answer: Answer) -> None:
+        if answer.starts_at is not None and not answer.utterance.cancelled:
+            self._recent.append(answer)
         self.finished(answer)
         self.utterances.done(answer.utterance)
         if answer in self.answering:
@@ -310,10 +359,15 @@ class Connection[F](Renderer[F]):
                 match event:
                     case Sound(data=data, samples=samples):
                         await self.transport.pace(samples)
+                        if answer.utterance.cancelled:
+                            continue  # cut while waiting: none of it is sent (``cut`` counted what was)
                         if not data:
                             carried += samples
                             continue
                         frames = self.render_audio(answer, data, samples + carried)
+                        if answer.starts_at is None:
+                            answer.starts_at = self.timeline.samples
+                        self.timeline.samples += samples + carried
                         answer.sent_samples += samples + carried
                         carried = 0
                         await self._send(frames)

@@ -37,6 +37,10 @@ class Transport[F](Protocol):
         """What was sent will not be played (barge-in): the listener's playback starts again now."""
         ...
 
+    def unplayed_s(self) -> float:
+        """Seconds of the audio sent that the listener has not played yet, if it plays as it arrives."""
+        ...
+
     async def close(self, code: int, reason: str, last: F | None = None) -> None:
         """Send ``last`` if the client is still there, then close."""
         ...

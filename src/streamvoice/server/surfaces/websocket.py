@@ -69,6 +69,9 @@ class WebSocketTransport:
         """What was sent will not be played (barge-in): the listener's playback starts again now."""
         self._playout_end = time.monotonic()
 
+    def unplayed_s(self) -> float:
+        return max(0.0, self._playout_end - time.monotonic())
+
     async def pace(self, samples: int) -> None:
         """Wait until ``samples`` more of audio may leave: never more than ``max_send_ahead_s`` ahead of the
         listener's playback (a wire that wraps audio in its own frames sends them after this).

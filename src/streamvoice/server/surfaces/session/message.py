@@ -20,6 +20,7 @@ from streamvoice.protocol import (
 )
 from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.answer import Answer
+from streamvoice.server.surfaces.connection import Cut
 from streamvoice.server.surfaces.websocket import audio_frames
 
 Frame = str | bytes
@@ -124,3 +125,12 @@ def failed(message: Message, error: ProtocolError) -> tuple[list[Frame], Protoco
     else:
         return [], None
     return [encode_event(ErrorEvent(str(told.code), told.message, message.id, message.sequence))], told
+
+
+def heard(cut: Cut) -> list[dict[str, object]]:
+    """Each message the cut stopped: how much of its audio was played, what of its text was heard and not."""
+    return [
+        {"id": answer.id, "played_ms": what.played_ms, "heard": what.heard, "unheard": what.unheard}
+        for answer, what in cut.heard
+        if isinstance(answer, Message)
+    ]

@@ -74,10 +74,17 @@ class BidiSession(Connection[Frame]):
                 self._stream(msg)
             case Configure():
                 self._configure(msg)
-            case Cancel(id=target):
+            case Cancel(id=target, played_ms=played_ms):
                 # No id: everything open (barge-in); an id: that message only, the rest goes on.
-                ids = [answer.id for answer in self.cancel(target)]
-                self.reply(encode_event(Ack("cancelled", {"ids": ids, "count": len(ids)})))
+                cut = self.cut(target, played_ms)
+                ids = [answer.id for answer in cut.cancelled]
+                detail = {
+                    "ids": ids,
+                    "count": len(ids),
+                    "played_ms": cut.played_ms,
+                    "heard": rendered.heard(cut),
+                }
+                self.reply(encode_event(Ack("cancelled", detail)))
             case Close():
                 self.reply(encode_event(Ack("session_closed", {"session": self.session_id})))
                 return True

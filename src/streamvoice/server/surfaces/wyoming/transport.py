@@ -70,6 +70,9 @@ class TcpTransport:
     async def pace(self, samples: int) -> None:
         return None
 
+    def unplayed_s(self) -> float:
+        return 0.0  # Wyoming's satellites play what they are sent; its wire cannot interrupt
+
     def restart_playout(self) -> None:
         return None
 
