@@ -23,7 +23,9 @@ class Answer:
     opened_at: float  # monotonic
     first_audio_at: float | None = None
     sent_samples: int = 0  # at the model's rate, in the frames rendered so far
-    starts_at: int | None = None  # where its first audio sits on the connection's timeline (``heard.Timeline``)
+    starts_at: int | None = (
+        None  # where its first audio sits on the connection's timeline (``heard.Timeline``)
+    )
 
 
 class Renderer[F]:
