@@ -124,6 +124,7 @@ SHAPES: tuple[tuple[str, ErrorShape], ...] = (
     ("/v1/text-to-speech/", elevenlabs.error_shape),
     ("/tts/", cartesia.error_shape),
     ("/v1/speak", deepgram.error_shape),
+    ("/v2/speak", deepgram.error_shape),
 )
 
 

@@ -28,6 +28,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -142,6 +143,10 @@ class Connection[F](Renderer[F]):
         if frame is not None:
             self._outbox.put_nowait(_Reply(frame))
 
+    def reply_later(self, make: Callable[[], F | None]) -> None:
+        """Queue a frame made when its turn comes (a summary of the answers before it)."""
+        self._outbox.put_nowait(_Reply(make))
+
     def notice(self, frame: F | None) -> None:
         """Send a frame now, not behind the answers queued (the vendors' wires name the answer in every
         message, so a refusal need not wait for other answers' audio)."""
@@ -209,6 +214,8 @@ class Connection[F](Renderer[F]):
             and a.starts_at is not None
             and played_of(a.starts_at, a.sent_samples, position) < a.sent_samples
         ]
+        for answer in playing:
+            self._recent.remove(answer)  # what it had past the cut is dropped: never cut twice
         cancelled = self.cancel(target)
         heard: list[tuple[Answer, Heard]] = []
         dropped = 0
@@ -308,7 +315,9 @@ class Connection[F](Renderer[F]):
                     await self._outbox.put(item)  # answer what arrived first, then look again
                     continue
                 if isinstance(item, _Reply):
-                    await self.transport.send(item.frame)
+                    frame = item.frame() if callable(item.frame) else item.frame
+                    if frame is not None:
+                        await self.transport.send(frame)
                     continue
                 try:
                     await self._answer(item)
@@ -391,4 +400,4 @@ class Connection[F](Renderer[F]):
 
 @dataclass(frozen=True)
 class _Reply[F]:
-    frame: F
+    frame: F | Callable[[], F | None]
