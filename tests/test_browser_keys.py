@@ -56,10 +56,11 @@ async def test_cartesias_query_key_opens_the_socket_and_a_wrong_one_is_403(
     assert refused.value.response.status_code == 403
 
 
+@pytest.mark.parametrize("path", ["/v1/speak", "/v2/speak"])
 async def test_deepgrams_subprotocol_key_is_echoed_and_a_wrong_one_is_403(
-    vendor_server: RunningServer,
+    vendor_server: RunningServer, path: str
 ) -> None:
-    url = _ws(vendor_server, "/v1/speak?encoding=linear16&sample_rate=24000")
+    url = _ws(vendor_server, f"{path}?encoding=linear16&sample_rate=24000")
     async with websockets.connect(url, subprotocols=["token", TOKEN]) as ws:  # type: ignore[list-item]
         assert ws.subprotocol == "token"  # a browser closes a socket whose offered protocol is not echoed
         await ws.send(json.dumps({"type": "Speak", "text": "Hello from a web page."}))
@@ -112,7 +113,11 @@ async ([base, token]) => {
     (ws) => { ws.send(JSON.stringify({text: " ", xi_api_key: token}));
               ws.send(JSON.stringify({text: "Hello from a web page. "}));
               ws.send(JSON.stringify({text: ""})); });
-  return {cartesia, deepgram, elevenlabs};
+  const flux = await first(
+    new WebSocket(`${base}/v2/speak?model=flux-alexis-en&encoding=linear16`, ["token", token]),
+    (ws) => { ws.send(JSON.stringify({type: "Speak", text: "Hello from a web page."}));
+              ws.send(JSON.stringify({type: "Flush"})); });
+  return {cartesia, deepgram, flux, elevenlabs};
 }
 """.replace("__CARTESIA__", json.dumps(CARTESIA))
 
@@ -135,4 +140,6 @@ def test_a_web_page_reaches_each_vendor_wire_with_its_browser_key(vendor_server:
         page.goto(vendor_server.url + "/live")  # any page of the server's origin
         heard = page.evaluate(PAGE_SCRIPT, [vendor_server.url.replace("http", "ws", 1), TOKEN])
         browser.close()
-    assert heard == {"cartesia": "chunk", "deepgram": "binary", "elevenlabs": "audio"}, heard
+    assert heard == {"cartesia": "chunk", "deepgram": "binary", "flux": "binary", "elevenlabs": "audio"}, (
+        heard
+    )
