@@ -47,7 +47,8 @@ def pcm_of(events: list[dict[str, Any]]) -> np.ndarray:
 
 def check_shape(events: list[dict[str, Any]]) -> None:
     types = [e["type"] for e in events]
-    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert types[:2] == ["conversation", "agent_start"] and types[-1] == "agent_end"
+    events = events[1:]  # the conversation's id, then the turn's events, stamped from agent_start
     assert types.index("audio_start") < types.index("audio_chunk") < types.index("audio_end")
     stamps = [e["t_ms"] for e in events]
     assert stamps == sorted(stamps)
@@ -134,7 +135,7 @@ def test_websocket_carries_binary_audio_and_json_control(scripted_agent: Running
             assert event["type"] != "audio_chunk"
             if event["type"] in ("agent_end", "error"):
                 break
-    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert types[:2] == ["conversation", "agent_start"] and types[-1] == "agent_end"
     assert len(audio) > 24_000 * 2 * 5
 
 
@@ -264,7 +265,7 @@ async def test_agent_turn_is_released_when_its_caller_leaves_unread(speech_serve
             async with client.stream("POST", agent.url + "/invocations", json={"prompt": "my turn"}) as r:
                 assert r.status_code == 200
                 async for line in r.aiter_lines():
-                    assert "agent_start" in line
+                    assert '"conversation"' in line
                     break
     finally:
         await asyncio.to_thread(agent.stop)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -27,7 +28,7 @@ class _WritesThenPauses:
         self.text, self.heard = text, heard
         self.released_by_audio: bool | None = None
 
-    async def stream(self, prompt: str) -> AsyncIterator[str]:
+    async def stream(self, prompt: str, history: Any = ()) -> AsyncIterator[str]:
         for token in split_tokens(self.text):
             await asyncio.sleep(0.12)
             yield token

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from streamvoice.engine.alignment import WordTime
-from streamvoice.server.core.heard import Timeline, Transcript, heard_words, played_of, split_written
+from streamvoice.server.core.heard import Timeline, Transcript, played_of
+from streamvoice.text.heard import heard_words, split_written
 from streamvoice.text.pronounce import written_text
 
 

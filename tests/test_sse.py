@@ -58,7 +58,7 @@ def recorded_stream(speech_server: RunningServer) -> bytes:
 
 def test_recorded_stream_cut_at_every_offset(recorded_stream: bytes) -> None:
     expected = decode_all([recorded_stream])
-    assert len(expected) >= 5 and json.loads(expected[0])["type"] == "agent_start"
+    assert len(expected) >= 5 and json.loads(expected[1])["type"] == "agent_start"
     assert any("漢字" in e for e in expected)  # multi-byte characters survive cuts inside them
     for cut in range(len(recorded_stream) + 1):
         assert decode_all([recorded_stream[:cut], recorded_stream[cut:]]) == expected, cut

@@ -8,6 +8,7 @@ be able to point the agent's traffic somewhere else.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -29,8 +30,10 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from streamvoice.agent.conversations import Conversations, conversation_id, owner_of
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
+from streamvoice.agent.turns import converse, interrupted_event
 from streamvoice.asgi import BodyLimit, HostAllowList, TimedStreamingResponse, error_response
 from streamvoice.client import SpeechClient
 from streamvoice.protocol import (
@@ -40,11 +43,14 @@ from streamvoice.protocol import (
     ProtocolError,
     bearer_authorized,
     parse_json_object,
+    played_ms,
     validate_speed,
     validate_voice,
 )
 
 log = logging.getLogger("streamvoice.agent")
+
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"  # AgentCore's session: the conversation
 
 WEB_DIR = Path(str(resources.files("streamvoice").joinpath("web/static")))
 
@@ -110,6 +116,41 @@ def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOpti
     return prompt.strip(), TurnOptions(mode=mode, voice=voice, speed=speed)
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a turn: the digest of its credential (conversations are per caller) and AgentCore's session."""
+
+    owner: str
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ConversationRequest:
+    """What a payload says of its conversation: its id (None: a new one), how much of the answer playing the
+    caller's player played (None: the agent's clock), and whether it only interrupts."""
+
+    id: str | None
+    played_ms: float | None
+    interrupt_only: bool
+
+
+def parse_conversation(payload: Any, default_id: str | None = None) -> ConversationRequest:
+    if not isinstance(payload, dict):
+        raise ProtocolError(ErrorCode.INVALID_MESSAGE, 'send a JSON object such as {"prompt": "Hello"}')
+    kind = payload.get("type")
+    if kind not in (None, "prompt", "interrupt"):
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_TYPE,
+            '"type" must be "prompt" (the default) or "interrupt" (stop the answer playing)',
+        )
+    cid = conversation_id(payload.get("conversation")) or default_id
+    if kind == "interrupt" and cid is None:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD, '"interrupt" needs the "conversation" whose answer to stop'
+        )
+    return ConversationRequest(cid, played_ms(payload.get("played_ms")), kind == "interrupt")
+
+
 def to_sse_payload(event: Event) -> Event:
     """SSE is text: audio travels base64-encoded inside JSON (the AgentCore entry point yields dicts)."""
     if event["type"] == "audio_chunk":
@@ -170,7 +211,10 @@ class AgentApp(BedrockAgentCoreApp):
             payload = parse_json_object(
                 await request.body(), Limits(max_message_bytes=self.config.max_body_bytes)
             )
-            result = await self.handlers["main"](payload)
+            caller = Caller(
+                owner_of(request.headers.get("authorization")), request.headers.get(SESSION_HEADER)
+            )
+            result = await self.handlers["main"](payload, caller)
         except ProtocolError as exc:
             release()
             return error_response(exc)
@@ -220,16 +264,29 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
 
     pipeline = SpeechPipeline(source, connect)
     app.state.pipeline = pipeline
+    conversations = Conversations()
+    app.state.conversations = conversations
 
     @app.entrypoint
-    async def invoke(payload: Any) -> Any:
+    async def invoke(payload: Any, caller: Caller | None = None) -> Any:
+        """A turn (``{"prompt", "conversation"?, "played_ms"?}``: its events as SSE) or an interrupt
+        (``{"type": "interrupt", "conversation", "played_ms"?}``: what was heard, as JSON). AgentCore's
+        session id is the conversation when the payload names none."""
+        caller = caller or Caller(owner_of(None))
         try:
+            asked = parse_conversation(payload, caller.session_id)
+            if asked.interrupt_only:
+                conversation = conversations.open(caller.owner, asked.id)
+                cut = conversations.interrupt(conversation, asked.played_ms)
+                return JSONResponse({**interrupted_event(cut), "conversation": conversation.id})
             prompt, options = parse_turn_request(payload, cfg)
         except ProtocolError as exc:
             return error_response(exc)
+        conversation = conversations.open(caller.owner, asked.id)
 
         async def events() -> AsyncIterator[Event]:
-            async for event in pipeline.run(prompt, options):  # the turn is counted by the route
+            turn = converse(conversations, conversation, pipeline, prompt, options, asked.played_ms)
+            async for event in turn:  # the turn is counted by the route
                 yield to_sse_payload(event)
 
         return events()
@@ -245,26 +302,60 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
             await websocket.close(1008, "unauthorized")
             return
         await websocket.accept(subprotocol=subprotocol)
-        with contextlib.suppress(WebSocketDisconnect):
-            while True:
-                raw = await _receive_any(websocket)
-                if raw is None:
-                    return
+        await _talk(websocket, Caller(owner_of(token)))
+
+    async def _talk(websocket: WebSocket, caller: Caller) -> None:
+        """A caller's turns on one socket, one conversation unless a message names another. A prompt while
+        an answer plays interrupts it (the old turn ends with ``interrupted``, what was heard), as does
+        ``{"type": "interrupt"}``; the reader never waits for a turn, so an interrupt lands at once."""
+        sending = asyncio.Lock()
+        current: str | None = None  # the connection's conversation
+        turn: asyncio.Task[None] | None = None
+
+        async def send(event: Event) -> None:
+            async with sending:
+                if event["type"] == "audio_chunk":
+                    await websocket.send_bytes(event["data"])
+                else:
+                    await websocket.send_text(json.dumps(event))
+
+        async def run(events: AsyncIterator[Event], release: Callable[[], None]) -> None:
+            try:
+                async for event in events:
+                    await send(event)
+            finally:
+                release()
+
+        try:
+            while (raw := await _receive_any(websocket)) is not None:
                 try:
-                    prompt, options = parse_turn_request(_loads(raw), cfg)
+                    payload = _loads(raw)
+                    asked = parse_conversation(payload, current)
+                    conversation = conversations.open(caller.owner, asked.id)
+                    current = conversation.id
+                    running = turn is not None and not turn.done()
+                    if asked.interrupt_only:
+                        cut = conversations.interrupt(conversation, asked.played_ms)
+                        if not running or cut is None:  # else the turn itself says what was heard
+                            await send({**interrupted_event(cut), "conversation": conversation.id})
+                        continue
+                    prompt, options = parse_turn_request(payload, cfg)
+                    if running and turn is not None:
+                        conversations.interrupt(conversation, asked.played_ms)
+                        await turn  # it ends with ``interrupted`` and gives its room back
                     release = app.take_turn()
                 except ProtocolError as exc:
-                    await websocket.send_text(
-                        json.dumps({"type": "error", "code": str(exc.code), "message": exc.message})
-                    )
+                    await send({"type": "error", "code": str(exc.code), "message": exc.message})
                     continue
-                with contextlib.ExitStack() as held:
-                    held.callback(release)
-                    async for event in pipeline.run(prompt, options):
-                        if event["type"] == "audio_chunk":
-                            await websocket.send_bytes(event["data"])
-                        else:
-                            await websocket.send_text(json.dumps(event))
+                events = converse(conversations, conversation, pipeline, prompt, options, asked.played_ms)
+                turn = asyncio.create_task(run(events, release))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if turn is not None:
+                turn.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await turn
 
     async def index(request: Request) -> Response:
         return FileResponse(WEB_DIR / "index.html")

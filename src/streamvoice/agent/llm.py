@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,10 +30,32 @@ class LLMError(RuntimeError):
     """The language model failed; the message is safe to show a caller."""
 
 
+class Past(Protocol):
+    """One entry of a conversation's history (``conversations.Said``)."""
+
+    @property
+    def role(self) -> str: ...  # "user" or "assistant"
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def cut_off(self) -> bool: ...  # an answer the caller interrupted: ``text`` is what it heard
+
+
+History = Sequence[Past]
+CUT_OFF = " [interrupted: the user heard only this much]"  # what the model reads after a cut answer
+
+
+def said(entry: Past) -> str:
+    """An entry as the model reads it: a cut answer says so, so the model does not assume the rest was heard."""
+    return entry.text + CUT_OFF if entry.cut_off else entry.text
+
+
 class TextSource(Protocol):
     name: str
 
-    def stream(self, prompt: str) -> AsyncIterator[str]: ...
+    def stream(self, prompt: str, history: History = ()) -> AsyncIterator[str]: ...
 
 
 # --- scripted --------------------------------------------------------------------------------------
@@ -62,8 +84,10 @@ class ScriptedTextSource:
     tokens_per_s: float = 50.0
     fail_after_tokens: int | None = None  # raise mid-answer, to test failure handling
     name: str = "scripted"
+    histories: list[list[str]] = field(default_factory=list)
 
-    async def stream(self, prompt: str) -> AsyncIterator[str]:
+    async def stream(self, prompt: str, history: History = ()) -> AsyncIterator[str]:
+        self.histories.append([said(entry) for entry in history])  # what it was given, for tests to read
         start = time.perf_counter()
         for i, token in enumerate(split_tokens(self.text)):
             if self.fail_after_tokens is not None and i >= self.fail_after_tokens:
@@ -94,7 +118,7 @@ class OpenAICompatibleSource:
     timeout_s: float = 60.0
     name: str = "openai"
 
-    async def stream(self, prompt: str) -> AsyncIterator[str]:
+    async def stream(self, prompt: str, history: History = ()) -> AsyncIterator[str]:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         body: dict[str, Any] = {
             "model": self.model,
@@ -108,11 +132,12 @@ class OpenAICompatibleSource:
             body["seed"] = self.seed
         if self.completion_prompt is not None:
             path = "/completions"
-            body["prompt"] = self.completion_prompt.replace("{prompt}", prompt)
+            body["prompt"] = self.completion_prompt.replace("{prompt}", prompt)  # the caller folds history in
         else:
             path = "/chat/completions"
             body["messages"] = [
                 {"role": "system", "content": self.system},
+                *({"role": entry.role, "content": said(entry)} for entry in history),
                 {"role": "user", "content": prompt},
             ]
         url = self.base_url.rstrip("/") + path
@@ -228,7 +253,7 @@ class LlamaCppSource:
             self.base_url = str(self._server.listening_address).rstrip("/") + "/v1"
             return self.base_url
 
-    async def stream(self, prompt: str) -> AsyncIterator[str]:
+    async def stream(self, prompt: str, history: History = ()) -> AsyncIterator[str]:
         base_url = self.base_url if self.base_url is not None else await asyncio.to_thread(self.start)
         source = OpenAICompatibleSource(
             base_url=base_url,
@@ -241,11 +266,34 @@ class LlamaCppSource:
             name=self.name,
         )
         first = True
-        async for delta in source.stream(_one_line(prompt)):
+        async for delta in source.stream(with_history(history, _one_line(prompt))):
             if first:
                 delta = delta.lstrip()
                 first = False
             yield delta
+
+
+LOCAL_HISTORY_CHARS = 1_200  # of the conversation the local model sees: its context is 2,048 tokens
+
+
+def with_history(history: History, question: str) -> str:
+    """A base model's prompt with the latest of the conversation: each earlier turn as a question and its
+    answer (a cut one marked), then the new question, inside the few-shot frame (``{prompt}`` follows
+    "Question: ")."""
+    entries: list[Past] = []
+    room = LOCAL_HISTORY_CHARS
+    for entry in reversed(history):
+        room -= len(entry.text)
+        if room < 0:
+            break
+        entries.insert(0, entry)
+    while entries and entries[0].role != "user":
+        entries.pop(0)  # a pair starts with its question
+    text = "".join(
+        f"Question: {_one_line(e.text)}\n" if e.role == "user" else f"Answer: {_one_line(said(e))}\n\n"
+        for e in entries
+    )
+    return (text + f"Question: {question}").removeprefix("Question: ")
 
 
 def _one_line(prompt: str) -> str:
@@ -278,12 +326,13 @@ class BedrockSource:
     )
     name: str = "bedrock"
 
-    async def stream(self, prompt: str) -> AsyncIterator[str]:
+    async def stream(self, prompt: str, history: History = ()) -> AsyncIterator[str]:
         from strands import Agent
         from strands.models.bedrock import BedrockModel
 
         model = BedrockModel(model_id=self.model_id, region_name=self.region, streaming=True)
-        agent = Agent(model=model, system_prompt=self.system, callback_handler=None)
+        messages: Any = [{"role": entry.role, "content": [{"text": said(entry)}]} for entry in history]
+        agent = Agent(model=model, system_prompt=self.system, callback_handler=None, messages=messages)
         try:
             async for event in agent.stream_async(prompt):
                 data = event.get("data") if isinstance(event, dict) else None

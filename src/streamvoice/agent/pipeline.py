@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streamvoice.agent.llm import LLMError, TextSource
+from streamvoice.agent.llm import History, LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.client.transports import TransportClosed
@@ -88,8 +88,11 @@ class SpeechPipeline:
         self.source = source
         self._connect = connect
 
-    async def run(self, prompt: str, options: TurnOptions = TurnOptions()) -> AsyncIterator[Event]:
-        """Yield caller events, each stamped with ``t_ms`` since ``agent_start``. Never raises, never hangs."""
+    async def run(
+        self, prompt: str, options: TurnOptions = TurnOptions(), history: History = ()
+    ) -> AsyncIterator[Event]:
+        """Yield caller events, each stamped with ``t_ms`` since ``agent_start``. Never raises, never hangs.
+        ``history``: the conversation so far, for the model (``conversations``)."""
         t0 = time.perf_counter()
         queue = _Events()
 
@@ -99,7 +102,7 @@ class SpeechPipeline:
             return t_ms
 
         emit("agent_start", mode=options.mode, model=self.source.name)
-        turn = _Turn(self, prompt, options, emit, queue.room)
+        turn = _Turn(self, prompt, options, emit, queue.room, history)
         task = asyncio.create_task(turn.run_guarded(queue))
         try:
             while (event := await queue.get()) is not None:
@@ -119,8 +122,10 @@ class _Turn:
         options: TurnOptions,
         emit: Callable[..., float],
         room: Callable[[], Awaitable[None]],
+        history: History = (),
     ):
         self.room = room
+        self.history = history
         self.p = pipeline
         self.prompt = prompt
         self.options = options
@@ -187,7 +192,7 @@ class _Turn:
 
     async def _text(self) -> AsyncIterator[str]:
         if self.options.mode != "say":
-            async for delta in self.p.source.stream(self.prompt):
+            async for delta in self.p.source.stream(self.prompt, self.history):
                 yield delta
             return
         for i, word in enumerate(self.prompt.split(" ")):
@@ -253,7 +258,7 @@ class _Turn:
             await asyncio.gather(producer, consumer, return_exceptions=True)
 
     async def _batch(self, client: SpeechClient) -> None:
-        async for delta in self.p.source.stream(self.prompt):
+        async for delta in self.p.source.stream(self.prompt, self.history):
             self._got(delta)
         answer = " ".join("".join(self.text).split())
         produced = asyncio.Event()

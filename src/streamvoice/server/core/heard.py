@@ -5,9 +5,8 @@ An agent that is interrupted must remember only what was said; the rest was neve
 would be wrong). The split is made on the caller's text as written ("$4.50", "14h30", SSML reduced to its
 text), never the normalised one, from the word times the model gave before the audio.
 
-The rule for a word cut in the middle: it was heard when at least half of its sound was played (its
-midpoint). Whisper hears a word cut past its middle, and misses one cut before it, on most words; the check
-is ``pytest tests/test_heard.py``, and Whisper against ``heard`` in ``tests/test_heard_audio.py``.
+The rule for a word cut in the middle, and the split, are ``text.heard``'s (the agent's history uses them
+too): a word was heard when at least half of its sound was played.
 
 A connection's audio is one timeline, as the caller's player counts it (``Timeline``): a cut takes back the
 audio sent past the point the player reached (the caller drops it), so the next answer's audio follows
@@ -16,14 +15,10 @@ straight on from what was played, and each position a caller reports must not go
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from streamvoice.engine.alignment import WordTime, text_words
-
-# How far past the last word found the next one is looked for: the words come in order, with spaces,
-# punctuation or a written form the model said differently ("$4.50") between them.
-LOOKAHEAD_CHARS = 96
+from streamvoice.text.heard import split_written
 
 
 @dataclass(frozen=True)
@@ -61,39 +56,6 @@ class Transcript:
     def split(self, played_ms: float) -> Heard:
         heard, unheard = split_written(self.written, self.words, played_ms)
         return Heard(round(max(played_ms, 0.0), 1), heard, unheard)
-
-
-def heard_words(words: list[WordTime], played_ms: float) -> int:
-    """How many of the words (in speaking order) were heard: those at least half played."""
-    count = 0
-    for word in words:
-        if (word.start_ms + word.end_ms) / 2 > played_ms:
-            break
-        count += 1
-    return count
-
-
-def split_written(written: str, words: list[WordTime], played_ms: float) -> tuple[str, str]:
-    """The caller's text cut after the last word heard: (heard, unheard), each stripped. A word that is not
-    in the text as written (a form the model said differently) moves the cut no further."""
-    cut = 0
-    at = 0
-    for word in words[: heard_words(words, played_ms)]:
-        found = _find(written, word.word, at)
-        if found is not None:
-            at = cut = found
-    return written[:cut].strip(), written[cut:].strip()
-
-
-def _find(text: str, word: str, start: int) -> int | None:
-    """Where ``word`` ends in ``text`` after ``start``: as a whole token first (a short word is inside many
-    longer ones), else anywhere (Japanese and Chinese have no spaces)."""
-    window = text[start : start + len(word) + LOOKAHEAD_CHARS]
-    whole = re.search(rf"(?<!\S){re.escape(word)}", window)
-    if whole is not None:
-        return start + whole.end()
-    found = window.find(word)
-    return None if found < 0 else start + found + len(word)
 
 
 @dataclass

@@ -1,0 +1,187 @@
+"""Conversations the agent holds: each caller's turns, so the language model answers in context, and what the
+caller actually heard of an answer it interrupted.
+
+A conversation id is the caller's (AgentCore's session id, or one it chose) or one the agent hands out
+(unguessable). Conversations are kept per caller: the key is the caller's credential and the id together,
+so an id that belongs to another caller names a different, empty conversation of one's own. Bounded on
+every side: turns and characters of history (the oldest go first), conversations in all (the longest idle
+goes first), and idle expiry.
+
+An answer the caller interrupts (a new prompt while it plays, or an explicit interrupt) is stopped, and the
+history keeps only what the caller heard of it, marked as cut off: the words at least half played by the
+caller's player (``text.heard``), from the word times the speech server sent with the audio. Where the
+caller does not say how much it played, the agent's own clock stands in: the caller plays audio as it
+arrives. Checked by ``pytest tests/test_conversation_history.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.text.heard import split_written
+
+MAX_ID_CHARS = 128
+
+
+@dataclass(frozen=True)
+class Said:
+    """One entry of a conversation's history."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    cut_off: bool = False  # an answer the caller interrupted: ``text`` is what it heard
+
+
+@dataclass(frozen=True)
+class WordTime:
+    word: str
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """What the caller heard of the answer it interrupted."""
+
+    played_ms: float
+    heard: str
+    unheard: str
+
+
+@dataclass
+class Playing:
+    """The answer being spoken (or still playing at the caller): what the turn sent so far."""
+
+    prompt: str
+    text: str = ""  # the model's answer as written, so far
+    words: list[WordTime] = field(default_factory=list)  # ms from the answer's first audio
+    audio_ms: float = 0.0  # relayed to the caller
+    first_audio_at: float | None = None  # monotonic
+    done: bool = False  # the turn ended (its audio may still be playing at the caller)
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)  # set to stop the turn
+    cut: Interrupted | None = None  # what was heard, when it was interrupted
+
+    def played_ms(self, reported: float | None, now: float) -> float:
+        """How much of the answer the caller played: what it says (at most what was sent), else the
+        agent's clock since the first audio."""
+        if reported is not None:
+            return min(reported, self.audio_ms)
+        if self.first_audio_at is None:
+            return 0.0
+        return min((now - self.first_audio_at) * 1000, self.audio_ms)
+
+
+@dataclass
+class Conversation:
+    id: str
+    history: list[Said] = field(default_factory=list)
+    used_at: float = 0.0
+    playing: Playing | None = None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_turns: int = 20  # history entries (a prompt and an answer are two)
+    max_chars: int = 8_000  # of history in all
+    idle_s: float = 1_800.0  # a conversation unused this long is forgotten
+    max_conversations: int = 1_000  # in all; past it the longest idle is forgotten
+
+
+def owner_of(credential: str | None) -> str:
+    """The caller a conversation belongs to: a digest of its credential (never the credential itself)."""
+    return hashlib.sha256((credential or "").encode()).hexdigest()[:32]
+
+
+def conversation_id(raw: object) -> str | None:
+    """A caller's conversation id, checked: text of at most 128 printable characters, or None."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_ID_CHARS or not raw.isprintable():
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f'"conversation" must be an id of at most {MAX_ID_CHARS} printable characters (leave it out to start '
+            "a new conversation; the agent answers its id)",
+        )
+    return raw.strip()
+
+
+class Conversations:
+    def __init__(self, bounds: Bounds = Bounds(), clock: Callable[[], float] = time.monotonic) -> None:
+        self.bounds = bounds
+        self._clock = clock
+        self._held: OrderedDict[tuple[str, str], Conversation] = OrderedDict()  # oldest used first
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def open(self, owner: str, cid: str | None) -> Conversation:
+        """The caller's conversation with this id (a new one, with a new id, when None)."""
+        now = self._clock()
+        self._expire(now)
+        cid = cid or secrets.token_urlsafe(16)
+        key = (owner, cid)
+        conversation = self._held.pop(key, None) or Conversation(cid)
+        conversation.used_at = now
+        self._held[key] = conversation
+        while len(self._held) > self.bounds.max_conversations:
+            self._held.popitem(last=False)
+        return conversation
+
+    def history(self, owner: str, cid: str) -> list[Said]:
+        """What the model will be given as the conversation's past (tests read it here)."""
+        conversation = self._held.get((owner, cid))
+        return list(conversation.history) if conversation is not None else []
+
+    def interrupt(self, conversation: Conversation, played_ms: float | None) -> Interrupted | None:
+        """Stop the answer playing, if one is, and keep in the history only what the caller heard of it."""
+        playing = conversation.playing
+        if playing is None:
+            return None
+        conversation.playing = None
+        played = playing.played_ms(played_ms, self._clock())
+        if playing.done and played >= playing.audio_ms:
+            return None  # it had all been played: the whole answer stays in the history
+        heard, unheard = split_written(playing.text, playing.words, played)
+        if playing.done:  # its answer was recorded whole when the turn ended: keep only what was heard
+            if conversation.history and conversation.history[-1].role == "assistant":
+                conversation.history.pop()
+        else:
+            self._add(conversation, Said("user", playing.prompt))
+        playing.cut = Interrupted(round(played, 1), heard, unheard)
+        playing.stopped.set()
+        if heard:
+            self._add(conversation, Said("assistant", heard, cut_off=True))
+        return playing.cut
+
+    def answered(self, conversation: Conversation, playing: Playing) -> None:
+        """The turn ended with its whole answer sent: it joins the history (an interrupt may still cut it)."""
+        playing.done = True
+        self._add(conversation, Said("user", playing.prompt))
+        if playing.text.strip():
+            self._add(conversation, Said("assistant", playing.text.strip()))
+
+    def _add(self, conversation: Conversation, said: Said) -> None:
+        history = conversation.history
+        history.append(said)
+        while len(history) > self.bounds.max_turns or (
+            len(history) > 1 and sum(len(s.text) for s in history) > self.bounds.max_chars
+        ):
+            history.pop(0)
+        if history and sum(len(s.text) for s in history) > self.bounds.max_chars:
+            last = history[-1]  # one entry longer than all the room: its end is what matters next
+            history[-1] = Said(last.role, last.text[-self.bounds.max_chars :], last.cut_off)
+
+    def _expire(self, now: float) -> None:
+        while self._held:
+            key, oldest = next(iter(self._held.items()))
+            if now - oldest.used_at <= self.bounds.idle_s:
+                return
+            del self._held[key]

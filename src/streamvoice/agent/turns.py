@@ -1,0 +1,87 @@
+"""One turn of a conversation: the answer's events for the caller, what it said recorded as it goes (text, word
+times, audio relayed), stopped at once when the caller interrupts it, and its place in the history after.
+Every agent route (SSE, WebSocket, the AgentCore entry point) runs its turns through ``converse``. Checked by
+``pytest tests/test_conversation_history.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+
+from streamvoice.agent.conversations import Conversation, Conversations, Interrupted, Playing, WordTime
+from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
+from streamvoice.protocol import SAMPLE_RATE
+
+BYTES_PER_MS = SAMPLE_RATE * 2 / 1000  # the turn's audio: 16-bit PCM at the model's rate
+
+
+def interrupted_event(cut: Interrupted | None) -> Event:
+    return {
+        "type": "interrupted",
+        **(asdict(cut) if cut is not None else {"played_ms": 0.0, "heard": "", "unheard": ""}),
+    }
+
+
+def observe(playing: Playing, event: Event) -> None:
+    """What the turn has sent the caller so far, for a later interrupt."""
+    match event["type"]:
+        case "text_delta":
+            playing.text += str(event.get("text", ""))
+        case "alignment":
+            playing.words += [
+                WordTime(str(w.get("word", "")), float(w.get("start_ms", 0)), float(w.get("end_ms", 0)))
+                for w in event.get("words") or []
+            ]
+        case "audio_chunk":
+            if playing.first_audio_at is None:
+                playing.first_audio_at = time.monotonic()
+            playing.audio_ms += len(event["data"]) / BYTES_PER_MS
+
+
+async def converse(
+    conversations: Conversations,
+    conversation: Conversation,
+    pipeline: SpeechPipeline,
+    prompt: str,
+    options: TurnOptions,
+    played_ms: float | None = None,
+) -> AsyncIterator[Event]:
+    """The turn's events, first ``conversation`` (its id, and what was heard of the answer this prompt
+    interrupted, if one was playing); an interrupt from elsewhere ends them with ``interrupted``."""
+    cut = conversations.interrupt(conversation, played_ms)
+    history = list(conversation.history)
+    playing = Playing(prompt)
+    conversation.playing = playing
+    opened: Event = {"type": "conversation", "id": conversation.id}
+    if cut is not None:
+        opened["interrupted"] = asdict(cut)
+    yield opened
+    events = aiter(pipeline.run(prompt, options, history))
+    stop = asyncio.ensure_future(playing.stopped.wait())
+    try:
+        while True:
+            following = asyncio.ensure_future(anext(events))
+            await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not following.done():
+                following.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await following
+                yield interrupted_event(playing.cut)
+                return
+            try:
+                event = following.result()
+            except StopAsyncIteration:
+                break
+            observe(playing, event)
+            yield event
+        if not playing.stopped.is_set():
+            conversations.answered(conversation, playing)
+    finally:
+        stop.cancel()
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()

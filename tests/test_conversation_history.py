@@ -1,0 +1,231 @@
+"""`agent.conversations` and `agent.turns`: the agent holds conversations, bounded and per caller, and an
+answer the caller interrupts stays in the history only as far as it was heard (over SSE, the WebSocket and
+the explicit interrupt), on the real agent and speech server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from streamvoice.agent.conversations import Bounds, Conversations, Playing, Said, WordTime, owner_of
+from streamvoice.agent.llm import CUT_OFF, ScriptedTextSource, with_history
+from streamvoice.client.sse import aiter_sse
+from tests.helpers import RunningServer, start_agent
+
+ANSWER = (
+    "Bees dance to tell each other where flowers are. The angle of the dance points the way, and its length "
+    "says how far to fly. A hive can send hundreds of bees to one good patch within an hour."
+)
+BYTES_PER_MS = 48  # the agent's audio: 16-bit PCM at 24 kHz
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_history_is_bounded_by_turns_and_characters() -> None:
+    conversations = Conversations(Bounds(max_turns=4, max_chars=100))
+    conversation = conversations.open("me", "c")
+    for i in range(5):
+        conversations.answered(conversation, Playing(f"question {i}", text=f"answer {i}", done=False))
+    assert [s.text for s in conversation.history] == ["question 3", "answer 3", "question 4", "answer 4"]
+    conversations.answered(conversation, Playing("q" * 70, text="a" * 70))
+    assert sum(len(s.text) for s in conversation.history) <= 100
+    assert conversation.history[-1].text == "a" * 70  # the newest stays; the oldest went
+    conversations.answered(conversation, Playing("short", text="b" * 500))  # longer than all the room
+    assert [len(s.text) for s in conversation.history] == [100]
+
+
+def test_conversations_expire_when_idle_and_are_bounded_in_number() -> None:
+    clock = Clock()
+    conversations = Conversations(Bounds(idle_s=60, max_conversations=3), clock=clock)
+    first = conversations.open("me", "a")
+    conversations.answered(first, Playing("hello", text="hi"))
+    clock.now += 30
+    assert conversations.history("me", "a")  # still there
+    for cid in ("b", "c", "d"):
+        conversations.open("me", cid)
+    assert len(conversations) == 3 and not conversations.history("me", "a")  # the longest idle went
+    clock.now += 61
+    conversations.open("me", "e")
+    assert len(conversations) == 1  # the rest expired
+
+
+def test_an_id_that_is_another_callers_is_a_different_empty_conversation() -> None:
+    conversations = Conversations()
+    mine = conversations.open(owner_of("Bearer alice"), "shared-id")
+    conversations.answered(mine, Playing("my secret", text="noted"))
+    theirs = conversations.open(owner_of("Bearer mallory"), "shared-id")
+    assert theirs is not mine and theirs.history == []
+    handed_out = conversations.open(owner_of(None), None)
+    assert len(handed_out.id) >= 20  # unguessable
+
+
+def test_an_interrupt_keeps_only_what_was_heard_marked_cut_off() -> None:
+    clock = Clock()
+    conversations = Conversations(clock=clock)
+    conversation = conversations.open("me", "c")
+    words = [WordTime(w, i * 400, (i + 1) * 400) for i, w in enumerate("One two three four five.".split())]
+    playing = Playing("count", text="One two three four five.", words=words, audio_ms=2000)
+    conversation.playing = playing
+    cut = conversations.interrupt(conversation, played_ms=900)
+    assert cut is not None and (cut.heard, cut.unheard) == ("One two", "three four five.")
+    assert playing.stopped.is_set()
+    assert conversation.history == [Said("user", "count"), Said("assistant", "One two", cut_off=True)]
+    assert conversations.interrupt(conversation, played_ms=None) is None  # nothing playing now
+    # a finished answer still playing at the caller: its whole text is replaced by what was heard
+    done = Playing("again", text="One two three four five.", words=words, audio_ms=2000)
+    conversation.playing = done
+    conversations.answered(conversation, done)
+    done.first_audio_at = clock.now
+    clock.now += 1.3  # the agent's clock: 1.3 s played
+    cut = conversations.interrupt(conversation, played_ms=None)
+    assert cut is not None and cut.heard == "One two three"
+    assert conversation.history[-1] == Said("assistant", "One two three", cut_off=True)
+    # played to its end: nothing to cut, the whole answer stays
+    whole = Playing("last", text="Done.", words=[WordTime("Done.", 0, 300)], audio_ms=300)
+    conversation.playing = whole
+    conversations.answered(conversation, whole)
+    assert conversations.interrupt(conversation, played_ms=5000) is None
+    assert conversation.history[-1] == Said("assistant", "Done.")
+
+
+def test_the_local_model_reads_the_conversation_in_its_frame() -> None:
+    history = [Said("user", "Why is the sky blue?"), Said("assistant", "Air scatters", cut_off=True)]
+    prompt = with_history(history, "And at sunset?")
+    assert prompt == f"Why is the sky blue?\nAnswer: Air scatters{CUT_OFF}\n\nQuestion: And at sunset?"
+
+
+@pytest.fixture(scope="module")
+def agent(speech_server: RunningServer):  # type: ignore[no-untyped-def]
+    source = ScriptedTextSource(ANSWER, ttft_s=0.05, tokens_per_s=40)
+    running = start_agent(source, speech_server.url)
+    running.source = source  # type: ignore[attr-defined]
+    yield running
+    running.stop()
+
+
+def _conversations(agent: RunningServer) -> Conversations:
+    app: Any = agent.server.config.app
+    return app.state.conversations  # type: ignore[no-any-return]
+
+
+async def _sse_turn(
+    client: httpx.AsyncClient, url: str, payload: dict[str, Any], stop_after_ms: float | None = None
+) -> tuple[list[dict[str, Any]], float]:
+    """A turn's events; with ``stop_after_ms``, only until that much audio came (the rest is read later)."""
+    events: list[dict[str, Any]] = []
+    audio_ms = 0.0
+    async with client.stream("POST", url + "/invocations", json=payload) as r:
+        assert r.status_code == 200
+        async for event in aiter_sse(r.aiter_bytes()):
+            obj = json.loads(event.data)
+            events.append(obj)
+            if obj["type"] == "audio_chunk":
+                audio_ms += len(base64.b64decode(obj["data"])) / BYTES_PER_MS
+                if stop_after_ms is not None and audio_ms >= stop_after_ms:
+                    return events, audio_ms
+    return events, audio_ms
+
+
+@pytest.mark.slow
+async def test_a_three_turn_conversation_keeps_only_the_heard_part_of_an_interrupted_answer(
+    agent: RunningServer,
+) -> None:
+    async with httpx.AsyncClient(timeout=120) as client:
+        first, first_ms = await _sse_turn(client, agent.url, {"prompt": "How do bees find flowers?"})
+        cid = first[0]["id"]
+        assert first[0]["type"] == "conversation" and first[-1]["type"] == "agent_end"
+        # the first was played to its end (the caller says so: by the agent's clock, which assumes playback
+        # as the audio arrives, the last second of it would still be playing); the second plays, and the
+        # caller barges in with the third prompt after 1.5 s of it
+        second = await client.send(
+            client.build_request(
+                "POST",
+                agent.url + "/invocations",
+                json={"prompt": "Tell me more.", "conversation": cid, "played_ms": first_ms},
+            ),
+            stream=True,
+        )
+        played = 0.0
+        second_events: list[dict[str, Any]] = []
+        events = aiter_sse(second.aiter_bytes())
+        async for event in events:
+            obj = json.loads(event.data)
+            second_events.append(obj)
+            if obj["type"] == "audio_chunk":
+                played += len(base64.b64decode(obj["data"])) / BYTES_PER_MS
+                if played >= 1500:
+                    break
+        third_task = asyncio.create_task(
+            _sse_turn(client, agent.url, {"prompt": "Thanks.", "conversation": cid, "played_ms": 1500})
+        )
+        async for event in events:  # the second turn ends, saying what was heard
+            second_events.append(json.loads(event.data))
+        await second.aclose()
+        third, _ = await third_task
+    ended = second_events[-1]
+    assert ended["type"] == "interrupted" and ended["played_ms"] == 1500.0, ended
+    assert ended["heard"] and ANSWER.startswith(ended["heard"]) and ended["unheard"]
+    assert third[0]["interrupted"] == {k: ended[k] for k in ("played_ms", "heard", "unheard")}
+    history = _conversations(agent).history(owner_of(None), cid)
+    assert [(s.role, s.cut_off) for s in history] == [
+        ("user", False), ("assistant", False), ("user", False), ("assistant", True), ("user", False),
+        ("assistant", False),
+    ]  # fmt: skip
+    assert history[3].text == ended["heard"]  # only what was heard of the second answer
+    seen_by_model = agent.source.histories[-1]  # type: ignore[attr-defined]
+    assert len(seen_by_model) == 4 and seen_by_model[3] == ended["heard"] + CUT_OFF  # the third turn's past
+
+
+@pytest.mark.slow
+async def test_over_the_websocket_a_prompt_or_an_interrupt_stops_the_answer(agent: RunningServer) -> None:
+    url = agent.url.replace("http", "ws", 1) + "/ws"
+    async with connect(url, max_size=None) as ws, asyncio.timeout(120):
+        await ws.send(json.dumps({"prompt": "How do bees find flowers?"}))
+        opened = json.loads(await ws.recv())
+        audio = 0
+        while audio < 1200 * BYTES_PER_MS:
+            frame = await ws.recv()
+            audio += len(frame) if isinstance(frame, bytes) else 0
+        await ws.send(json.dumps({"type": "interrupt", "played_ms": 1200}))
+        while (event := json.loads(frame) if isinstance(frame := await ws.recv(), str) else {}).get(
+            "type"
+        ) != "interrupted":
+            pass
+        assert event["played_ms"] == 1200.0 and event["heard"] and event["unheard"]
+        await ws.send(json.dumps({"type": "interrupt"}))  # nothing plays now: answered all the same
+        nothing = json.loads(await ws.recv())
+        assert nothing["type"] == "interrupted" and nothing["heard"] == "" and nothing["played_ms"] == 0.0
+        await ws.send(json.dumps({"prompt": "Go on.", "conversation": "x" * 500}))
+        refused = json.loads(await ws.recv())
+        assert refused["type"] == "error" and refused["code"] == "invalid_field"
+    history = _conversations(agent).history(owner_of(None), opened["id"])
+    assert history == [
+        Said("user", "How do bees find flowers?"),
+        Said("assistant", event["heard"], cut_off=True),
+    ]
+
+
+async def test_an_explicit_interrupt_over_http_answers_what_was_heard(agent: RunningServer) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        r = await client.post(
+            agent.url + "/invocations", json={"type": "interrupt", "conversation": "none-yet"}
+        )
+        assert r.status_code == 200 and r.json() == {
+            "type": "interrupted", "played_ms": 0.0, "heard": "", "unheard": "", "conversation": "none-yet",
+        }  # fmt: skip
+        r = await client.post(agent.url + "/invocations", json={"type": "interrupt"})
+        assert r.status_code == 400 and "conversation" in r.json()["error"]["message"]
+        r = await client.post(agent.url + "/invocations", json={"prompt": "hi", "played_ms": -3})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_field"
