@@ -109,3 +109,55 @@ def test_page_shows_the_timeline_and_speaks_any_language(
     assert stats["samplesDecoded"] > 24_000  # the Japanese voice's audio, received and scheduled
     assert counts["text"] > 0 and counts["piece"] > 0 and counts["audio"] > 0 and heard_shown
     assert stats["heardMs"] is not None and stats["heardMs"] >= stats["firstAudioMs"]
+
+
+@pytest.mark.slow
+def test_speaking_while_the_answer_plays_interrupts_it_and_shows_what_was_heard(
+    speech_server: RunningServer, chromium_path: str
+) -> None:
+    """The page sends a second prompt while the first answer plays: its audio stops, the agent answers what
+    was heard (by the page's own player count), the page shows it, and the agent's history holds only it."""
+    from playwright.sync_api import sync_playwright
+
+    from streamvoice.agent.conversations import owner_of
+    from streamvoice.agent.llm import ScriptedTextSource
+
+    answer_text = (
+        "Leaves change colour because the green chlorophyll fades in the cold. The yellow and orange were "
+        "there all along, hidden under the green. Red comes from new pigments made in the autumn sun."
+    )
+    agent = start_agent(ScriptedTextSource(answer_text, tokens_per_s=20), speech_server.url)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=chromium_path,
+                args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--disable-gpu",
+                      "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+            )  # fmt: skip
+            page = browser.new_page()
+            page.goto(agent.url + "/")
+            page.fill("#prompt", "Why do leaves change colour?")
+            page.click("#go")
+            page.wait_for_function("playedMs() > 2000", timeout=120_000)  # two seconds heard
+            page.fill("#prompt", "And why red?")
+            page.click("#go")
+            page.wait_for_function("window.streamvoiceStats.interrupted !== null", timeout=120_000)
+            cut = page.evaluate("window.streamvoiceStats.interrupted")
+            cid = page.evaluate("window.streamvoiceStats.conversation")
+            heard_shown = page.inner_text("#history .heard")
+            unheard_shown = page.inner_text("#history .unheard")
+            page.wait_for_function("window.streamvoiceStats.done === true", timeout=120_000)
+            page.click("#new")
+            forgotten = page.evaluate("window.streamvoiceStats.conversation")
+            browser.close()
+        history = agent.server.config.app.state.conversations.history(owner_of(None), cid)  # type: ignore[attr-defined]
+    finally:
+        agent.stop()
+    assert cut["played_ms"] >= 2000 and cut["heard"] and cut["unheard"], cut
+    assert (
+        answer_text.startswith(cut["heard"])
+        and heard_shown == cut["heard"]
+        and unheard_shown == cut["unheard"]
+    )
+    assert history[1].text == cut["heard"] and history[1].cut_off  # the agent kept only what was heard
+    assert forgotten is None

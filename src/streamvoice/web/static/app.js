@@ -1,9 +1,12 @@
 // Streams one agent turn over SSE (POST /invocations) and plays PCM as it arrives, gaplessly:
 // each chunk becomes an AudioBuffer scheduled to start exactly when the previous one ends.
+// A conversation: the agent's id is kept and sent with each prompt. Sending while an answer plays
+// interrupts it: the page stops its audio and says how much it played (played_ms); the agent answers
+// what was heard, and keeps only that in the conversation.
 "use strict";
 
 const SAMPLE_RATE = 24000;
-const stats = { chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, heardMs: null, errors: [], done: false, marks: { text: 0, piece: 0, audio: 0 } };
+const stats = { interrupted: null, conversation: null, chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, heardMs: null, errors: [], done: false, marks: { text: 0, piece: 0, audio: 0 } };
 window.streamvoiceStats = stats;
 
 // One sample sentence per language, said by "Say a sample" in the chosen voice's language.
@@ -53,6 +56,44 @@ function clearTimeline() {
 
 let audioCtx = null;
 let playhead = 0;
+let sources = []; // the current answer's buffers: [node, start, duration] in the context's seconds
+let turn = 0; // the turn whose audio plays; a stale stream's events are not played
+let conversation = null;
+let lastAnswer = null; // the history line of this turn's answer, once it ended
+let cutLine = null; // the previous answer's line: replaced by what was heard if this prompt cut it
+let youLine = null; // the line of the prompt being answered
+
+function playedMs() {
+  // what the player has played of the current answer: each buffer's part before now
+  if (!audioCtx) return 0;
+  const now = audioCtx.currentTime;
+  let ms = 0;
+  for (const [, start, dur] of sources) ms += Math.min(Math.max(now - start, 0), dur) * 1000;
+  return Math.round(ms);
+}
+function stopAudio() {
+  for (const [node] of sources) { try { node.stop(); } catch (e) { /* not started */ } }
+  sources = []; playhead = 0;
+}
+function showCut(cut) {
+  // the interrupted answer: what was heard, and what was not (struck through)
+  stats.interrupted = cut;
+  const el = document.createElement("div");
+  el.className = "turn";
+  const heard = document.createElement("span"); heard.className = "heard"; heard.textContent = cut.heard;
+  const unheard = document.createElement("span"); unheard.className = "unheard"; unheard.textContent = cut.unheard;
+  el.append("Agent (cut off at ", `${(cut.played_ms / 1000).toFixed(1)} s): `, heard, " ", unheard);
+  if (cutLine) cutLine.remove();
+  cutLine = null;
+  $("history").insertBefore(el, youLine); // before the prompt that interrupted it
+}
+function showTurn(who, text) {
+  const el = document.createElement("div");
+  el.className = "turn";
+  el.textContent = `${who}: ${text}`;
+  $("history").appendChild(el);
+  return el;
+}
 let carry = new Uint8Array(0); // an odd trailing byte waits for its partner (s16le samples are 2 bytes)
 
 function $(id) { return document.getElementById(id); }
@@ -81,6 +122,7 @@ function schedulePcm(bytes) {
   src.connect(audioCtx.destination);
   playhead = Math.max(playhead, audioCtx.currentTime + 0.02);
   src.start(playhead);
+  sources.push([src, playhead, buffer.duration]);
   const startsInMs = (playhead - audioCtx.currentTime) * 1000;
   playhead += buffer.duration;
   stats.chunksScheduled += 1;
@@ -89,9 +131,18 @@ function schedulePcm(bytes) {
   return { startsInMs, durationMs: buffer.duration * 1000 };
 }
 
-function handle(event, t0) {
+function handle(event, t0, mine) {
   const elapsed = Math.round(performance.now() - t0);
+  if (mine !== turn) return; // an interrupted answer's last events: the new turn says what was heard
   switch (event.type) {
+    case "conversation":
+      conversation = event.id; stats.conversation = event.id;
+      if (event.interrupted) showCut(event.interrupted);
+      $("conversation").textContent = `conversation ${event.id.slice(0, 8)}…`;
+      break;
+    case "interrupted":
+      youLine = null; showCut(event);
+      break;
     case "text_delta":
       if (stats.firstTextMs === null) { stats.firstTextMs = elapsed; $("first-text").textContent = String(elapsed); }
       $("answer").textContent += event.text;
@@ -115,6 +166,7 @@ function handle(event, t0) {
       $("status").className = "error";
       break;
     case "agent_end":
+      lastAnswer = showTurn("Agent", event.text);
       $("total").textContent = String(elapsed);
       $("status").textContent = `Done: ${event.pieces} pieces, server-side first audio ${event.time_to_first_audio_ms} ms`;
       break;
@@ -124,9 +176,14 @@ function handle(event, t0) {
 async function ask(prompt, mode) {
   audioCtx = audioCtx || new AudioContext({ sampleRate: SAMPLE_RATE });
   await audioCtx.resume();
+  const played = sources.length ? playedMs() : null; // an answer was playing: this prompt interrupts it
+  stopAudio();
+  const mine = ++turn;
+  cutLine = lastAnswer; lastAnswer = null;
+  youLine = showTurn("You", prompt);
   Object.assign(stats, { chunksScheduled: 0, samplesDecoded: 0, firstAudioMs: null, firstTextMs: null, heardMs: null, errors: [], done: false, voice: $("voice").value });
   clearTimeline();
-  playhead = 0; carry = new Uint8Array(0);
+  carry = new Uint8Array(0);
   for (const id of ["first-text", "first-audio", "total"]) $(id).textContent = "–";
   $("answer").textContent = ""; $("status").textContent = "Thinking…"; $("status").className = "";
   const t0 = performance.now();
@@ -138,7 +195,7 @@ async function ask(prompt, mode) {
   const resp = await fetch("/invocations", {
     method: "POST",
     headers,
-    body: JSON.stringify({ prompt, mode, voice: $("voice").value }),
+    body: JSON.stringify({ prompt, mode, voice: $("voice").value, conversation, played_ms: played }),
   });
   if (!resp.ok) {
     const body = await resp.json().catch(() => ({}));
@@ -157,7 +214,7 @@ async function ask(prompt, mode) {
       const block = buf.slice(0, end);
       buf = buf.slice(end + 2);
       const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
-      if (data) handle(JSON.parse(data), t0);
+      if (data) handle(JSON.parse(data), t0, mine);
     }
   }
 }
@@ -192,7 +249,8 @@ window.addEventListener("DOMContentLoaded", () => { loadVoices().catch(() => {})
 $("token").addEventListener("change", () => { loadVoices().catch(() => {}); });
 
 async function run(prompt, mode) {
-  $("go").disabled = true; $("sample").disabled = true;
+  // Speak stays enabled: a prompt while the answer plays interrupts it.
+  $("sample").disabled = true;
   try {
     await ask(prompt, mode);
   } catch (err) {
@@ -201,7 +259,7 @@ async function run(prompt, mode) {
     $("status").className = "error";
   } finally {
     stats.done = true;
-    $("go").disabled = false; $("sample").disabled = false;
+    $("sample").disabled = false;
   }
 }
 
@@ -210,4 +268,9 @@ $("sample").addEventListener("click", () => {
   const sample = SAMPLES[voiceLang[$("voice").value] || "en-us"] || SAMPLES["en-us"];
   $("prompt").value = sample;
   run(sample, "say");
+});
+$("new").addEventListener("click", () => {
+  stopAudio(); turn += 1; conversation = null; stats.conversation = null;
+  $("history").textContent = ""; $("conversation").textContent = "new conversation";
+  lastAnswer = null; cutLine = null; youLine = null;
 });
