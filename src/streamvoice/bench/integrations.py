@@ -10,6 +10,11 @@ One server (the model, scheduler and Wyoming listener in one process, as ``strea
   streamed message, and the ElevenLabs, Cartesia and Deepgram wires as their SDKs send them); timed from the first
   word, with when the last word was sent beside it: speech that starts before the text ends is the point.
 
+Then *barge-in*, per socket wire: the reply is playing (1.5 s of its audio received) when the client stops it
+the wire's own way (the session's ``cancel``, Cartesia's ``cancel``, Deepgram's ``Clear`` and ``Interrupt``,
+ElevenLabs closing the context and opening the next); from the interrupt sent to the last audio byte of the
+stopped answer received, and how much audio that was.
+
     python -m streamvoice.bench.integrations [--trials N] [--tokens-per-s R]
 """
 
@@ -309,6 +314,151 @@ async def deepgram_streamed(url: str, _: int, rate: float) -> Trial:
     )
 
 
+async def deepgram_flux_streamed(url: str, _: int, rate: float) -> Trial:
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        if isinstance(frame, bytes):
+            return frame, False
+        return None, json.loads(frame).get("type") == "Flushed"
+
+    return await _streamed_ws(
+        _ws(url) + "/v2/speak?model=af_heart&encoding=linear16&sample_rate=24000",
+        {"Authorization": "Token bench"},
+        [],
+        lambda w: json.dumps({"type": "Speak", "text": w}),
+        [json.dumps({"type": "Flush"})],
+        read,
+        rate,
+    )
+
+
+# -- barge-in ----------------------------------------------------------------------------------------
+
+PLAYED_BEFORE_S = 1.5  # of the reply's audio received when the client interrupts
+QUIET_S = 1.0  # no frame for this long after the interrupt: the stopped answer has sent all it will
+
+# A frame: the stopped answer's audio in it (None: none), and whether the wire acknowledged the interrupt.
+Stopped = Callable[[str | bytes], tuple[bytes | None, bool]]
+Barge = tuple[float, float, float | None]
+
+
+async def _barge_in(
+    url: str, headers: dict[str, str], opening: list[str], interrupt: list[str], read: Stopped
+) -> Barge:
+    """(ms from the interrupt to the last audio byte of the stopped answer, ms of audio after it, ms to the
+    wire's acknowledgement or None where it sends none)."""
+    import websockets
+
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        for message in opening:
+            await ws.send(message)
+        received = 0
+        while received < PLAYED_BEFORE_S * 24_000 * 2:
+            audio, _ = read(await asyncio.wait_for(ws.recv(), 120))
+            received += len(audio or b"")
+        sent = time.perf_counter()
+        for message in interrupt:
+            await ws.send(message)
+        last, after, acked = sent, 0, None
+        frame: str | bytes
+        while True:
+            try:
+                frame = await asyncio.wait_for(ws.recv(), QUIET_S)
+            except TimeoutError:
+                break
+            audio, acknowledged = read(frame)
+            if audio:
+                last, after = time.perf_counter(), after + len(audio)
+            if acknowledged:
+                acked = (time.perf_counter() - sent) * 1000
+                break
+    return (last - sent) * 1000, after / 2 / 24_000 * 1000, acked
+
+
+def _binary_or(ack: str) -> Stopped:
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        if isinstance(frame, bytes):
+            return frame, False
+        return None, json.loads(frame).get("type") == ack
+
+    return read
+
+
+async def barge_session(url: str) -> Barge:
+    opening = [json.dumps({"type": "synthesize", "id": "r", "text": FOUR_SENTENCES, "format": "pcm"})]
+    interrupt = [json.dumps({"type": "cancel", "played_ms": PLAYED_BEFORE_S * 1000})]
+    return await _barge_in(
+        _ws(url) + "/invocations-bidirectional-stream", {}, opening, interrupt, _binary_or("cancelled")
+    )
+
+
+async def barge_elevenlabs(url: str) -> Barge:
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        body = json.loads(frame)
+        mine = body.get("contextId") == "r" and body.get("audio")
+        return (base64.b64decode(body["audio"]) if mine else None), False
+
+    path = "/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_24000"
+    opening = [
+        json.dumps({"text": " ", "context_id": "r"}),
+        json.dumps({"text": FOUR_SENTENCES, "context_id": "r", "flush": True}),
+    ]
+    interrupt = [
+        json.dumps({"context_id": "r", "close_context": True}),
+        json.dumps({"text": " ", "context_id": "next"}),
+        json.dumps({"text": "Sure. ", "context_id": "next"}),
+    ]
+    return await _barge_in(_ws(url) + path, {"xi-api-key": "bench"}, opening, interrupt, read)
+
+
+async def barge_cartesia(url: str) -> Barge:
+    base = {
+        "model_id": "sonic-2",
+        "context_id": "r",
+        "voice": {"mode": "id", "id": "af_heart"},
+        "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000},
+    }
+
+    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
+        body = json.loads(frame)
+        return (base64.b64decode(body["data"]) if body.get("type") == "chunk" else None), False
+
+    opening = [json.dumps({**base, "transcript": FOUR_SENTENCES, "continue": False})]
+    interrupt = [json.dumps({"context_id": "r", "cancel": True})]
+    return await _barge_in(_ws(url) + "/tts/websocket", {"X-API-Key": "bench"}, opening, interrupt, read)
+
+
+async def barge_deepgram(url: str) -> Barge:
+    opening = [json.dumps({"type": "Speak", "text": FOUR_SENTENCES}), json.dumps({"type": "Flush"})]
+    return await _barge_in(
+        _ws(url) + "/v1/speak?model=af_heart&encoding=linear16&sample_rate=24000",
+        {"Authorization": "Token bench"},
+        opening,
+        [json.dumps({"type": "Clear"})],
+        _binary_or("Cleared"),
+    )
+
+
+async def barge_deepgram_flux(url: str) -> Barge:
+    opening = [json.dumps({"type": "Speak", "text": FOUR_SENTENCES}), json.dumps({"type": "Flush"})]
+    offset = {"type": "time_ms", "value": int(PLAYED_BEFORE_S * 1000)}
+    return await _barge_in(
+        _ws(url) + "/v2/speak?model=af_heart&encoding=linear16&sample_rate=24000",
+        {"Authorization": "Token bench"},
+        opening,
+        [json.dumps({"type": "Interrupt", "playback_offset": offset})],
+        _binary_or("SpeechInterrupted"),
+    )
+
+
+BARGE_INS: list[tuple[str, Callable[[str], Awaitable[Barge]]]] = [
+    ("session: cancel (played_ms)", barge_session),
+    ("ElevenLabs: close the context, open the next", barge_elevenlabs),
+    ("Cartesia: cancel", barge_cartesia),
+    ("Deepgram /v1/speak: Clear", barge_deepgram),
+    ("Deepgram /v2/speak: Interrupt (playback_offset)", barge_deepgram_flux),
+]
+
+
 SURFACES: list[tuple[str, str, Callable[[str, int, float], Awaitable[Trial]]]] = [
     ("whole text", "session (WebSocket)", session),
     ("whole text", "POST /invocations", invocations),
@@ -322,6 +472,7 @@ SURFACES: list[tuple[str, str, Callable[[str, int, float], Awaitable[Trial]]]] =
     ("streamed text", "ElevenLabs multi-stream-input", elevenlabs_streamed),
     ("streamed text", "Cartesia /tts/websocket (continue)", cartesia_streamed),
     ("streamed text", "Deepgram /v1/speak (Speak, Flush)", deepgram_streamed),
+    ("streamed text", "Deepgram /v2/speak (Speak, Flush)", deepgram_flux_streamed),
 ]
 
 
@@ -361,6 +512,27 @@ async def run(trials: int, rate: float) -> list[dict[str, Any]]:
                 }
             )
             print(f"  {name}: heard {rows[-1]['heard_ms']:.0f} ms", flush=True)
+        for name, barge in BARGE_INS:
+            await barge(url)  # warm
+            stops, tails, acks = [], [], []
+            for _ in range(trials):
+                stop_ms, tail_ms, ack_ms = await barge(url)
+                stops.append(stop_ms)
+                tails.append(tail_ms)
+                if ack_ms is not None:
+                    acks.append(ack_ms)
+            rows.append(
+                {
+                    "group": "barge-in",
+                    "surface": name,
+                    "last_audio_ms": stats(stops)["p50"],
+                    "last_audio_p95_ms": stats(stops)["p95"],
+                    "audio_after_ms": stats(tails)["p50"],
+                    "acknowledged_ms": stats(acks)["p50"] if acks else None,
+                    "trials": trials,
+                }
+            )
+            print(f"  {name}: last audio {rows[-1]['last_audio_ms']:.0f} ms after the interrupt", flush=True)
     finally:
         server.server.should_exit = True
         await task
@@ -375,9 +547,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tokens-per-s", type=float, default=20.0, help="pace of the streamed-text surfaces")
     args = parser.parse_args(argv)
     rows = asyncio.run(run(args.trials, args.tokens_per_s))
+    speech = [r for r in rows if r["group"] != "barge-in"]
+    barge = [r for r in rows if r["group"] == "barge-in"]
     print(
         table(
-            rows,
+            speech,
             [
                 ("group", "input"),
                 ("surface", "surface"),
@@ -386,6 +560,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("heard_p95_ms", "p95"),
                 ("text_done_ms", "last word sent ms"),
                 ("audio_s", "audio s"),
+            ],
+        )
+    )
+    print(
+        table(
+            barge,
+            [
+                ("surface", "barge-in"),
+                ("last_audio_ms", "interrupt to last audio byte ms (p50)"),
+                ("last_audio_p95_ms", "p95"),
+                ("audio_after_ms", "audio after it ms"),
+                ("acknowledged_ms", "acknowledged ms"),
             ],
         )
     )
@@ -406,7 +592,15 @@ def report(d: dict[str, Any]) -> str:
             md_value(r["audio_s"], 1),
         ]
         for r in d["rows"]
+        if r["group"] != "barge-in"
     ]
+    barge = [
+        [r["surface"], md_value(r["last_audio_ms"], 0), md_value(r["last_audio_p95_ms"], 0),
+         md_value(r["audio_after_ms"], 0),
+         "-" if r.get("acknowledged_ms") is None else md_value(r["acknowledged_ms"], 0)]
+        for r in d["rows"]
+        if r["group"] == "barge-in"
+    ]  # fmt: skip
     return (
         f"The four-sentence reply through every surface of one server (Wyoming in the same process), PCM "
         f"24 kHz, {d['trials']} trials each (p50 unless marked). Whole text: timed from the request. Streamed "
@@ -415,6 +609,17 @@ def report(d: dict[str, Any]) -> str:
         + md_table(
             ["input", "surface", "first byte ms", "heard ms", "heard p95 ms", "last word sent ms", "audio s"],
             rows,
+        )
+        + (
+            f"\n\nBarge-in: the reply playing ({PLAYED_BEFORE_S:g} s of its audio received), the client stops it "
+            "the wire's own way; from the interrupt sent to the last audio byte of the stopped answer, and how "
+            "much audio came after the interrupt.\n\n"
+            + md_table(
+                ["wire", "interrupt to last audio ms", "p95 ms", "audio after it ms", "acknowledged ms"],
+                barge,
+            )
+            if barge
+            else ""
         )
     )
 
