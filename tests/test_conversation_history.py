@@ -229,3 +229,25 @@ async def test_an_explicit_interrupt_over_http_answers_what_was_heard(agent: Run
         assert r.status_code == 400 and "conversation" in r.json()["error"]["message"]
         r = await client.post(agent.url + "/invocations", json={"prompt": "hi", "played_ms": -3})
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_field"
+
+
+async def test_agentcores_session_id_is_the_conversation(agent: RunningServer) -> None:
+    header = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": "agentcore-session-0123456789abcdef0123"}
+    async with httpx.AsyncClient(timeout=120) as client:
+        events, _ = await _sse_turn_with(client, agent.url, {"prompt": "Hello there."}, header)
+        again, _ = await _sse_turn_with(client, agent.url, {"prompt": "Again.", "played_ms": 10**6}, header)
+    assert events[0] == {"type": "conversation", "id": header["X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"]}
+    assert again[0]["id"] == events[0]["id"]
+    history = _conversations(agent).history(owner_of(None), events[0]["id"])
+    assert [s.text for s in history[:1]] == ["Hello there."] and len(history) == 4
+
+
+async def _sse_turn_with(
+    client: httpx.AsyncClient, url: str, payload: dict[str, Any], headers: dict[str, str]
+) -> tuple[list[dict[str, Any]], None]:
+    events: list[dict[str, Any]] = []
+    async with client.stream("POST", url + "/invocations", json=payload, headers=headers) as r:
+        assert r.status_code == 200
+        async for event in aiter_sse(r.aiter_bytes()):
+            events.append(json.loads(event.data))
+    return events, None
