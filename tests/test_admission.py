@@ -311,3 +311,38 @@ async def test_a_chatty_session_does_not_keep_the_only_slot(engine: KokoroEngine
         assert admitted_at is not None
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_a_holder_that_never_pauses_hands_its_slot_over_at_a_piece_end(engine: KokoroEngine) -> None:
+    """One listener streams a long answer without a pause (a book over one socket); past
+    ADMISSION_MAX_HOLD_S, with a caller waiting, its slot goes to that caller at its next piece's end, it is
+    told it waits again, and it resumes once the newcomer's answer has ended."""
+    server = await asyncio.to_thread(
+        start_speech_server, engine, warm_up=False, admission="queue", admission_listeners=1,
+        admission_max_hold_s=2.0, admission_idle_s=0.5, admission_wait_s=30.0,
+    )  # fmt: skip
+    try:
+        async with connect(server.ws_url, max_size=None) as holder, connect(server.ws_url) as newcomer:
+            await holder.send(json.dumps({"type": "synthesize", "id": "book", "text": (SENTENCE + " ") * 8}))
+            assert (await first_event(holder))["type"] == "synthesis_started"
+            await newcomer.send(json.dumps({"text": "May I?", "id": "n"}))
+            queued = await first_event(newcomer)
+            assert queued["type"] == "queued"
+            events: list[dict[str, Any]] = []
+            newcomer_done = asyncio.create_task(next_answers(newcomer, 1, timeout=120))
+            async with asyncio.timeout(180):
+                while not events or events[-1]["type"] not in ("synthesis_complete", "error"):
+                    frame = await holder.recv()
+                    if isinstance(frame, str):
+                        events.append(json.loads(frame))
+                        if events[-1]["type"] == "queued":
+                            handed_at = len(events)
+            (answer,) = await newcomer_done
+        kinds = [e["type"] for e in events]
+        assert answer["type"] == "synthesis_complete"  # the newcomer was served within its wait
+        handed = next(e for e in events if e["type"] == "queued")
+        assert handed["handed_over"] is True and handed["id"] == "book", handed
+        assert kinds[-1] == "synthesis_complete", kinds  # and the book went on to its end
+        assert handed_at < len(events)
+    finally:
+        await asyncio.to_thread(server.stop)

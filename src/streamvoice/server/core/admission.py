@@ -27,6 +27,10 @@ Decision = Literal["admitted", "queued", "refused"]
 SPEED_HORIZON_S = 30.0
 
 
+# A holder past ``max_hold_s`` gives its slot up at its next piece's end: a piece is at most this long.
+PIECE_S = 10.0
+
+
 # Share of the workers' time the admitted listeners' steady decoding may take: the rest is for the front
 # model, piece starts, planning, the event loop and a machine that drifts slower than it measured.
 SUSTAINED_SHARE = 0.85
@@ -94,11 +98,28 @@ class Admission:
         self._waiting: OrderedDict[object, asyncio.Future[None]] = OrderedDict()
         self._release_timers: dict[object, asyncio.TimerHandle] = {}
         self.refused = 0
+        # After a slowdown made the server shed a listener: at most this many held, until then (``lower``).
+        self._ceiling: tuple[int, float] | None = None
 
     # -- figures --------------------------------------------------------------------------------------
     @property
     def capacity(self) -> int:
-        return self._capacity()
+        measured = self._capacity()
+        if self._ceiling is not None:
+            ceiling, until = self._ceiling
+            if self._clock() < until:
+                return max(1, min(measured, ceiling))
+            self._ceiling = None
+        return measured
+
+    def lower(self, ceiling: int, for_s: float) -> None:
+        """The machine slowed down: hold at most ``ceiling`` listeners for ``for_s`` seconds, whatever the
+        measure says (it follows a slower machine over tens of seconds; newcomers must be told now)."""
+        self._ceiling = (ceiling, self._clock() + for_s)
+
+    def oldest_first(self) -> list[object]:
+        """The holders in the order they were admitted: whom a slowdown protects first."""
+        return sorted(self._holders, key=lambda who: self._since.get(who, 0.0))
 
     @property
     def admitted(self) -> int:
@@ -120,7 +141,7 @@ class Admission:
             return round(max(1.0, self._frees_in), 1)
         return round(max(1.0, self.idle_release_s + 3.0 * (1 + self.queued)), 1)
 
-    def _slot_frees_in(self) -> float | None:
+    def _slot_frees_in(self, hand_over: bool = True) -> float | None:
         """Seconds until the slot a newcomer would wait for frees: each holder's ``speaking_until`` (when
         its queued audio will have played) plus the idle release, the waiters ahead taking the earlier
         ones. None when a holder cannot tell (it may free at any moment)."""
@@ -130,7 +151,10 @@ class Admission:
             until = getattr(who, "speaking_until", None)
             if until is None:
                 return None
-            ends.append(max(float(until()), now) + self.idle_release_s)
+            end = max(float(until()), now) + self.idle_release_s
+            if hand_over:  # a holder that never pauses hands its slot over once held past the limit
+                end = min(end, max(self._since.get(who, now) + self.max_hold_s, now) + PIECE_S)
+            ends.append(end)
         ends.sort()
         needed = len(self._holders) - self.capacity + len(self._waiting)  # leavers before our turn
         if needed < 0:
@@ -153,11 +177,13 @@ class Admission:
             self._hold(who)
             return "admitted"
         self._contended_until = self._clock() + self.max_wait_s
-        self._frees_in = self._slot_frees_in()
+        self._frees_in = self._slot_frees_in()  # the retry hint: what the server can keep, hand-overs included
         too_long = self._frees_in is not None and self._frees_in > self.max_wait_s
         # A caller that cannot be told it waits (an HTTP answer before its headers) waits only for a slot
-        # known to free in time: a listener whose speech has ended, say, not a holder that cannot tell.
-        frees_soon = can_wait or (self._frees_in is not None and not too_long)
+        # known to free in time: a listener whose speech has ended, say, not a holder that cannot tell, nor
+        # a turn that ends only by being handed over (tens of seconds of silence before any header).
+        ends = self._frees_in if can_wait else self._slot_frees_in(hand_over=False)
+        frees_soon = can_wait or (ends is not None and ends <= self.max_wait_s)
         if self.mode == "queue" and frees_soon and len(self._waiting) < self.queue_bound and not too_long:
             self._waiting[who] = asyncio.get_running_loop().create_future()
             return "queued"
@@ -179,13 +205,28 @@ class Admission:
                 return i
         return 0
 
-    async def wait(self, who: object) -> None:
-        """Until ``who`` holds a slot; ``server_busy`` after ``max_wait_s`` (the caller was told it waits)."""
+    def overdue(self, who: object) -> bool:
+        """``who`` has held its slot past ``max_hold_s`` while another caller waits in the queue: its turn is
+        over (a caller refused earlier is served by the release at the holder's next pause, ``idle``)."""
+        held_s = self._clock() - self._since.get(who, self._clock())
+        return who in self._holders and held_s >= self.max_hold_s and bool(self._waiting)
+
+    def hand_over(self, who: object) -> Decision:
+        """``who``'s turn is over (``overdue``): its slot goes to the first waiting, and it waits again at the
+        back of the queue (admitted again at once if nobody waits after all)."""
+        self._holders.discard(who)
+        self._since.pop(who, None)
+        self._admit_waiting()
+        return self.enter(who)
+
+    async def wait(self, who: object, timeout_s: float | None = None) -> None:
+        """Until ``who`` holds a slot; ``server_busy`` after ``max_wait_s`` (or ``timeout_s``; the caller was
+        told it waits)."""
         ticket = self._waiting.get(who)
         if ticket is None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(ticket), self.max_wait_s)
+            await asyncio.wait_for(asyncio.shield(ticket), timeout_s or self.max_wait_s)
         except TimeoutError:
             self._waiting.pop(who, None)
             self.refused += 1

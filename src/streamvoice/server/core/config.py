@@ -48,6 +48,9 @@ class ServerConfig:
     admission_wait_s: float = 10.0
     admission_idle_s: float = 2.0
     admission_max_hold_s: float = 30.0  # while others wait, a slot held this long goes at its next pause
+    # When the machine slows down under admitted listeners, shed the newest so the earlier ones stay fed
+    # (``core/watch.py``); off: every admitted listener stalls together instead.
+    admission_shed: bool = True
     stream_windows: bool = True  # in-piece streaming (decoder windows); False = whole-piece synthesis
     pipeline: bool = True  # synthesise later messages while earlier ones are sent; False = reference design
     max_message_bytes: int = 64 * 1024

@@ -113,10 +113,24 @@ class Lane:
         self._parked = False  # stopped decoding: too much audio unsent
         self._unsent = 0  # samples decoded and not yet taken by the sender
         self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
+        self.ready_at = 0.0  # monotonic time the lane last got work after having none
 
     @property
     def unsent_s(self) -> float:
         return self._unsent / self._rate
+
+    @property
+    def has_work(self) -> bool:
+        """Pieces wait to be decoded (a parked lane has seconds of audio unsent: it is fed)."""
+        return self._active
+
+    def margin_s(self, now: float, first_window_s: float) -> float:
+        """How long before this listener goes silent for want of decoding: the audio decoded ahead of its
+        playback; for work that came after a silence (the next sentence of an LLM-paced answer), the time
+        its first window may take (``first_window_s``) less the time it has waited."""
+        if self.play_end >= self.ready_at:
+            return self.play_end - now
+        return self.ready_at + first_window_s - now
 
     # -- the event loop's side ----------------------------------------------------------------------
     def add(self, piece: Piece, request: PieceRequest, sink: PieceAudio) -> None:
@@ -124,6 +138,8 @@ class Lane:
             self._queue.append(_Work(piece, request, sink))
             if self._active:
                 return
+            if not self._parked:
+                self.ready_at = time.monotonic()
             self._set_active(True)
             self._parked = False
         self._schedule()

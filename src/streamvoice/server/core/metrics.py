@@ -69,6 +69,7 @@ class Metrics:
         self.rtf = Histogram((0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0))
         self.errors: Counter[str] = Counter()
         self.messages = 0
+        self.shed = 0  # listeners stopped to keep the earlier ones fed when the machine slowed down
         self.audio_seconds = 0.0
         self.active_sessions = 0
         self.active_streams = 0  # POST /invocations answers being streamed
@@ -121,6 +122,8 @@ class Metrics:
                 f"streamvoice_messages_total {self.messages}",
             ]
             lines += [
+                "# TYPE streamvoice_shed_listeners_total counter",
+                f"streamvoice_shed_listeners_total {self.shed}",
                 "# TYPE streamvoice_audio_seconds_total counter",
                 f"streamvoice_audio_seconds_total {self.audio_seconds:.3f}",
             ]

@@ -28,6 +28,7 @@ from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lex
 from streamvoice.server.core.scheduler import SynthesisScheduler
 from streamvoice.server.core.utterance import StreamBounds, Utterance
 from streamvoice.server.core.utterances import Utterances
+from streamvoice.server.core.watch import Watch
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.pronounce import MarkupError, to_segments
 
@@ -75,6 +76,8 @@ class SpeechService:
             idle_release_s=config.admission_idle_s,
             max_hold_s=config.admission_max_hold_s,
         )
+        self.watch = Watch(self.admission, self.metrics)
+        self._watching: asyncio.Task[None] | None = None
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
@@ -93,8 +96,12 @@ class SpeechService:
 
     def start(self) -> None:
         self.scheduler.start()
+        if self.config.admission != "off" and self.config.admission_shed:
+            self._watching = asyncio.get_running_loop().create_task(self.watch.run(), name="slowdown-watch")
 
     def stop(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
         self.scheduler.stop()
         self._planning_thread.shutdown(wait=False, cancel_futures=True)
 

@@ -5,7 +5,9 @@ never drift apart; free of any transport, so a surface on a raw socket (Wyoming)
 from __future__ import annotations
 
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.utterance import Utterance
 
 
 def unavailable(service: SpeechService | None, new_work: bool = True) -> ProtocolError | None:
@@ -35,12 +37,25 @@ class Slot:
     def __init__(self, service: SpeechService, kind: str) -> None:
         self.service = service
         self.kind = kind  # "session" or "stream": which gauge counts it
+        self.utterance: Utterance | None = (
+            None  # the answer it streams (``watch`` reads its lane, may shed it)
+        )
         self._held = True
         self._count(+1)
 
     @property
     def held(self) -> bool:
         return self._held
+
+    @property
+    def lane(self) -> Lane | None:
+        return self.utterance.lane if self.utterance is not None else None
+
+    def shed(self, error: ProtocolError) -> None:
+        """The machine slowed down and this answer is the newest: it ends now (an HTTP body already begun
+        cannot carry an error: it stops short; SSE and NDJSON bodies end with the error event)."""
+        if self.utterance is not None:
+            self.utterance.fail(error)
 
     async def admit(self) -> None:
         """A listener slot for this caller (who cannot be told it waits): now, or once a slot known to free

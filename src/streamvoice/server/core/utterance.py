@@ -151,6 +151,7 @@ class Utterance:
         self.chars = 0  # text taken so far
         self.transcript = Transcript()  # what it was given and has said: what a listener cut off heard
         self.cancelled = False
+        self.failure: ProtocolError | None = None  # why the server stopped it (``fail``), else None
         self._bounds = bounds
         self._idle: asyncio.TimerHandle | None = None
         self.on_idle: Callable[[], None] | None = None  # told when no text came for ``idle_end_s``
@@ -218,10 +219,21 @@ class Utterance:
         self.cancelled = True
         self._stop()
 
+    def fail(self, error: ProtocolError) -> None:
+        """Stop it as ``cancel`` does, for the server's own reason: the consumer gets ``Failed(error)`` (a
+        listener shed when the machine slowed down is told ``server_busy``, not ``cancelled``)."""
+        if not self.cancelled:
+            self.failure = error
+        self.cancel()
+
     def heard(self, played_ms: float) -> Heard:
         """What a listener whose player played ``played_ms`` of this utterance's audio heard of its text,
         and what not: the text that arrived but was never spoken is unheard too."""
         return self.transcript.split(played_ms)
+
+    @property
+    def lane(self) -> Lane:
+        return self._lane
 
     @property
     def ended(self) -> bool:
@@ -361,7 +373,7 @@ class Utterance:
                 yield PieceEnded(pieces)
                 pieces += 1
             if self.cancelled:
-                yield Failed(ProtocolError(ErrorCode.CANCELLED, CANCELLED))
+                yield Failed(self.failure or ProtocolError(ErrorCode.CANCELLED, CANCELLED))
             elif (failure := self._planning_failure()) is not None:
                 yield Failed(failure)
             else:

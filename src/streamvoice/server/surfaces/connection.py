@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
 from streamvoice.server.core.heard import Heard, Timeline, played_of
+from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted
 from streamvoice.server.surfaces.answer import Answer, Renderer
@@ -192,6 +193,19 @@ class Connection[F](Renderer[F]):
         """Stop the answer with this id (None: every one); those cancelled."""
         cancelled = self.utterances.cancel(target)  # restarts the playout when the one speaking goes
         return [a for a in self.answering if a.utterance in cancelled]
+
+    @property
+    def lane(self) -> Lane:
+        """The listener's lane (what the slowdown watch reads: ``core.watch``)."""
+        return self.utterances.lane
+
+    def shed(self, error: ProtocolError) -> None:
+        """The machine slowed down and this listener is the newest: each answer ends with ``error`` (told in
+        the wire's shape by its render methods), no more of their audio is sent."""
+        for answer in list(self.answering):
+            answer.utterance.fail(error.naming(id=answer.id))
+        self.utterances.lane.restart_playback()
+        self.transport.restart_playout()
 
     def cut(self, target: str | None = None, played_ms: float | None = None) -> Cut:
         """Cancel (as ``cancel``) and say what the listener heard of each answer the cut stops: the ones
@@ -384,6 +398,7 @@ class Connection[F](Renderer[F]):
                         await self._send(self.render_started(answer, index))
                     case PieceEnded(index=index):
                         await self._send(self.render_piece_ended(answer, index))
+                        await self._take_turns(answer)
                     case Marked(label=label):
                         await self._send(self.render_marked(answer, label))
                     case Completed():
@@ -392,6 +407,30 @@ class Connection[F](Renderer[F]):
                         await self._send(self.render_failed(answer, error))
                     case _:
                         await self._send(self.render_words(answer, event.times))
+
+    async def _take_turns(self, answer: Answer) -> None:
+        """At a piece's end: a listener that has held its slot past ``ADMISSION_MAX_HOLD_S`` while others
+        want one (one that never pauses, such as a socket streaming a whole book) hands it over and waits
+        its turn again, told so where its wire can say it (``handed_over``); its answer goes on when the
+        slot comes back, or ends ``server_busy`` if it cannot (the wait is bounded by one hold and a wait)."""
+        admission = self.service.admission
+        if not admission.overdue(self):
+            return
+        decision = admission.hand_over(self)
+        if decision == "admitted":
+            return
+        if decision == "refused":
+            answer.utterance.fail(admission.busy("this listener's turn is over and the queue is full"))
+            return
+        self.notice(self.handed_over(answer))
+        try:
+            await admission.wait(self, admission.max_hold_s + admission.max_wait_s)
+        except ProtocolError as exc:
+            answer.utterance.fail(exc.naming(id=answer.id))
+
+    def handed_over(self, answer: Answer) -> F | None:
+        """What the wire tells a listener whose turn is over and who waits for its slot again."""
+        return None
 
     async def _send(self, frames: list[F]) -> None:
         for frame in frames:

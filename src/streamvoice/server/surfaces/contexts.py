@@ -143,7 +143,7 @@ class ContextSocket(Connection[Frame]):
         ctx = _context(answer)
         if error.code == ErrorCode.EMPTY_TEXT:
             return _frames(self.done_frame(ctx))  # vendors answer an empty context done
-        if error.code == ErrorCode.CANCELLED or ctx.utterance.cancelled:
+        if error.code == ErrorCode.CANCELLED or (ctx.utterance.cancelled and ctx.utterance.failure is None):
             return _frames(self.cancelled_frame(ctx))
         self.count_error(error)
         return _frames(self.failed_frame(ctx, error))

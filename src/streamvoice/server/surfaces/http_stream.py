@@ -62,6 +62,7 @@ async def first_audio(
     asked_at = time.monotonic()
     await slot.admit()
     utterance = service.utterance(request)
+    slot.utterance = utterance
     utterance.say()
     pieces = audio_items(
         utterance, request, lambda: service.metrics.observe_first_audio(time.monotonic() - asked_at)

@@ -192,6 +192,18 @@ class BidiSession(Connection[Frame]):
             message.advance(MessageState.CANCELLED)
         return cancelled
 
+    def handed_over(self, answer: Answer) -> Frame | None:
+        admission = self.service.admission
+        message = _message(answer)
+        detail = {
+            "id": message.id,
+            "sequence": message.sequence,
+            "position": admission.position(self),
+            "max_wait_s": admission.max_hold_s + admission.max_wait_s,
+            "handed_over": True,  # its turn was over: the slot went to a caller waiting; it resumes after
+        }
+        return encode_event(Ack("queued", detail))
+
     # -- rendering ----------------------------------------------------------------------------------
     def render_started(self, answer: Answer, index: int) -> list[Frame]:
         return rendered.started(_message(answer))

@@ -1,0 +1,107 @@
+"""Noticing a slowdown within a second, and protecting whoever was admitted first.
+
+Admission measures the machine and trusts the measure; a shared machine changes speed under a running call
+(another process takes the CPU). This watch looks, every ``period_s``, at the listeners holding slots whose
+lanes have work: how long each has before it goes silent for want of decoding (``Lane.margin_s``: the audio
+decoded ahead of its playback). While the machine keeps them fed the deadline scheduler keeps every margin
+above a second. When one falls under ``low_s`` and stays there for ``confirm_s``, the machine no longer
+feeds them all: the newest admitted listener with work is shed (its answers end ``server_busy`` in its
+wire's own shape, with a retry hint the server can keep), so the others, whose buffers still hold audio,
+never go silent; and admission holds at most the listeners left for ``hold_s``, telling newcomers at once.
+Shedding is the last resort: only when two or more listeners have work, one at a time, ``cooldown_s``
+apart; logged and counted (``streamvoice_shed_listeners_total``).
+
+Degrading instead (larger, cheaper windows) is what the lanes already do when more listeners have work
+than the measure says fit (``Load.overloaded``); it helps at the margin but a listener still stalls when
+the machine gives half of what it did. Checked by ``pytest tests/test_watch.py``; measured by
+``python -m streamvoice.bench.noisy_neighbour``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, cast
+
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.admission import Admission
+from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.metrics import Metrics
+
+log = logging.getLogger("streamvoice.admission")
+
+
+class Listener(Protocol):
+    """A slot holder the watch can read and shed: a socket wire's connection, a streamed HTTP answer."""
+
+    @property
+    def lane(self) -> Lane | None: ...
+
+    def shed(self, error: ProtocolError) -> None:
+        """Stop its answers with ``error`` (told in its wire's shape) and give its slot back."""
+        ...
+
+
+@dataclass
+class Watch:
+    admission: Admission
+    metrics: Metrics
+    period_s: float = 0.2
+    low_s: float = 0.6  # less decoded ahead than this, while its work waits: the listener is starving
+    confirm_s: float = 0.2  # starving at two looks in a row, not one (a window may land just after)
+    first_window_s: float = 0.6  # what a piece's first window may take after a silence
+    cooldown_s: float = 1.5  # after a shed, the margins recover before the next judgement
+    hold_s: float = 15.0  # admission holds no more than the listeners left, this long
+    clock: Callable[[], float] = time.monotonic
+    _starving_since: float | None = field(default=None, init=False)
+    _calm_until: float = field(default=0.0, init=False)
+
+    def check(self) -> Listener | None:
+        """One look: the listener to shed now, if the machine no longer feeds them all."""
+        now = self.clock()
+        working = [
+            (who, lane)
+            for who in self.admission.oldest_first()
+            if (lane := getattr(who, "lane", None)) is not None and hasattr(who, "shed") and lane.has_work
+        ]
+        if len(working) < 2 or now < self._calm_until:
+            self._starving_since = None
+            return None
+        lowest = min(lane.margin_s(now, self.first_window_s) for _, lane in working)
+        if lowest >= self.low_s:
+            self._starving_since = None
+            return None
+        if self._starving_since is None:
+            self._starving_since = now
+        if now - self._starving_since < self.confirm_s:
+            return None
+        self._starving_since = None
+        self._calm_until = now + self.cooldown_s
+        return cast(Listener, working[-1][0])  # the newest admitted with work
+
+    def shed(self, who: Listener) -> None:
+        left = self.admission.admitted - 1
+        self.admission.lower(max(1, left), self.hold_s)
+        error = ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            f"the server slowed down and can no longer keep every listener fed; the ones admitted earlier "
+            f"keep their speech. Retry in about {self.hold_s:g} s or on another instance",
+        )
+        log.warning("machine slowed down: shedding the newest listener (%d left)", left)
+        self.metrics.shed += 1
+        self.metrics.count_error("shed")
+        who.shed(error)
+        self.admission.leave(who)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.period_s)
+            try:
+                chosen = self.check()
+                if chosen is not None:
+                    self.shed(chosen)
+            except Exception:  # a bug here must not end the watch
+                log.exception("the slowdown watch failed once")

@@ -1,0 +1,162 @@
+"""`server.core.watch`: a slowdown is noticed from the admitted listeners' buffers, the newest listener with
+work is shed (never the first admitted, never a lone one), admission then holds only those left; on the real
+server each wire tells the shed listener in its own shape and the others go on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+
+from streamvoice.engine import KokoroEngine
+from streamvoice.protocol import WS_PATH, ErrorCode, ProtocolError
+from streamvoice.server.core.admission import Admission
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.watch import Watch
+from tests.helpers import RunningServer, metric, start_speech_server, wait_for
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class FakeLane:
+    """A lane as the watch reads it: work or none, and how long before its listener goes silent."""
+
+    margin: float = 2.0
+    has_work: bool = True
+
+    def margin_s(self, now: float, first_window_s: float) -> float:
+        return self.margin
+
+
+class Holder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lane = FakeLane()
+        self.told: ProtocolError | None = None
+
+    def shed(self, error: ProtocolError) -> None:
+        self.told = error
+
+
+def _watch(clock: Clock, capacity: int = 3) -> tuple[Watch, Admission, Metrics]:
+    admission = Admission("queue", lambda: capacity, clock=clock)
+    metrics = Metrics()
+    return Watch(admission, metrics, clock=clock), admission, metrics
+
+
+async def test_fed_listeners_are_left_alone_and_a_starving_one_sheds_the_newest() -> None:
+    clock = Clock()
+    watch, admission, metrics = _watch(clock)
+    first, second, third = Holder("first"), Holder("second"), Holder("third")
+    for who in (first, second, third):
+        assert admission.enter(who) == "admitted"
+        clock.now += 1
+    assert watch.check() is None  # everyone has audio ahead
+    first.lane.margin = 0.4  # the first admitted drains: the machine no longer feeds all three
+    assert watch.check() is None  # one look is not enough
+    clock.now += 0.2
+    chosen = watch.check()
+    assert chosen is third  # the newest, never the one that is starving
+    watch.shed(third)
+    assert third.told is not None and third.told.code == ErrorCode.SERVER_BUSY
+    assert "retry in about 15 s" in third.told.message.lower()
+    assert not admission.holds(third) and metrics.shed == 1
+    assert admission.capacity == 2  # newcomers are told at once: no more than the two left
+    assert admission.enter(Holder("newcomer")) == "queued"
+    clock.now += 0.2
+    assert watch.check() is None  # cooling down: the margins recover first
+    clock.now += 2.0
+    first.lane.margin = 0.3
+    watch.check()
+    clock.now += 0.2
+    assert watch.check() is second  # still starving: the next newest goes
+    clock.now += 20
+    assert admission.capacity == 3  # the ceiling lifts; the measure follows the machine again
+
+
+async def test_a_lone_listener_and_listeners_without_work_are_never_shed() -> None:
+    clock = Clock()
+    watch, admission, _ = _watch(clock)
+    alone, idle = Holder("alone"), Holder("idle")
+    admission.enter(alone)
+    admission.enter(idle)
+    idle.lane.has_work = False  # between sentences of its LLM
+    alone.lane.margin = -1.0  # starving, but there is nobody to shed for it
+    for _ in range(5):
+        assert watch.check() is None
+        clock.now += 0.2
+
+
+# -- on the real server ----------------------------------------------------------------------------------
+
+TEXT = "The courier left the depot at nine and will reach your street before noon. " * 4
+
+
+@pytest.fixture(scope="module")
+def server(engine: KokoroEngine):  # type: ignore[no-untyped-def]
+    running = start_speech_server(engine, admission_listeners=3, admission_shed=False)
+    yield running
+    running.stop()
+
+
+def _service(server: RunningServer) -> Any:
+    return server.server.config.app.state.service  # type: ignore[attr-defined]
+
+
+async def test_each_wire_tells_its_shed_listener_in_its_own_shape_and_the_first_goes_on(
+    server: RunningServer,
+) -> None:
+    """The watch sheds whom it chooses through the one runtime: here it is made to choose (the machine's
+    speed cannot be changed on cue in a test; ``bench.noisy_neighbour`` measures that)."""
+    base = server.url.replace("http", "ws", 1)
+    service = _service(server)
+    async with (
+        connect(base + WS_PATH, max_size=None) as first,
+        connect(base + "/v1/speak?model=af_heart&encoding=linear16", max_size=None) as deepgram,
+        connect(base + "/tts/websocket", max_size=None) as cartesia,
+        asyncio.timeout(120),
+    ):
+        await first.send(json.dumps({"type": "synthesize", "id": "keep", "text": TEXT}))
+        await deepgram.send(json.dumps({"type": "Speak", "text": TEXT}))
+        await cartesia.send(
+            json.dumps({"context_id": "c", "transcript": TEXT, "continue": False, "model_id": "sonic-2",
+                        "voice": {"mode": "id", "id": "af_heart"},
+                        "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}})
+        )  # fmt: skip
+        await wait_for(lambda: service.admission.admitted == 3)
+        order = service.admission.oldest_first()
+        for who in reversed(order[1:]):  # the two newest, newest first
+            service.watch.shed(who)
+        told_deepgram = await _until(deepgram, lambda f: isinstance(f, str) and "Error" in f)
+        told_cartesia = await _until(cartesia, lambda f: isinstance(f, str) and '"error"' in f)
+        audio = 0
+        while True:
+            frame = await first.recv()
+            if isinstance(frame, bytes):
+                audio += len(frame)
+            elif json.loads(frame)["type"] in ("synthesis_complete", "error"):
+                done = json.loads(frame)
+                break
+    assert json.loads(told_deepgram)["code"] == "SERVER_BUSY"
+    assert json.loads(told_cartesia)["status_code"] == 503 and json.loads(told_cartesia)["context_id"] == "c"
+    assert done["type"] == "synthesis_complete" and audio > 24_000 * 2 * 10  # the first was never touched
+    assert metric(server, "streamvoice_shed_listeners_total") == 2
+    assert service.admission.admitted <= 1
+
+
+async def _until(ws: Any, match: Any) -> Any:
+    while True:
+        frame = await ws.recv()
+        if match(frame):
+            return frame
