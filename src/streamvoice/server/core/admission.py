@@ -177,7 +177,9 @@ class Admission:
             self._hold(who)
             return "admitted"
         self._contended_until = self._clock() + self.max_wait_s
-        self._frees_in = self._slot_frees_in()  # the retry hint: what the server can keep, hand-overs included
+        self._frees_in = (
+            self._slot_frees_in()
+        )  # the retry hint: what the server can keep, hand-overs included
         too_long = self._frees_in is not None and self._frees_in > self.max_wait_s
         # A caller that cannot be told it waits (an HTTP answer before its headers) waits only for a slot
         # known to free in time: a listener whose speech has ended, say, not a holder that cannot tell, nor
