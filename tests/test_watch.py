@@ -34,6 +34,8 @@ class FakeLane:
 
     margin: float = 2.0
     has_work: bool = True
+    ready_at: float = 0.0
+    play_end: float = 10.0  # established: it has had seconds decoded since its work began
 
     def margin_s(self, now: float, first_window_s: float) -> float:
         return self.margin

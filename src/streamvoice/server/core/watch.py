@@ -52,7 +52,9 @@ class Watch:
     period_s: float = 0.2
     low_s: float = 0.6  # less decoded ahead than this, while its work waits: the listener is starving
     confirm_s: float = 0.2  # starving at two looks in a row, not one (a window may land just after)
-    first_window_s: float = 0.6  # what a piece's first window may take after a silence
+    first_window_s: float = 1.0  # what a piece's first window may take after a silence (the onset target)
+    established_s: float = 2.0  # decoded this far past its start, a listener's buffer is its own to keep
+    late_s: float = 0.5  # a listener not yet established starves once this late past its onset target
     cooldown_s: float = 1.5  # after a shed, the margins recover before the next judgement
     hold_s: float = 15.0  # admission holds no more than the listeners left, this long
     clock: Callable[[], float] = time.monotonic
@@ -70,8 +72,7 @@ class Watch:
         if len(working) < 2 or now < self._calm_until:
             self._starving_since = None
             return None
-        lowest = min(lane.margin_s(now, self.first_window_s) for _, lane in working)
-        if lowest >= self.low_s:
+        if not any(self._at_risk(lane, now) for _, lane in working):
             self._starving_since = None
             return None
         if self._starving_since is None:
@@ -81,6 +82,15 @@ class Watch:
         self._starving_since = None
         self._calm_until = now + self.cooldown_s
         return cast(Listener, working[-1][0])  # the newest admitted with work
+
+    def _at_risk(self, lane: Lane, now: float) -> bool:
+        """Its listener is about to go silent for want of decoding. A buffer is judged once established:
+        while a listener's first seconds are decoded its margin is small by nature (another's first window,
+        due at once, goes ahead of it), so a fresh one counts only when it is already late."""
+        margin = lane.margin_s(now, self.first_window_s)
+        if lane.play_end >= lane.ready_at + self.established_s:
+            return margin < self.low_s
+        return margin < -self.late_s
 
     def shed(self, who: Listener) -> None:
         left = self.admission.admitted - 1
