@@ -62,15 +62,16 @@ class RunningServer(LoopbackServer):
 def start_speech_server(engine: KokoroEngine, sndbuf: int | None = None, **config: object) -> RunningServer:
     """The speech server exactly as ``streamvoice serve`` builds it (transport limits included).
 
-    Two settings differ unless a test gives them: no warm-up (the engine fixture loaded and calibrated the
-    model once; a warm-up also times windows, ~5 s per server) and admission counting four listeners, not
-    a measure of the machine, so a test's answers do not change with what else the machine is doing
-    (``test_admission.py`` measures; ``speech_server`` warms up as a command does).
+    Three settings differ unless a test gives them: no warm-up (the engine fixture loaded and calibrated the
+    model once; a warm-up also times windows, ~5 s per server), admission counting four listeners, not
+    a measure of the machine, and no shedding when the machine slows down (``core/watch.py``; a busy CI
+    machine is a slow one), so a test's answers do not change with what else the machine is doing
+    (``test_admission.py`` measures; ``test_watch.py`` sheds; ``speech_server`` warms up as a command does).
 
     ``sndbuf``: a small kernel send buffer for every connection (accepted sockets inherit the listener's),
     so a client that stops reading blocks the server's sends within kilobytes instead of megabytes.
     """
-    config = {"warm_up": False, "admission_listeners": 4, **config}
+    config = {"warm_up": False, "admission_listeners": 4, "admission_shed": False, **config}
     sockets = None
     if sndbuf is not None:
         listener = socket.socket()
