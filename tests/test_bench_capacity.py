@@ -64,3 +64,12 @@ def test_the_co_tenant_runs_while_the_block_runs_and_stops_after() -> None:
         time.sleep(0.3)
         assert child.is_alive()
     assert not child.is_alive()
+
+
+def test_the_noisy_neighbour_bench_finds_the_longest_silence_before_the_listener_was_told() -> None:
+    from streamvoice.bench.noisy_neighbour import silences
+
+    assert silences([(0, 5), (5, 12)], 10) == (0.0, None)  # playing when told
+    assert silences([(0, 5), (6, 12)], None) == (1, 5)
+    assert silences([(0, 5), (8, 12)], 7) == (2, 5)  # the wait is counted up to when it was told
+    assert silences([(0, 5)], 9) == (4, 5)  # it had run dry

@@ -36,18 +36,21 @@ STAGGER_S = 1.0
 OPTIONS: dict[str, dict[str, Any]] = {"shed": {}, "noshed": {"admission_shed": False}}
 
 
-def silences(spans: list[tuple[float, float]], until: float | None) -> float:
-    """The longest wait of a real-time player between its first audio and ``until`` (None: the end)."""
-    longest = 0.0
+def silences(spans: list[tuple[float, float]], until: float | None) -> tuple[float, float | None]:
+    """The longest wait of a real-time player between its first audio and ``until`` (None: the end), and
+    when it began (None: never waited)."""
+    longest, at = 0.0, None
     for (_, end), (start, _) in itertools.pairwise(spans):
         if until is not None and end >= until:
             break
-        longest = max(longest, min(start, until if until is not None else start) - end)
+        gap = min(start, until if until is not None else start) - end
+        if gap > longest:
+            longest, at = gap, end
     if until is not None and not any(start <= until < end for start, end in spans):
         ended = [end for _, end in spans if end <= until]
-        if ended:  # it had run dry when it was told
-            longest = max(longest, until - ended[-1])
-    return longest
+        if ended and until - ended[-1] > longest:  # it had run dry when it was told
+            longest, at = until - ended[-1], ended[-1]
+    return longest, at
 
 
 async def listener(url: str, i: int, rate: float, t0: float) -> dict[str, Any]:
@@ -93,7 +96,9 @@ async def one_run(url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     for row in rows:
         told = row["told_s"]
         row["noise_at_s"] = round(noise_at, 2)
-        row["longest_silence_ms"] = round(silences(row.pop("spans"), told) * 1000)
+        longest, at = silences(row.pop("spans"), told)
+        row["longest_silence_ms"] = round(longest * 1000)
+        row["silence_at_s"] = None if at is None else round(at, 2)  # against noise_at_s and told_s
         row["told_after_slowdown_ms"] = None if told is None else round((told - noise_at) * 1000)
     return rows
 
@@ -168,6 +173,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         ("admitted", "admitted"),
                         ("first_audio_s", "first audio s"),
                         ("longest_silence_ms", "longest silence ms (before told)"),
+                        ("silence_at_s", "at s"),
+                        ("told_s", "told at s"),
                         ("shed", "shed"),
                         ("told_after_slowdown_ms", "told ms after slowdown"),
                     ],
