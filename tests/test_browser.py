@@ -4,6 +4,7 @@ decoded and scheduled through Web Audio, and time to first audio is shown."""
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,21 @@ def chromium_path() -> str:
     return path
 
 
+def launch(p: Any, chromium_path: str) -> Any:
+    """Debian's Chromium, headless, allowed to play audio without a click."""
+    return p.chromium.launch(
+        executable_path=chromium_path,
+        args=[
+            "--no-sandbox",
+            "--autoplay-policy=no-user-gesture-required",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+        ],
+    )
+
+
 @pytest.mark.slow
 def test_page_streams_text_and_schedules_audio(speech_server: RunningServer, chromium_path: str) -> None:
     from playwright.sync_api import sync_playwright
@@ -32,17 +48,7 @@ def test_page_streams_text_and_schedules_audio(speech_server: RunningServer, chr
     agent = start_agent(ScriptedTextSource(answer_text), speech_server.url, auth_token="page-token")
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=chromium_path,
-                args=[
-                    "--no-sandbox",
-                    "--autoplay-policy=no-user-gesture-required",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--no-first-run",
-                ],
-            )
+            browser = launch(p, chromium_path)
             page = browser.new_page()
             page.goto(agent.url + "/")
             page.click("#auth summary")
@@ -82,11 +88,7 @@ def test_page_shows_the_timeline_and_speaks_any_language(
     agent = start_agent(ScriptedTextSource("Unused here."), speech_server.url)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=chromium_path,
-                args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--disable-gpu",
-                      "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-            )  # fmt: skip
+            browser = launch(p, chromium_path)
             page = browser.new_page(viewport={"width": 900, "height": 800})
             page.goto(agent.url + "/")
             page.wait_for_function("window.streamvoiceVoices > 0", timeout=30_000)
@@ -129,11 +131,7 @@ def test_speaking_while_the_answer_plays_interrupts_it_and_shows_what_was_heard(
     agent = start_agent(ScriptedTextSource(answer_text, tokens_per_s=20), speech_server.url)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=chromium_path,
-                args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--disable-gpu",
-                      "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-            )  # fmt: skip
+            browser = launch(p, chromium_path)
             page = browser.new_page()
             page.goto(agent.url + "/")
             page.fill("#prompt", "Why do leaves change colour?")

@@ -297,38 +297,25 @@ async def cartesia_streamed(url: str, _: int, rate: float) -> Trial:
     )
 
 
-async def deepgram_streamed(url: str, _: int, rate: float) -> Trial:
-    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
-        if isinstance(frame, bytes):
-            return frame, False
-        return None, json.loads(frame).get("type") == "Flushed"
-
+async def _deepgram_streamed(path: str, url: str, rate: float) -> Trial:
+    """Deepgram's ``/v1/speak`` or ``/v2/speak``: the same Speak / Flush, answered ``Flushed``."""
     return await _streamed_ws(
-        _ws(url) + "/v1/speak?model=af_heart&encoding=linear16&sample_rate=24000",
+        _ws(url) + path + "?model=af_heart&encoding=linear16&sample_rate=24000",
         {"Authorization": "Token bench"},
         [],
         lambda w: json.dumps({"type": "Speak", "text": w}),
         [json.dumps({"type": "Flush"})],
-        read,
+        _binary_or("Flushed"),
         rate,
     )
+
+
+async def deepgram_streamed(url: str, _: int, rate: float) -> Trial:
+    return await _deepgram_streamed("/v1/speak", url, rate)
 
 
 async def deepgram_flux_streamed(url: str, _: int, rate: float) -> Trial:
-    def read(frame: str | bytes) -> tuple[bytes | None, bool]:
-        if isinstance(frame, bytes):
-            return frame, False
-        return None, json.loads(frame).get("type") == "Flushed"
-
-    return await _streamed_ws(
-        _ws(url) + "/v2/speak?model=af_heart&encoding=linear16&sample_rate=24000",
-        {"Authorization": "Token bench"},
-        [],
-        lambda w: json.dumps({"type": "Speak", "text": w}),
-        [json.dumps({"type": "Flush"})],
-        read,
-        rate,
-    )
+    return await _deepgram_streamed("/v2/speak", url, rate)
 
 
 # -- barge-in ----------------------------------------------------------------------------------------

@@ -216,9 +216,7 @@ class Admission:
     def hand_over(self, who: object) -> Decision:
         """``who``'s turn is over (``overdue``): its slot goes to the first waiting, and it waits again at the
         back of the queue (admitted again at once if nobody waits after all)."""
-        self._holders.discard(who)
-        self._since.pop(who, None)
-        self._admit_waiting()
+        self.leave(who)
         return self.enter(who)
 
     async def wait(self, who: object, timeout_s: float | None = None) -> None:
