@@ -1,6 +1,7 @@
-"""What was heard, on the real server: a client plays a known amount of a long answer and cuts it off; Whisper
-hears the audio it played, and its words match the ``heard`` the server answered (at most one word apart,
-at the cut). The session protocol here; Deepgram's ``/v2/speak`` in ``tests/test_deepgram_flux.py``."""
+"""What was heard, on the real server: a client plays a known amount of a long answer and cuts it off; the
+``heard`` the server answers is what an independent listener places there: Whisper's word times of the same
+answer, the words it hears at least half before the cut (at most one word apart). The session protocol here;
+Deepgram's ``/v2/speak`` in ``tests/test_deepgram_flux.py``."""
 
 from __future__ import annotations
 
@@ -87,30 +88,45 @@ def whisper_count(text: str, whisper: str) -> int:
     return min(range(len(words) + 1), key=lambda k: _distance("".join(words[:k]), heard))
 
 
+async def whole_answer(server: RunningServer, message: dict[str, Any]) -> bytes:
+    url = server.url.replace("http", "ws", 1) + WS_PATH
+    audio = bytearray()
+    async with connect(url, max_size=None) as ws, asyncio.timeout(120):
+        await ws.send(json.dumps(message))
+        while True:
+            frame = await ws.recv()
+            if isinstance(frame, bytes):
+                audio += frame
+            elif json.loads(frame)["type"] == "synthesis_complete":
+                return bytes(audio)
+
+
+# Whisper times the whole answer, not the played part: on audio cut mid-sentence Whisper base hallucinates (it
+# once repeated the first sentence after "watching...") and hears a cut word on one CPU but not another. The
+# cuts fall between two words (English: "watching" ends 4215 ms, "from" starts 4265; Spanish: "miraba" ends
+# 4295, "desde" starts 4320; the messages' `alignment` events). The half-played rule itself: tests/test_heard.py.
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("text", "voice", "lang", "whisper_lang", "played_ms"),
-    [(ENGLISH, "af_heart", None, "en", 4200.0), (SPANISH, "ef_dora", "es", "es", 3800.0)],
+    [(ENGLISH, "af_heart", None, "en", 4250.0), (SPANISH, "ef_dora", "es", "es", 4300.0)],
 )
-async def test_heard_is_what_whisper_hears_of_the_played_audio(  # type: ignore[no-untyped-def]
+async def test_heard_is_what_whisper_hears_before_the_cut(  # type: ignore[no-untyped-def]
     speech_server: RunningServer, transcriber, text: str, voice: str, lang: str | None, whisper_lang: str,
     played_ms: float,
 ) -> None:  # fmt: skip
     message: dict[str, Any] = {"type": "synthesize", "id": "long", "text": text, "voice": voice}
     if lang:
         message["language"] = lang
-    played, ack, _ = await play_then_cut(speech_server, message, played_ms)
+    whole = await whole_answer(speech_server, message)
+    timed = transcriber.words(pcm16(whole), RATE, language=whisper_lang)
+    before = " ".join(word for word, start, end in timed if (start + end) / 2 <= played_ms)
+    _, ack, _ = await play_then_cut(speech_server, message, played_ms)
     assert ack["ids"] == ["long"] and ack["played_ms"] == played_ms
     (report,) = ack["heard"]
     assert report["id"] == "long" and report["played_ms"] == played_ms
     assert report["heard"] and report["unheard"], report
     assert f"{report['heard']} {report['unheard']}" == text  # the caller's own text, cut once
-    whisper = transcriber.transcribe(pcm16(played), RATE, language=whisper_lang)
-    # at most one word apart: Whisper may hear a word cut at its middle, or miss one
-    assert abs(whisper_count(text, whisper) - len(wer_words(report["heard"]))) <= 1, (
-        report["heard"],
-        whisper,
-    )
+    assert abs(whisper_count(text, before) - len(wer_words(report["heard"]))) <= 1, (report["heard"], before)
 
 
 async def test_a_message_cut_before_its_audio_heard_nothing_and_the_next_answer_follows_on(

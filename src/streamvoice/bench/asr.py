@@ -71,12 +71,12 @@ class Transcriber:
         return " ".join(s.text.strip() for s in segments).strip()
 
     def words(
-        self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE
+        self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE, language: str = "en"
     ) -> list[tuple[str, float, float]]:
         """Whisper's own word timings: (word, start ms, end ms), the reference for our alignment frames."""
         segments, _ = self.model.transcribe(
             resample(audio, sample_rate),
-            language="en",
+            language=language,
             beam_size=1,
             vad_filter=False,
             word_timestamps=True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-_WORD = re.compile(r"[a-z0-9']+")
+_WORD = re.compile(r"(?:[^\W_]|')+")  # letters of any script, digits, apostrophes: "pequeño" is one word
 _NUMBERS = {
     "0": "zero",
     "1": "one",
