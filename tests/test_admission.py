@@ -278,6 +278,51 @@ def test_a_long_held_slot_goes_at_its_pause_while_others_wait() -> None:
     asyncio.run(scenario())
 
 
+class _Holder:
+    """A slot holder as admission sees it: when its speech ends, and whether it can hand its slot over."""
+
+    def __init__(self, until: float, hands_over: bool) -> None:
+        self.until, self.hands_over = until, hands_over
+
+    def speaking_until(self) -> float:
+        return self.until
+
+
+@pytest.mark.parametrize(("hands_over", "hint_s"), [(True, 40.0), (False, 600.0)])
+def test_a_retry_hint_counts_an_http_answer_to_its_end(hands_over: bool, hint_s: float) -> None:
+    """A socket held 0 s of a 30 s hold frees at its turn's end and the next piece's (30 + 10 s); a streamed
+    HTTP answer cannot hand over (``Slot.hands_over``): its 600 s of speech is what the hint says."""
+
+    async def scenario() -> float:
+        admission = Admission("refuse", lambda: 1, idle_release_s=0.0, max_hold_s=30.0, clock=lambda: 0.0)
+        assert admission.enter(_Holder(600.0, hands_over)) == "admitted"
+        assert admission.enter(object()) == "refused"
+        return admission.retry_after_s()
+
+    assert asyncio.run(scenario()) == hint_s
+
+
+async def test_a_newcomer_behind_a_long_http_answer_is_told_when_it_ends(one_listener: RunningServer) -> None:
+    """A streamed HTTP answer of ~100 s holds the only slot and cannot hand it over: a session newcomer is
+    refused at once with a hint past that answer's end, not queued for a slot that will not free in time."""
+    ws_url = one_listener.url.replace("http", "ws") + "/invocations-bidirectional-stream"
+    body = {"input": (SENTENCE + " ") * 22, "response_format": "pcm", "voice": "af_heart"}
+    async with (
+        httpx.AsyncClient(base_url=one_listener.url, timeout=60) as http,
+        http.stream("POST", "/v1/audio/speech", json=body) as response,
+    ):
+        assert response.status_code == 200
+        chunks = response.aiter_bytes()  # kept: an iterator collected closes the response, and the slot goes
+        await anext(chunks)  # the answer is speaking
+        async with connect(ws_url) as b:
+            await b.send(json.dumps({"text": "Can I speak now?", "id": "b1"}))
+            refused = await first_event(b)
+        await chunks.aclose()
+    assert refused["type"] == "error" and refused["code"] == "server_busy", refused
+    retry_s = float(refused["message"].split("retry in about ")[1].split(" s")[0])
+    assert retry_s >= 60, refused  # 1,650 characters: about 100 s of speech, a few of them said
+
+
 async def test_a_chatty_session_does_not_keep_the_only_slot(engine: KokoroEngine) -> None:
     server = await asyncio.to_thread(
         start_speech_server, engine, warm_up=False, admission="refuse", admission_listeners=1,

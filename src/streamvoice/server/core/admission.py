@@ -152,7 +152,9 @@ class Admission:
             if until is None:
                 return None
             end = max(float(until()), now) + self.idle_release_s
-            if hand_over:  # a holder that never pauses hands its slot over once held past the limit
+            # a holder that never pauses hands its slot over once held past the limit, where it can: a
+            # streamed HTTP answer cannot (``Slot.hands_over``), so the hint counts to its end
+            if hand_over and getattr(who, "hands_over", True):
                 end = min(end, max(self._since.get(who, now) + self.max_hold_s, now) + PIECE_S)
             ends.append(end)
         ends.sort()

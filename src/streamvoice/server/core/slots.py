@@ -4,8 +4,11 @@ never drift apart; free of any transport, so a surface on a raw socket (Wyoming)
 
 from __future__ import annotations
 
+import time
+
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.requests import estimated_speech_s
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Utterance
 
@@ -34,14 +37,31 @@ class Slot:
     every surface calls it in a ``finally`` and again from its stream's close.
     """
 
+    # An HTTP answer keeps its slot to its end: it is one request, bounded by ``MAX_TEXT_CHARS``, whose body
+    # cannot be paused for another listener's turn without a silence its player cannot be told of. A socket
+    # that never pauses hands its slot over (``Connection._take_turns``); admission's retry hint counts to
+    # this one's end (``tests/test_admission.py::test_a_retry_hint_counts_an_http_answer_to_its_end``).
+    hands_over = False
+
     def __init__(self, service: SpeechService, kind: str) -> None:
         self.service = service
         self.kind = kind  # "session" or "stream": which gauge counts it
         self.utterance: Utterance | None = (
             None  # the answer it streams (``watch`` reads its lane, may shed it)
         )
+        self._since = time.monotonic()
         self._held = True
         self._count(+1)
+
+    def speaking_until(self) -> float:
+        """When (monotonic) its answer will have played: what is decoded, or, if later, its text's estimated
+        speech less the time since it was asked (an answer not yet begun counts whole)."""
+        now = time.monotonic()
+        if self.utterance is None:
+            return now
+        utterance = self.utterance
+        left = estimated_speech_s(utterance.chars, utterance.request.speed) - (now - self._since)
+        return now + max(left, utterance.lane.play_end - now, 0.0)
 
     @property
     def held(self) -> bool:
