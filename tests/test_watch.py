@@ -9,9 +9,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 from websockets.asyncio.client import connect
+from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
+from wyoming.tts import Synthesize
 
+from streamvoice.asgi import free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import WS_PATH, ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
@@ -155,6 +160,67 @@ async def test_each_wire_tells_its_shed_listener_in_its_own_shape_and_the_first_
     assert done["type"] == "synthesis_complete" and audio > 24_000 * 2 * 10  # the first was never touched
     assert metric(server, "streamvoice_shed_listeners_total") == 2
     assert service.admission.admitted <= 1
+
+
+@pytest.fixture
+def four_wires(engine: KokoroEngine):  # type: ignore[no-untyped-def]
+    port = free_port()
+    running = start_speech_server(
+        engine, admission_listeners=4, admission_shed=False, wyoming_uri=f"tcp://127.0.0.1:{port}"
+    )
+    yield running, port
+    running.stop()
+
+
+async def _sse_events(server: RunningServer, events: list[dict[str, Any]]) -> None:
+    body = {"input": TEXT, "voice": "af_heart", "response_format": "pcm", "stream_format": "sse"}
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=120) as http,
+        http.stream("POST", "/v1/audio/speech", json=body) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))  # the first: its answer is speaking, its status sent
+
+
+async def test_elevenlabs_wyoming_and_streamed_http_are_told_too(
+    four_wires: tuple[RunningServer, int],
+) -> None:
+    """The other wires that hold a listener: ElevenLabs' socket, Wyoming and a streamed HTTP answer (SSE)."""
+    server, port = four_wires
+    service = _service(server)
+    url = server.url.replace("http", "ws", 1)
+    sse: list[dict[str, Any]] = []
+    async with (
+        connect(url + WS_PATH, max_size=None) as first,
+        connect(url + "/v1/text-to-speech/af_heart/stream-input?output_format=pcm_24000") as eleven,
+        AsyncTcpClient("127.0.0.1", port) as wyoming,
+        asyncio.timeout(120),
+    ):
+        await first.send(json.dumps({"type": "synthesize", "id": "keep", "text": TEXT}))
+        await wait_for(lambda: service.admission.admitted == 1)  # the first admitted, before the others ask
+        await eleven.send(json.dumps({"text": " "}))
+        await eleven.send(json.dumps({"text": TEXT, "flush": True}))
+        await wyoming.write_event(Synthesize(text=TEXT).event())
+        http = asyncio.create_task(_sse_events(server, sse))
+        await wait_for(lambda: service.admission.admitted == 4 and bool(sse))
+        for who in reversed(service.admission.oldest_first()[1:]):
+            service.watch.shed(who)
+        told_eleven = json.loads(await _until(eleven, lambda f: '"error"' in f))
+        while not Error.is_type((event := await wyoming.read_event()).type):  # type: ignore[union-attr]
+            pass
+        await http
+        kinds = []
+        while (kind := json.loads(frame)["type"] if isinstance(frame := await first.recv(), str) else "") not in (
+            "synthesis_complete", "error",
+        ):  # fmt: skip
+            kinds.append(kind)
+    assert told_eleven["error"] == "server_busy" and "Retry in about" in told_eleven["message"]
+    assert Error.from_event(event).code == "server_busy"
+    assert sse[-1]["type"] == "error" and sse[-1]["error"]["code"] == "server_busy", sse[-1]
+    assert kind == "synthesis_complete"  # the first admitted was never touched
+    assert metric(server, "streamvoice_shed_listeners_total") == 3
 
 
 async def _until(ws: Any, match: Any) -> Any:
