@@ -40,6 +40,11 @@ def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
     # the gauges an autoscaler reads
     assert "streamvoice_busy_sessions 0" in text and "streamvoice_draining 0" in text
     assert "streamvoice_capacity_sessions 64" in text
+    # how much slower than its measure the machine decodes now (1.0: as measured; bench.noisy_neighbour)
+    (pace,) = [
+        float(line.split()[1]) for line in text.splitlines() if line.startswith("streamvoice_decode_pace ")
+    ]
+    assert 0.25 <= pace <= 8.0
 
 
 def test_first_audio_is_measured_on_the_http_routes_too(speech_server: RunningServer) -> None:

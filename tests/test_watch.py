@@ -20,6 +20,7 @@ from streamvoice.asgi import free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import WS_PATH, ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
+from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.watch import Watch
 from tests.helpers import RunningServer, metric, start_speech_server, wait_for
@@ -90,6 +91,33 @@ async def test_fed_listeners_are_left_alone_and_a_starving_one_sheds_the_newest(
     assert watch.check() is second  # still starving: the next newest goes
     clock.now += 20
     assert admission.capacity == 3  # the ceiling lifts; the measure follows the machine again
+
+
+async def test_a_harder_slowdown_is_judged_earlier_from_the_last_windows_cost() -> None:
+    """The pace follows the last windows' cost against the fit (a slowdown shows within two windows); with
+    two listeners working on a machine that now feeds fewer, a buffer is judged ``lead_s`` ahead of running
+    dry: at a quarter of the speed, 1.0 s decoded ahead is already starving (at ``low_s`` alone it was not)."""
+    clock = Clock()
+    load = Load(workers=1)
+    load.calibrate(0.4)  # 2.5 listeners fed at the measured speed
+    admission = Admission("queue", lambda: 3, clock=clock)
+    watch = Watch(admission, Metrics(), load, clock=clock)
+    first, second = Holder("first"), Holder("second")
+    for who in (first, second):
+        admission.enter(who)
+    first.lane.margin = 1.0
+    assert load.feedable() == pytest.approx(2.5) and watch.threshold(2) == watch.low_s
+    assert watch.check() is None
+    for _ in range(2):  # two full windows at a quarter of the speed
+        load.observe_decode(4 * load.window_cost.seconds(40), 1.0)
+    assert load.pace > 2.5
+    assert watch.threshold(2) > 1.0  # each buffer drains ~0.6 s a second: judged 2 s ahead
+    watch.check()
+    clock.now += 0.2
+    assert watch.check() is second
+    for _ in range(8):  # the neighbour left: windows cost what the fit says again
+        load.observe_decode(load.window_cost.seconds(40), 1.0)
+    assert load.pace == pytest.approx(1.0, abs=0.02) and watch.threshold(2) == watch.low_s
 
 
 async def test_a_lone_listener_and_listeners_without_work_are_never_shed() -> None:

@@ -70,6 +70,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             "headroom": admission.headroom,
         }
         service.metrics.decoder_batches = lambda: eng.batch_counts
+        service.metrics.pace = lambda: service.load.pace
         service.start()
         app.state.service = service  # the drain (runner) reaches it here
         # Wyoming listens from the start and answers not_ready until warm-up is done, like /ping.

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import threading
 
-from streamvoice.engine.windows import FRAME_S
+from streamvoice.engine.windows import FRAME_S, FRAMES_PER_SECOND
 from streamvoice.server.core.admission import DecodeSpeed, measured_capacity
 from streamvoice.server.core.window_sizing import WindowCost
 
 STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
+# The pace follows the last few windows: weight of the newest (a slowdown shows in one or two windows, ~1 s).
+PACE_WEIGHT = 0.5
+PACE_BOUNDS = (0.25, 8.0)  # one window's ratio is clipped: a pause of the whole process is not a speed
 INITIAL_RTF = 0.5  # seconds of work per second of audio assumed before the warm-up measures it
 # One decoded window, for ``bench.capacity --trace``: (monotonic end, lane, frames, seconds of work, audio
 # its listener had buffered when it started, the piece's first window, listeners with work).
@@ -34,6 +37,11 @@ class Load:
         # Chunks being planned (or waiting for the planning thread) right now. Planning shares the CPU with
         # decoding, so a window decoded meanwhile is not the machine's own speed either.
         self.planning = 0
+        # How much slower than its measure the machine decodes now: the last windows' cost over what the
+        # window-cost fit predicts for their size (1.0: as measured; 2.0: half the speed). Every window
+        # counts, contended or not, where one worker decodes: a neighbour's load, or text being planned, is
+        # exactly what makes the machine slower than its measure (``watch`` reads it).
+        self.pace = 1.0
         self._active_lanes = 0
         self._lock = threading.Lock()
 
@@ -63,10 +71,20 @@ class Load:
         self.decode_speed.reset(rtf)
         self.window_cost.reset(rtf)
 
+    def feedable(self) -> float:
+        """Real-time listeners the machine keeps fed at its present pace on full (one-second) windows, every
+        worker busy, no headroom: the window-cost fit times the pace is what the last windows cost."""
+        return self.workers / max(self.window_cost.seconds(FRAMES_PER_SECOND) * self.pace, 1e-6)
+
     def observe_decode(self, seconds: float, audio_s: float, alone: bool = False) -> None:
         """A window of a piece, neither its first (which runs the front model, a cost of the piece) nor its
         last (which decodes the trimmed tail). Only full-size windows count for the capacity: small ones
         cost ~2x per second of audio, and mixing them in would put the estimate between two counts."""
+        if audio_s > 0 and seconds > 0 and (alone or self.workers == 1):
+            ratio = min(
+                max(seconds / self.window_cost.seconds(audio_s / FRAME_S), PACE_BOUNDS[0]), PACE_BOUNDS[1]
+            )
+            self.pace += PACE_WEIGHT * (ratio - self.pace)
         if alone and audio_s > 0:
             self.window_cost.observe(audio_s / FRAME_S, seconds)
             if audio_s >= STEADY_WINDOW_S:

@@ -83,6 +83,7 @@ class Metrics:
         self.listeners: Callable[[], dict[str, int]] = lambda: {}
         # Decoder batching: batched calls made and the windows they carried (rows / calls = mean batch).
         self.decoder_batches: Callable[[], tuple[int, int]] = lambda: (0, 0)
+        self.pace: Callable[[], float] = lambda: 1.0  # ``Load.pace``: 2.0 decodes at half the measured speed
 
     def observe_first_audio(self, seconds: float) -> None:
         with self._lock:
@@ -149,6 +150,7 @@ class Metrics:
                     f"# TYPE streamvoice_{name}_listeners gauge",
                     f"streamvoice_{name}_listeners {value}",
                 ]
+            lines += ["# TYPE streamvoice_decode_pace gauge", f"streamvoice_decode_pace {self.pace():.3f}"]
             calls, rows = self.decoder_batches()
             lines += [
                 "# TYPE streamvoice_decoder_batched_calls_total counter",

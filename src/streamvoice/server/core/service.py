@@ -76,7 +76,7 @@ class SpeechService:
             idle_release_s=config.admission_idle_s,
             max_hold_s=config.admission_max_hold_s,
         )
-        self.watch = Watch(self.admission, self.metrics)
+        self.watch = Watch(self.admission, self.metrics, self.load)
         self._watching: asyncio.Task[None] | None = None
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the

@@ -4,12 +4,17 @@ Admission measures the machine and trusts the measure; a shared machine changes 
 (another process takes the CPU). This watch looks, every ``period_s``, at the listeners holding slots whose
 lanes have work: how long each has before it goes silent for want of decoding (``Lane.margin_s``: the audio
 decoded ahead of its playback). While the machine keeps them fed the deadline scheduler keeps every margin
-above a second. When one falls under ``low_s`` and stays there for ``confirm_s``, the machine no longer
+above a second. When one falls under its threshold and stays there for ``confirm_s``, the machine no longer
 feeds them all: the newest admitted listener with work is shed (its answers end ``server_busy`` in its
 wire's own shape, with a retry hint the server can keep), so the others, whose buffers still hold audio,
 never go silent; and admission holds at most the listeners left for ``hold_s``, telling newcomers at once.
 Shedding is the last resort: only when two or more listeners have work, one at a time, ``cooldown_s``
 apart; logged and counted (``streamvoice_shed_listeners_total``).
+
+The threshold is ``low_s``, or more when the last windows show the machine slower than its measure
+(``Load.pace``, known within a window or two of the slowdown): where it now feeds F listeners and W have
+work, each buffer drains by d = 1 - F/W seconds a second, so a buffer is judged ``lead_s`` ahead of running
+dry (d x ``lead_s``), before it does: the harder the slowdown, the earlier the shed.
 
 Degrading instead (larger, cheaper windows) is what the lanes already do when more listeners have work
 than the measure says fit (``Load.overloaded``); it helps at the margin but a listener still stalls when
@@ -29,6 +34,7 @@ from typing import Protocol, cast
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 
 log = logging.getLogger("streamvoice.admission")
@@ -49,8 +55,10 @@ class Listener(Protocol):
 class Watch:
     admission: Admission
     metrics: Metrics
+    load: Load | None = None  # its pace raises the threshold in a slowdown (without: ``low_s`` alone)
     period_s: float = 0.2
     low_s: float = 0.6  # less decoded ahead than this, while its work waits: the listener is starving
+    lead_s: float = 2.0  # in a slowdown, a buffer is judged this long before it would run dry
     confirm_s: float = 0.2  # starving at two looks in a row, not one (a window may land just after)
     first_window_s: float = 1.0  # what a piece's first window may take after a silence (the onset target)
     established_s: float = 2.0  # decoded this far past its start, a listener's buffer is its own to keep
@@ -72,7 +80,8 @@ class Watch:
         if len(working) < 2 or now < self._calm_until:
             self._starving_since = None
             return None
-        if not any(self._at_risk(lane, now) for _, lane in working):
+        low_s = self.threshold(len(working))
+        if not any(self._at_risk(lane, now, low_s) for _, lane in working):
             self._starving_since = None
             return None
         if self._starving_since is None:
@@ -83,13 +92,20 @@ class Watch:
         self._calm_until = now + self.cooldown_s
         return cast(Listener, working[-1][0])  # the newest admitted with work
 
-    def _at_risk(self, lane: Lane, now: float) -> bool:
+    def threshold(self, working: int) -> float:
+        """The margin under which an established listener is starving, with ``working`` listeners fed."""
+        if self.load is None or working < 1:
+            return self.low_s
+        drain = max(0.0, 1.0 - self.load.feedable() / working)  # seconds lost per second, per buffer
+        return max(self.low_s, self.lead_s * drain)
+
+    def _at_risk(self, lane: Lane, now: float, low_s: float) -> bool:
         """Its listener is about to go silent for want of decoding. A buffer is judged once established:
         while a listener's first seconds are decoded its margin is small by nature (another's first window,
         due at once, goes ahead of it), so a fresh one counts only when it is already late."""
         margin = lane.margin_s(now, self.first_window_s)
         if lane.play_end >= lane.ready_at + self.established_s:
-            return margin < self.low_s
+            return margin < low_s
         return margin < -self.late_s
 
     def shed(self, who: Listener) -> None:
