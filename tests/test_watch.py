@@ -70,12 +70,11 @@ async def test_fed_listeners_are_left_alone_and_a_starving_one_sheds_the_newest(
     for who in (first, second, third):
         assert admission.enter(who) == "admitted"
         clock.now += 1
-    assert watch.check() is None  # everyone has audio ahead
+    assert watch.check() == []  # everyone has audio ahead
     first.lane.margin = 0.4  # the first admitted drains: the machine no longer feeds all three
-    assert watch.check() is None  # one look is not enough
+    assert watch.check() == []  # one look is not enough
     clock.now += 0.2
-    chosen = watch.check()
-    assert chosen is third  # the newest, never the one that is starving
+    assert watch.check() == [third]  # the newest, never the one that is starving
     watch.shed(third)
     assert third.told is not None and third.told.code == ErrorCode.SERVER_BUSY
     assert "retry in about 15 s" in third.told.message.lower()
@@ -83,12 +82,12 @@ async def test_fed_listeners_are_left_alone_and_a_starving_one_sheds_the_newest(
     assert admission.capacity == 2  # newcomers are told at once: no more than the two left
     assert admission.enter(Holder("newcomer")) == "queued"
     clock.now += 0.2
-    assert watch.check() is None  # cooling down: the margins recover first
+    assert watch.check() == []  # cooling down: the margins recover first
     clock.now += 2.0
     first.lane.margin = 0.3
     watch.check()
     clock.now += 0.2
-    assert watch.check() is second  # still starving: the next newest goes
+    assert watch.check() == [second]  # still starving: the next newest goes
     clock.now += 20
     assert admission.capacity == 3  # the ceiling lifts; the measure follows the machine again
 
@@ -105,19 +104,44 @@ async def test_a_harder_slowdown_is_judged_earlier_from_the_last_windows_cost() 
     first, second = Holder("first"), Holder("second")
     for who in (first, second):
         admission.enter(who)
+        clock.now += 1
     first.lane.margin = 1.0
     assert load.feedable() == pytest.approx(2.5) and watch.threshold(2) == watch.low_s
-    assert watch.check() is None
+    assert watch.check() == []
     for _ in range(2):  # two full windows at a quarter of the speed
         load.observe_decode(4 * load.window_cost.seconds(40), 1.0)
     assert load.pace > 2.5
     assert watch.threshold(2) > 1.0  # each buffer drains ~0.6 s a second: judged 2 s ahead
     watch.check()
     clock.now += 0.2
-    assert watch.check() is second
+    assert watch.check() == [second]
     for _ in range(8):  # the neighbour left: windows cost what the fit says again
         load.observe_decode(load.window_cost.seconds(40), 1.0)
     assert load.pace == pytest.approx(1.0, abs=0.02) and watch.threshold(2) == watch.low_s
+
+
+async def test_when_the_pace_feeds_one_of_three_the_two_newest_are_told_at_once() -> None:
+    """Not one shed at a time while the first drains: at a third of the measured speed the machine feeds
+    about one of three, so once a buffer is under ``lead_s`` the two newest go together, newest first; while
+    every buffer holds more, nobody is shed yet (the slowdown may pass)."""
+    clock = Clock()
+    load = Load(workers=1)
+    load.calibrate(0.4)  # 2.5 listeners fed at the measured speed
+    admission = Admission("queue", lambda: 3, clock=clock)
+    watch = Watch(admission, Metrics(), load, clock=clock)
+    listeners = [Holder(name) for name in ("first", "second", "third")]
+    for who in listeners:
+        admission.enter(who)
+        who.lane.margin = 3.0
+        clock.now += 1
+    for _ in range(3):
+        load.observe_decode(3 * load.window_cost.seconds(40), 1.0)
+    assert 0.8 < load.feedable() < 1.5
+    assert watch.check() == [] and watch.check() == []  # seconds in hand everywhere
+    listeners[0].lane.margin = 1.8
+    watch.check()
+    clock.now += 0.2
+    assert watch.check() == [listeners[2], listeners[1]]
 
 
 async def test_a_lone_listener_and_listeners_without_work_are_never_shed() -> None:
@@ -129,7 +153,7 @@ async def test_a_lone_listener_and_listeners_without_work_are_never_shed() -> No
     idle.lane.has_work = False  # between sentences of its LLM
     alone.lane.margin = -1.0  # starving, but there is nobody to shed for it
     for _ in range(5):
-        assert watch.check() is None
+        assert watch.check() == []
         clock.now += 0.2
 
 

@@ -11,10 +11,13 @@ never go silent; and admission holds at most the listeners left for ``hold_s``, 
 Shedding is the last resort: only when two or more listeners have work, one at a time, ``cooldown_s``
 apart; logged and counted (``streamvoice_shed_listeners_total``).
 
-The threshold is ``low_s``, or more when the last windows show the machine slower than its measure
-(``Load.pace``, known within a window or two of the slowdown): where it now feeds F listeners and W have
-work, each buffer drains by d = 1 - F/W seconds a second, so a buffer is judged ``lead_s`` ahead of running
-dry (d x ``lead_s``), before it does: the harder the slowdown, the earlier the shed.
+The last windows show the machine slower than its measure within a window or two (``Load.pace``: their
+cost over what the window-cost fit predicts). Where at that pace it feeds F listeners and W have work, each
+buffer drains by d = 1 - F/W seconds a second. So: where F falls short of the established listeners and a
+buffer is under ``lead_s``, the F oldest are kept and the rest told at once, while the first still have
+seconds in hand (shed one at a time, the one kept drained further with every shed; the noisy neighbour left
+the first admitted silent ~300 ms after a single shed); and the margin threshold itself is d x ``lead_s``
+when that is above ``low_s``: the harder the slowdown, the earlier the shed.
 
 Degrading instead (larger, cheaper windows) is what the lanes already do when more listeners have work
 than the measure says fit (``Load.overloaded``); it helps at the margin but a listener still stalls when
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +63,7 @@ class Watch:
     period_s: float = 0.2
     low_s: float = 0.6  # less decoded ahead than this, while its work waits: the listener is starving
     lead_s: float = 2.0  # in a slowdown, a buffer is judged this long before it would run dry
+    pace_share: float = 0.9  # the pace says the machine feeds fewer than this share of those working
     confirm_s: float = 0.2  # starving at two looks in a row, not one (a window may land just after)
     first_window_s: float = 1.0  # what a piece's first window may take after a silence (the onset target)
     established_s: float = 2.0  # decoded this far past its start, a listener's buffer is its own to keep
@@ -69,8 +74,8 @@ class Watch:
     _starving_since: float | None = field(default=None, init=False)
     _calm_until: float = field(default=0.0, init=False)
 
-    def check(self) -> Listener | None:
-        """One look: the listener to shed now, if the machine no longer feeds them all."""
+    def check(self) -> list[Listener]:
+        """One look: the listeners to shed now, newest first (none while the machine feeds them all)."""
         now = self.clock()
         working = [
             (who, lane)
@@ -79,18 +84,37 @@ class Watch:
         ]
         if len(working) < 2 or now < self._calm_until:
             self._starving_since = None
-            return None
-        low_s = self.threshold(len(working))
-        if not any(self._at_risk(lane, now, low_s) for _, lane in working):
+            return []
+        keep = self._keep([lane for _, lane in working], now)
+        if keep is None:
             self._starving_since = None
-            return None
+            return []
         if self._starving_since is None:
             self._starving_since = now
         if now - self._starving_since < self.confirm_s:
-            return None
+            return []
         self._starving_since = None
         self._calm_until = now + self.cooldown_s
-        return cast(Listener, working[-1][0])  # the newest admitted with work
+        return [cast(Listener, who) for who, _ in reversed(working[keep:])]
+
+    def _keep(self, lanes: list[Lane], now: float) -> int | None:
+        """How many of the listeners with work (oldest first) to keep, when fewer than all can be fed.
+
+        At the present pace the machine feeds F listeners: where F is short of ``pace_share`` of the
+        established ones and a buffer is under ``lead_s``, the F oldest are kept and the rest told at once,
+        while the first still have seconds in hand (shed one by one, each shed coming as the first's buffer
+        ran low, the first admitted went silent after the last). Else a buffer under its threshold sheds the
+        newest."""
+        established = [lane for lane in lanes if self._established(lane)]
+        if self.load is not None and len(established) >= 2:
+            feedable = self.load.feedable()
+            draining = any(lane.margin_s(now, self.first_window_s) < self.lead_s for lane in established)
+            if feedable < self.pace_share * len(established) and draining:
+                return max(1, min(len(lanes) - 1, math.floor(feedable / self.pace_share)))
+        low_s = self.threshold(len(lanes))
+        if any(self._at_risk(lane, now, low_s) for lane in lanes):
+            return len(lanes) - 1
+        return None
 
     def threshold(self, working: int) -> float:
         """The margin under which an established listener is starving, with ``working`` listeners fed."""
@@ -99,14 +123,16 @@ class Watch:
         drain = max(0.0, 1.0 - self.load.feedable() / working)  # seconds lost per second, per buffer
         return max(self.low_s, self.lead_s * drain)
 
+    def _established(self, lane: Lane) -> bool:
+        """Decoded ``established_s`` past its work's start: while a listener's first seconds are decoded its
+        margin is small by nature (another's first window, due at once, goes ahead of it)."""
+        return lane.play_end >= lane.ready_at + self.established_s
+
     def _at_risk(self, lane: Lane, now: float, low_s: float) -> bool:
-        """Its listener is about to go silent for want of decoding. A buffer is judged once established:
-        while a listener's first seconds are decoded its margin is small by nature (another's first window,
-        due at once, goes ahead of it), so a fresh one counts only when it is already late."""
+        """Its listener is about to go silent for want of decoding: an established buffer under ``low_s``, or
+        a fresh listener already ``late_s`` past its onset target."""
         margin = lane.margin_s(now, self.first_window_s)
-        if lane.play_end >= lane.ready_at + self.established_s:
-            return margin < low_s
-        return margin < -self.late_s
+        return margin < low_s if self._established(lane) else margin < -self.late_s
 
     def shed(self, who: Listener) -> None:
         left = self.admission.admitted - 1
@@ -126,8 +152,7 @@ class Watch:
         while True:
             await asyncio.sleep(self.period_s)
             try:
-                chosen = self.check()
-                if chosen is not None:
+                for chosen in self.check():
                     self.shed(chosen)
             except Exception:  # a bug here must not end the watch
                 log.exception("the slowdown watch failed once")
