@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from streamvoice.engine.voices import parse_voice_spec
 from streamvoice.protocol import ErrorCode
-from streamvoice.server.core.requests import CHARS_PER_SECOND, ResolvedRequest
-from streamvoice.server.surfaces.rendering import speech_ends
+from streamvoice.server.core.requests import CHARS_PER_SECOND, ResolvedRequest, speech_ends
 from streamvoice.server.surfaces.session.message import TRANSITIONS, MessageState, refusal
 
 

@@ -8,9 +8,10 @@ the format cannot carry ``invalid_field``, whichever door the request came in by
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from streamvoice.engine.g2p import LanguagePackMissing
 from streamvoice.engine.kokoro import EngineError, KokoroEngine
@@ -68,6 +69,34 @@ def estimated_speech_s(chars: int, speed: float) -> float:
     """About how long ``chars`` of text take to say at ``speed``, before they are planned (what admission
     plans with)."""
     return chars / CHARS_PER_SECOND / max(speed, 0.1)
+
+
+class Holds(Protocol):
+    @property
+    def chars(self) -> int: ...
+
+
+class Queued(Protocol):
+    """An answer queued on a listener's lane: a session's message, a vendor connection's context."""
+
+    @property
+    def request(self) -> ResolvedRequest: ...
+
+    @property
+    def utterance(self) -> Holds: ...
+
+    @property
+    def first_audio_at(self) -> float | None: ...
+
+
+def speech_ends(answers: Sequence[Queued], play_end: float, now: float) -> float:
+    """When (monotonic) the audio of these queued answers will have played: what is decoded (``play_end``)
+    or, if later, an estimate of all of it, less what the one being spoken has already said. Estimated from
+    the text each utterance holds (streamed text as it arrived), never the request's."""
+    left = sum(estimated_speech_s(a.utterance.chars, a.request.speed) for a in answers)
+    if answers and answers[0].first_audio_at is not None:
+        left -= now - answers[0].first_audio_at
+    return now + max(left, play_end - now, 0.0)
 
 
 class Resolver:

@@ -5,10 +5,11 @@ never drift apart; free of any transport, so a surface on a raw socket (Wyoming)
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.lane import Lane
-from streamvoice.server.core.requests import estimated_speech_s
+from streamvoice.server.core.requests import ResolvedRequest, speech_ends
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Utterance
 
@@ -25,6 +26,15 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
             ErrorCode.SERVER_BUSY, f"the server holds {cap} sessions and streams; retry later"
         )
     return None
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """An HTTP answer as ``requests.speech_ends`` reads a queued one, counted from when it was asked."""
+
+    request: ResolvedRequest
+    utterance: Utterance
+    first_audio_at: float
 
 
 class Slot:
@@ -60,8 +70,7 @@ class Slot:
         if self.utterance is None:
             return now
         utterance = self.utterance
-        left = estimated_speech_s(utterance.chars, utterance.request.speed) - (now - self._since)
-        return now + max(left, utterance.lane.play_end - now, 0.0)
+        return speech_ends([_Asked(utterance.request, utterance, self._since)], utterance.lane.play_end, now)
 
     @property
     def held(self) -> bool:

@@ -8,15 +8,15 @@ above a second. When one falls under its threshold and stays there for ``confirm
 feeds them all: the newest admitted listener with work is shed (its answers end ``server_busy`` in its
 wire's own shape, with a retry hint the server can keep), so the others, whose buffers still hold audio,
 never go silent; and admission holds at most the listeners left for ``hold_s``, telling newcomers at once.
-Shedding is the last resort: only when two or more listeners have work, one at a time, ``cooldown_s``
-apart; logged and counted (``streamvoice_shed_listeners_total``).
+Shedding is the last resort: only when two or more listeners have work, ``cooldown_s`` apart; logged (with
+its reason) and counted (``streamvoice_shed_listeners_total``).
 
 The last windows show the machine slower than its measure within a window or two (``Load.pace``: their
 cost over what the window-cost fit predicts). Where at that pace it feeds F listeners and W have work, each
 buffer drains by d = 1 - F/W seconds a second. So: where F falls short of the established listeners, the F
-oldest are kept and the rest told at once, while the first still have seconds in hand (shed one at a time, the one kept drained further with every shed; the noisy neighbour left
-the first admitted silent ~300 ms after a single shed); and the margin threshold itself is d x ``lead_s``
-when that is above ``low_s``: the harder the slowdown, the earlier the shed.
+oldest are kept and the rest shed together, while the first still have seconds in hand; and the margin
+threshold itself is d x ``lead_s`` when that is above ``low_s``: the harder the slowdown, the earlier the
+shed.
 
 Degrading instead (larger, cheaper windows) is what the lanes already do when more listeners have work
 than the measure says fit (``Load.overloaded``); it helps at the margin but a listener still stalls when
@@ -103,11 +103,11 @@ class Watch:
         At the present pace the machine feeds F listeners: where F is short of ``pace_share`` of the
         established ones, the F oldest are kept and the rest told at once, within a window or two of the
         slowdown and while the first still have seconds in hand (shed one by one, each as the first's buffer
-        ran low, the first admitted went silent after the last). Admission counts 0.85 of the measure, so
-        this takes a pace above ~1.3 (windows 30% dearer than measured); with two listeners and nothing
-        else running it stayed within 0.8-1.1 (``bench.noisy_neighbour --busy 0``: the logged reason of its
-        sheds, at the start of two answers, was a buffer, not the pace). Else a buffer under its threshold
-        sheds the newest."""
+        ran low, the first admitted went silent ~300 ms after the last). Admission counts 0.85 of the
+        measure, so this takes a pace above ~1.3 (windows 30% dearer than measured); with two listeners
+        and nothing else running it stayed within 0.8-1.1 (``bench.noisy_neighbour --busy 0``: the logged
+        reason of its sheds, at the start of two answers, was a buffer, not the pace). Else a buffer under its
+        threshold sheds the newest."""
         established = sum(1 for lane in lanes if self._established(lane))
         if self.load is not None and established >= 2:
             feedable = self.load.feedable()

@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
 from streamvoice.server.core.heard import Heard, Timeline, played_of
 from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.requests import speech_ends
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted
 from streamvoice.server.surfaces.answer import Answer, Renderer
-from streamvoice.server.surfaces.rendering import Sound, encoded_events, speech_ends
+from streamvoice.server.surfaces.rendering import Sound, encoded_events
 from streamvoice.server.surfaces.transport import Disconnected, Transport, run_reader_and_writer
 
 log = logging.getLogger("streamvoice.connection")

@@ -2,22 +2,20 @@
 first audio timed (the time-to-first-audio metric, on every surface), the encoder's tail before the end.
 
 Every wire renders these events, never the utterance's raw ones: a socket wire through ``connection``'s
-render methods, an HTTP answer through ``http_stream``. ``speech_ends`` is admission's estimate of when a
-listener's queued answers will have played, from the text each utterance holds.
+render methods, an HTTP answer through ``http_stream``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from streamvoice.audio.output import AudioOutput
 from streamvoice.server.core.piece_audio import Words
-from streamvoice.server.core.requests import ResolvedRequest, estimated_speech_s
+from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted, Utterance
 
 
@@ -55,31 +53,3 @@ async def encoded_events(
                 yield event
             else:
                 yield event
-
-
-class Holds(Protocol):
-    @property
-    def chars(self) -> int: ...
-
-
-class Queued(Protocol):
-    """An answer queued on a listener's lane: a session's message, a vendor connection's context."""
-
-    @property
-    def request(self) -> ResolvedRequest: ...
-
-    @property
-    def utterance(self) -> Holds: ...
-
-    @property
-    def first_audio_at(self) -> float | None: ...
-
-
-def speech_ends(answers: Sequence[Queued], play_end: float, now: float) -> float:
-    """When (monotonic) the audio of these queued answers will have played: what is decoded (``play_end``)
-    or, if later, an estimate of all of it, less what the one being spoken has already said. Estimated from
-    the text each utterance holds (streamed text as it arrived), never the request's."""
-    left = sum(estimated_speech_s(a.utterance.chars, a.request.speed) for a in answers)
-    if answers and answers[0].first_audio_at is not None:
-        left -= now - answers[0].first_audio_at
-    return now + max(left, play_end - now, 0.0)
