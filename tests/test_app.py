@@ -110,5 +110,8 @@ def test_an_unknown_route_is_answered_in_its_wires_error_shape(speech_server: Ru
     assert "'/'" in r.json()["detail"]["message"]
     r = httpx.get(speech_server.url + "/no/such/route")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    # In plain English (it said "the server has no this route").
+    assert r.json()["error"]["message"] == "GET /no/such/route: this server has no such route"
     r = httpx.get(speech_server.url + "/invocations")  # a route, not this method
     assert r.status_code == 405 and r.json()["error"]["code"] == "not_found"
+    assert r.json()["error"]["message"] == "GET /invocations: this route does not take that method"

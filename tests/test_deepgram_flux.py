@@ -125,7 +125,7 @@ def test_an_interrupt_says_what_was_heard(  # type: ignore[no-untyped-def]
                 whole += reply
     assert message.audio_played_ms == offset
     assert message.text_spoken and message.text_remaining
-    assert f"{message.text_spoken} {message.text_remaining}" == text
+    assert message.text_spoken + message.text_remaining == text  # exact: nothing lost at the cut
     assert message.metadata.input_character_count == len(text) + 1  # each word sent with a space
     timed = transcriber.words(pcm16(bytes(whole)), RATE, language=lang)
     before = " ".join(word for word, start, end in timed if (start + end) / 2 <= offset)
@@ -193,6 +193,28 @@ def test_interrupt_refusals_follow_deepgrams_codes_and_the_session_goes_on(
         ws.send(json.dumps({"type": "Close"}))
         summary = _until(ws, "SessionMetadata")
         assert summary["total_audio_duration_ms"] >= 1600
+
+
+def test_an_interrupt_behind_one_that_found_nothing_playing_is_refused_not_crashed(
+    vendor_server: RunningServer,
+) -> None:
+    """An Interrupt past everything moved the timeline's floor without an ``interrupted_at``: the next one,
+    backwards, formatted ``None`` and answered ``INTERNAL_ERROR``."""
+    with _socket(vendor_server) as ws:
+        assert json.loads(ws.recv(timeout=30))["type"] == "Connected"
+        ws.send(json.dumps({"type": "Speak", "text": "Hi there."}))
+        ws.send(json.dumps({"type": "Flush"}))
+        _until(ws, "Flushed")
+        ws.send(json.dumps({"type": "Interrupt", "playback_offset": {"type": "time_ms", "value": 999999}}))
+        assert _until(ws, "Warning")["code"] == "NO_ACTIVE_SPEECH"
+        ws.send(json.dumps({"type": "Interrupt", "playback_offset": {"type": "time_ms", "value": 10}}))
+        warning = _until(ws, "Warning")
+        assert (
+            warning["code"] == "INVALID_INTERRUPT_OFFSET"
+            and "does not advance past" in warning["description"]
+        )
+        ws.send(json.dumps({"type": "Close"}))
+        assert _until(ws, "SessionMetadata")["total_audio_duration_ms"] > 0  # the session went on to its end
 
 
 def test_a_bad_speed_in_the_query_is_refused_with_an_error_that_says_why(

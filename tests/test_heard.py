@@ -25,23 +25,33 @@ def test_a_word_is_heard_when_half_of_it_was_played() -> None:
 def test_the_split_keeps_the_callers_written_form_and_punctuation() -> None:
     written = "It costs $4.50, she said.  Then at 14h30 we left."
     words = _times("It", "costs", "$4.50,", "she", "said.", "Then", "at", "14h30", "we", "left.")
-    assert split_written(written, words, 500) == ("It costs $4.50,", "she said.  Then at 14h30 we left.")
+    assert split_written(written, words, 500) == ("It costs $4.50,", " she said.  Then at 14h30 we left.")
     assert split_written(written, words, 0) == ("", written)
     assert split_written(written, words, 99_999) == (written, "")
+
+
+def test_heard_and_unheard_give_back_the_text_character_for_character() -> None:
+    # Both halves were stripped at the cut: "Well, $4.50" + "at 14h30..." lost the space between them.
+    written = "  Well, $4.50 at 14h30,\n\tthen  home. "
+    words = _times("Well,", "$4.50", "at", "14h30,", "then", "home.")
+    for played_ms in range(0, 1400, 50):
+        heard, unheard = split_written(written, words, played_ms)
+        assert heard + unheard == written
+    assert split_written(written, words, 300) == ("  Well, $4.50", " at 14h30,\n\tthen  home. ")
 
 
 def test_a_short_word_is_found_as_a_whole_token_not_inside_a_longer_one() -> None:
     written = "that a cat sat"
     words = _times("that", "a", "cat", "sat")
-    assert split_written(written, words, 300) == ("that a", "cat sat")
+    assert split_written(written, words, 300) == ("that a", " cat sat")
 
 
 def test_a_word_said_in_another_form_moves_the_cut_no_further() -> None:
     # where the model's words could not be put back on the caller's (a spoken form), the cut stays put
     written = "Pay $12 now please"
     words = _times("Pay", "twelve", "dollars", "now", "please")
-    assert split_written(written, words, 500) == ("Pay", "$12 now please")
-    assert split_written(written, words, 700) == ("Pay $12 now", "please")
+    assert split_written(written, words, 500) == ("Pay", " $12 now please")
+    assert split_written(written, words, 700) == ("Pay $12 now", " please")
 
 
 def test_text_without_spaces_is_split_inside_a_run() -> None:
@@ -56,7 +66,7 @@ def test_streamed_text_that_was_never_spoken_is_unheard() -> None:
         transcript.wrote(token)
     transcript.said(_times("Hello", "there,"))  # the rest had arrived but was not spoken yet
     cut = transcript.split(10_000)
-    assert (cut.heard, cut.unheard) == ("Hello there,", "friend. More to come")
+    assert (cut.heard, cut.unheard) == ("Hello there,", " friend. More to come")
 
 
 def test_a_piece_without_word_times_is_spread_over_its_audio() -> None:

@@ -157,8 +157,8 @@ class Conversations:
             self._add(conversation, Said("user", playing.prompt))
         playing.cut = Interrupted(round(played, 1), heard, unheard)
         playing.stopped.set()
-        if heard:
-            self._add(conversation, Said("assistant", heard, cut_off=True))
+        if heard.strip():
+            self._add(conversation, Said("assistant", heard.strip(), cut_off=True))
         return playing.cut
 
     def answered(self, conversation: Conversation, playing: Playing) -> None:

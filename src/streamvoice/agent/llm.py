@@ -47,9 +47,24 @@ History = Sequence[Past]
 CUT_OFF = " [interrupted: the user heard only this much]"  # what the model reads after a cut answer
 
 
+# What frames a turn for the model: the local model's few-shot "Question:"/"Answer:" and the cut-off marker.
+# Matched in any case and with spaces before the colon ("qUeStIoN :").
+_FRAME_MARKERS = re.compile(r"(?i)(?:question|answer)\s*:|\[\s*interrupted\s*:")
+
+
+def defanged(text: str) -> str:
+    """``text`` with every frame marker removed until none is left: removing once let nesting rebuild one
+    ("QuesQuestion:tion:" became "Question:"). Checked by ``pytest tests/test_llm.py``."""
+    while (stripped := _FRAME_MARKERS.sub("", text)) != text:
+        text = stripped
+    return text
+
+
 def said(entry: Past) -> str:
-    """An entry as the model reads it: a cut answer says so, so the model does not assume the rest was heard."""
-    return entry.text + CUT_OFF if entry.cut_off else entry.text
+    """An entry as the model reads it: a cut answer says so, so the model does not assume the rest was heard;
+    no entry can forge the frame or the marker (``defanged``)."""
+    text = defanged(entry.text)
+    return text + CUT_OFF if entry.cut_off else text
 
 
 class TextSource(Protocol):
@@ -290,15 +305,17 @@ def with_history(history: History, question: str) -> str:
     while entries and entries[0].role != "user":
         entries.pop(0)  # a pair starts with its question
     text = "".join(
-        f"Question: {_one_line(e.text)}\n" if e.role == "user" else f"Answer: {_one_line(said(e))}\n\n"
+        f"Question: {_one_line(e.text)}\n"
+        if e.role == "user"
+        else f"Answer: {_one_line(e.text)}{CUT_OFF if e.cut_off else ''}\n\n"
         for e in entries
     )
-    return (text + f"Question: {question}").removeprefix("Question: ")
+    return (text + f"Question: {_one_line(question)}").removeprefix("Question: ")
 
 
 def _one_line(prompt: str) -> str:
     """Keep a caller's prompt from rewriting the few-shot frame around it."""
-    return " ".join(prompt.replace("Question:", "").replace("Answer:", "").split())[:500]
+    return " ".join(defanged(prompt).split())[:500]
 
 
 def default_gguf_path() -> str:

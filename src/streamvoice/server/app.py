@@ -133,17 +133,15 @@ async def not_found(request: Request, exc: Exception) -> Response:
     """No such route (or method), in the error shape of the wire its path belongs to, never Starlette's plain
     text: a voice id with "/" in it took ElevenLabs' clients to a bare "Not Found"."""
     path = request.url.path
-    method = "this method" if getattr(exc, "status_code", 404) == 405 else "this route"
+    status = getattr(exc, "status_code", 404)
+    what = "this route does not take that method" if status == 405 else "this server has no such route"
     hint = (
         " (a voice id never contains '/': GET /v1/voices lists them)"
         if path.startswith("/v1/text-to-speech/")
         else ""
     )
-    error = ProtocolError(
-        ErrorCode.NOT_FOUND, f"{request.method} {path[:100]}: the server has no {method}{hint}"
-    )
+    error = ProtocolError(ErrorCode.NOT_FOUND, f"{request.method} {path[:100]}: {what}{hint}")
     shape = next((f for prefix, f in SHAPES if path.startswith(prefix)), openai_shape)
-    status = getattr(exc, "status_code", 404)
     return JSONResponse(shape(error), status_code=status)
 
 

@@ -42,15 +42,17 @@ def heard_words(words: Sequence[Timed], played_ms: float) -> int:
 
 
 def split_written(written: str, words: Sequence[Timed], played_ms: float) -> tuple[str, str]:
-    """The text cut after the last word heard: (heard, unheard), each stripped. A word that is not in the
-    text as written (a form the model said differently) moves the cut no further."""
+    """The text cut right after the last word heard: (heard, unheard), exact, so ``heard + unheard ==
+    written`` character for character (the space after the cut begins the unheard part; a caller that
+    resends the unheard part as it is loses nothing). A word that is not in the text as written (a form the
+    model said differently) moves the cut no further."""
     cut = 0
     at = 0
     for word in words[: heard_words(words, played_ms)]:
         found = _find(written, word.word, at)
         if found is not None:
             at = cut = found
-    return written[:cut].strip(), written[cut:].strip()
+    return written[:cut], written[cut:]
 
 
 def _find(text: str, word: str, start: int) -> int | None:

@@ -176,13 +176,14 @@ class FluxSocket(ContextSocket):
             self.notice(_warn("INTERRUPT_IN_PROGRESS", "the last Interrupt is still stopping its turns"))
             return
         floor_ms = self.timeline.ms(self.timeline.floor)
-        if offset is not None and (
-            (self.interrupted_at is not None and offset <= self.interrupted_at) or offset < floor_ms
-        ):
+        # The player cannot go back: past the last cut (the timeline's floor, moved by any cut, one that
+        # found nothing playing included) and past the last Interrupt's offset.
+        bar = max(floor_ms, self.interrupted_at if self.interrupted_at is not None else floor_ms)
+        if offset is not None and (offset < floor_ms or (self.interrupted_at is not None and offset <= bar)):
             self.notice(
                 _warn(
                     "INVALID_INTERRUPT_OFFSET",
-                    f"playback_offset {offset:g} does not advance past {self.interrupted_at:g}, where the last "
+                    f"playback_offset {offset:g} does not advance past {bar:g}, where the last "
                     "Interrupt left the player (count the session's audio played, without what an interrupt "
                     "dropped)",
                 )
