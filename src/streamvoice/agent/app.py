@@ -30,6 +30,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from streamvoice import log_redaction
 from streamvoice.agent.conversations import Conversations, conversation_id, owner_of
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
@@ -244,6 +245,7 @@ class AgentApp(BedrockAgentCoreApp):
 
 def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> AgentApp:
     cfg = config or AgentConfig.from_env()
+    log_redaction.install()  # no key in any log line, whatever logger writes it
     middleware = [
         Middleware(HostAllowList, hosts=cfg.allowed_hosts),
         Middleware(BodyLimit, max_bytes=cfg.max_body_bytes, token=cfg.auth_token),

@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from streamvoice import log_redaction
 from streamvoice.asgi import BodyLimit, ErrorShape, error_response, openai_shape
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
@@ -48,6 +49,7 @@ log = logging.getLogger("streamvoice.server")
 
 def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None = None) -> Starlette:
     config = config or ServerConfig.from_env()
+    log_redaction.install()  # however the app is run: no key in any log line
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

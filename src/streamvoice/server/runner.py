@@ -9,8 +9,8 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from streamvoice import log_redaction
 from streamvoice.engine.kokoro import KokoroEngine
-from streamvoice.server import access_log
 from streamvoice.server.app import create_app
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.core.service import SpeechService
@@ -69,7 +69,7 @@ class DrainingServer:
         self._draining = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.server = _Server(uvicorn.Config(app, host=host, port=port, **kwargs))
-        access_log.install()  # after the Config: it configures uvicorn's loggers
+        log_redaction.install()  # no key in any log line (``create_app`` installs it too)
 
     def request_shutdown(self) -> None:
         """What a signal does; callable from any thread."""

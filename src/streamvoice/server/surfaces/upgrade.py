@@ -7,7 +7,7 @@ A browser cannot set headers on a WebSocket, so each vendor's browser clients pu
 (``BrowserKey``): Cartesia's in the query (``api_key``, ``access_token``), Deepgram's as the subprotocols
 ``token, KEY`` (the scheme is echoed back on accept, or the browser closes the socket), ElevenLabs' as
 ``xi_api_key`` in the first message (the socket is accepted and closed 1008 if the first message, due
-within ``BODY_TIMEOUT_S``, does not carry it). No key is ever logged (``server/access_log.py``).
+within ``BODY_TIMEOUT_S``, does not carry it). No key is ever logged, by any logger (``log_redaction``).
 Checked by ``pytest tests/test_browser_keys.py`` and each wire's tests."""
 
 from __future__ import annotations
