@@ -13,6 +13,7 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from starlette.responses import JSONResponse, StreamingResponse
 
@@ -32,6 +33,13 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def header_value(text: str, limit: int = 200) -> str:
+    """A value taken from a request, made safe to echo in a response header: printable ASCII kept, any other
+    character (non-ASCII, CR, LF, controls) percent-encoded as UTF-8, at most ``limit`` characters. A raw
+    ``model=☃`` echoed in ``dg-model-name`` failed to encode after the answer had taken its slot (#47)."""
+    return quote(text, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")[:limit]
 
 
 def _retry_after(exc: ProtocolError) -> dict[str, str]:

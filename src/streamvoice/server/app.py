@@ -29,13 +29,22 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from streamvoice import log_redaction
-from streamvoice.asgi import BodyLimit, ErrorShape, error_response, openai_shape
+from streamvoice.asgi import (
+    ASGIApp,
+    BodyLimit,
+    ErrorShape,
+    Receive,
+    Scope,
+    Send,
+    error_response,
+    openai_shape,
+)
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.config import ServerConfig, startup_notes
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import unavailable
+from streamvoice.server.core.slots import holding, unavailable
 from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations
 from streamvoice.server.surfaces.guards import listing_service, service_of
 from streamvoice.server.surfaces.openai import captioned
@@ -110,16 +119,32 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         ],
         lifespan=lifespan,
         middleware=[
+            Middleware(Holding),
             Middleware(
                 BodyLimit,
                 max_bytes=config.max_body_bytes,
                 token=config.auth_token,
                 timeout_s=config.body_timeout_s,
                 shapes=SHAPES,
-            )
+            ),
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
+
+
+class Holding:
+    """Each request and each connection owns every slot reserved while it is served (``slots.holding``):
+    whatever a surface did not give back is given back when it ends, however it ends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        with holding(f"{scope['type']} {str(scope.get('path', ''))[:100]}"):
+            await self.app(scope, receive, send)
 
 
 # A vendor's routes answer errors in its own shape (the body guard and unknown routes alike).

@@ -4,7 +4,11 @@ never drift apart; free of any transport, so a surface on a raw socket (Wyoming)
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from streamvoice.protocol import ErrorCode, ProtocolError
@@ -12,6 +16,8 @@ from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import ResolvedRequest, speech_ends
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Utterance
+
+log = logging.getLogger("streamvoice.server")
 
 
 def unavailable(service: SpeechService | None, new_work: bool = True) -> ProtocolError | None:
@@ -113,12 +119,58 @@ class Slot:
             metrics.active_streams += delta
 
 
+class Holdings:
+    """Every slot reserved while one request or connection is served: the one owner of their lifetime.
+
+    A surface gives its slot back where its answer ends; whatever it did not give back (an exception at any
+    step after the reservation, a client gone, a cancelled task) is given back here when the request or
+    connection ends, its answer stopped. A response header that failed to encode after the slot and the
+    synthesis were taken kept both for good, and every later caller was refused (issue #47); now no path
+    out of a request can keep a slot (``tests/test_holdings.py`` injects a failure at each step)."""
+
+    def __init__(self) -> None:
+        self.slots: list[Slot] = []
+
+    def release_all(self) -> int:
+        """Give back what is still held, its answer stopped; how many were."""
+        kept = [slot for slot in self.slots if slot.held]
+        for slot in kept:
+            if slot.utterance is not None:
+                slot.utterance.cancel()
+            slot.release()
+        self.slots.clear()
+        return len(kept)
+
+
+_HOLDINGS: contextvars.ContextVar[Holdings | None] = contextvars.ContextVar("holdings", default=None)
+
+
+@contextlib.contextmanager
+def holding(what: str) -> Iterator[Holdings]:
+    """Serve one request or connection (``what``, for the log) owning every slot reserved inside it, in any
+    task it starts: each is given back when this ends, however it ends."""
+    holdings = Holdings()
+    token = _HOLDINGS.set(holdings)
+    try:
+        yield holdings
+    finally:
+        _HOLDINGS.reset(token)
+        if (kept := holdings.release_all()) > 0:
+            log.warning(
+                "%s ended holding %d slot(s) its surface did not give back: given back now", what, kept
+            )
+
+
 def reserve(service: SpeechService | None, kind: str = "stream") -> Slot:
-    """Room for new work now, or the reason there is none (``unavailable``), as a ``ProtocolError``.
+    """Room for new work now, or the reason there is none (``unavailable``), as a ``ProtocolError``; owned
+    by the request or connection being served (``holding``), which gives it back if nothing else does.
 
     The check and the count happen with no ``await`` between them: on one event loop that makes the cap
     exact however many callers arrive at once."""
     if (problem := unavailable(service)) is not None:
         raise problem
     assert service is not None
-    return Slot(service, kind)
+    slot = Slot(service, kind)
+    if (holdings := _HOLDINGS.get()) is not None:
+        holdings.slots.append(slot)
+    return slot

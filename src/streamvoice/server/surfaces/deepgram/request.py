@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from streamvoice.asgi import header_value
 from streamvoice.protocol import (
     SAMPLE_RATES,
     ErrorCode,
@@ -134,7 +135,7 @@ def speak_call(default_model: str, speed_of: Speed) -> Callable[[Request], Any]:
 
         headers = {
             "dg-request-id": str(uuid.uuid4()),
-            "dg-model-name": request.query_params.get("model") or default_model,
+            "dg-model-name": header_value(request.query_params.get("model") or default_model),
         }
         return await audio_answer(request, parse, _media, http_error, headers)
 

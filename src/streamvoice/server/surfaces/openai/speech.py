@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from streamvoice.asgi import error_response
+from streamvoice.asgi import error_response, header_value
 from streamvoice.engine.g2p.packs import NEEDS as LANGUAGE_PACKS
 from streamvoice.engine.g2p.packs import status as pack_status
 from streamvoice.engine.voices import LANGUAGES
@@ -169,7 +169,9 @@ def usage(text: str, samples: int, sample_rate: int) -> dict[str, int]:
 
 
 def request_id_headers(request: Request) -> dict[str, str]:
-    return {"x-request-id": request.headers.get("x-request-id") or f"req_{uuid.uuid4().hex[:20]}"}
+    """The caller's request id echoed (made safe for a header), else a new one."""
+    echoed = request.headers.get("x-request-id")
+    return {"x-request-id": header_value(echoed) if echoed else f"req_{uuid.uuid4().hex[:20]}"}
 
 
 def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, SpeechRequest]:

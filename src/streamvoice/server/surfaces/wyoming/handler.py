@@ -47,7 +47,7 @@ from streamvoice import __version__
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_voice
 from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import Slot, reserve
+from streamvoice.server.core.slots import Slot, holding, reserve
 from streamvoice.server.core.utterance import Completed, Utterance
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.connection import Connection
@@ -292,6 +292,10 @@ class SpeechHandler(AsyncEventHandler):
         self._on_close = on_close
 
     async def run(self) -> None:
+        with holding("wyoming connection"):  # every slot its utterances reserved is given back at its end
+            await self._serve()
+
+    async def _serve(self) -> None:
         transport = TcpTransport(self.reader, self.writer, self.service)
         try:
             if self._refuse is not None:
