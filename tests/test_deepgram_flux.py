@@ -217,6 +217,41 @@ def test_an_interrupt_behind_one_that_found_nothing_playing_is_refused_not_crash
         assert _until(ws, "SessionMetadata")["total_audio_duration_ms"] > 0  # the session went on to its end
 
 
+async def test_a_burst_of_answered_frames_from_a_client_that_reads_is_answered_whole(
+    vendor_server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5,000 ``Interrupt``/``Configure`` frames in a fraction of a second, read all along: closed 1008 "too
+    many unanswered frames" after 2,606 replies, because the reader drained the socket before the writer had
+    a turn. The cap is for clients that read nothing (``test_contexts.py``): this one gets every answer.
+    The cap is made small here so that any machine's burst outruns the writer, as that one's did."""
+    from websockets.asyncio.client import connect as aconnect
+
+    from streamvoice.server.surfaces import connection
+
+    monkeypatch.setattr(connection, "MAX_PENDING_REPLIES", 8)
+
+    url = vendor_server.url.replace("http", "ws", 1) + "/v2/speak?model=flux-alexis-en&encoding=linear16"
+    async with aconnect(url, additional_headers={"Authorization": f"Token {TOKEN}"}, max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "Connected"
+        replies: list[str] = []
+
+        async def read() -> None:
+            while True:
+                message = json.loads(await ws.recv())
+                replies.append(message["type"])
+                if message["type"] == "SessionMetadata":
+                    return
+
+        reader = asyncio.create_task(read())
+        burst = [json.dumps({"type": "Interrupt"}), json.dumps({"type": "Configure", "speed": 1.1})] * 2_500
+        for frame in burst:
+            await ws.send(frame)
+        await ws.send(json.dumps({"type": "Close"}))
+        await asyncio.wait_for(reader, 120)
+    assert replies.count("Warning") == 2_500 and replies.count("ConfigureSuccess") == 2_500
+    assert replies[-1] == "SessionMetadata"
+
+
 def test_a_bad_speed_in_the_query_is_refused_with_an_error_that_says_why(
     vendor_server: RunningServer,
 ) -> None:

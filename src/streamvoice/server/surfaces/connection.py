@@ -8,8 +8,10 @@ they were opened, on one listener lane. What is written here once, and nowhere e
   the reader queued, in order, so audio never interleaves and every answer gets exactly one ending;
 - ``idle_timeout_s`` without a frame (while nothing is queued) and ``session_lifetime_s`` end the
   connection, told in the wire's shape first (``closing_frame``);
-- at most ``MAX_PENDING_REPLIES`` replies wait unsent: past it the client reads nothing, no answer can reach
-  it, so the connection closes at once, its answers cancelled and its listener slot freed;
+- at most ``MAX_PENDING_REPLIES`` replies wait unsent: past it the reader waits for the writer to catch up
+  (a client that floods while it reads is slowed, never closed); only when a send has stalled for
+  ``STALLED_SEND_S`` with the replies past the cap (the client reads nothing, no answer can reach it) does
+  the connection close at once, its answers cancelled and its listener slot freed;
 - a client that stops reading is closed by the transport (1008 after ``send_timeout_s``);
 - the admission gate (one planner per connection, in answer order; a listener slot held before planning),
   and the slot given back when the connection goes idle or away;
@@ -44,9 +46,12 @@ from streamvoice.server.surfaces.transport import Disconnected, Transport, run_r
 
 log = logging.getLogger("streamvoice.connection")
 
-# Replies waiting to be sent beyond which a client that sends frames but reads nothing is closed (1008):
-# the reader keeps reading, so this, not TCP, bounds what such a client can make the server hold.
+# Replies waiting to be sent beyond which the reader waits for the writer; a client that sends frames but
+# reads nothing is closed (1008) once a send has stalled this long past the cap. Judged by what the client
+# does not read, not by what the writer has not had its turn to write: a burst of 5,000 answered frames
+# from a client reading all along was closed after 2,606 replies (``tests/test_connection.py``).
 MAX_PENDING_REPLIES = 1024
+STALLED_SEND_S = 2.0
 # Finished answers remembered for a cut: their audio may still be playing (sent ahead of the player).
 RECENT_ANSWERS = 8
 
@@ -95,6 +100,8 @@ class Connection[F](Renderer[F]):
         self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
         # A browser's key that its first frame must carry (``upgrade.BrowserKey.first_message``), else None.
         self.key_due: str | None = None
+        self._sending = 0  # sends in flight (the writer's and the notices')
+        self._sent = asyncio.Event()  # set by each frame that leaves
 
     # -- the wire's side ----------------------------------------------------------------------------
     async def on_frame(self, frame: F) -> bool:
@@ -290,7 +297,7 @@ class Connection[F](Renderer[F]):
                 self.cancel()
                 await self._outbox.put(Closing(1000, "client went away"))
                 return
-            if self._outbox.qsize() + self._notices.qsize() > MAX_PENDING_REPLIES:
+            if not await self._room_for_replies():
                 self.service.metrics.count_error("too_many_pending")
                 self._aborted = (1008, "too many unanswered frames")  # closed at once, answers cancelled
                 self.cancel()
@@ -314,6 +321,30 @@ class Connection[F](Renderer[F]):
                 self.count_error(internal)
                 self.refused(internal)
 
+    def _pending(self) -> int:
+        return self._outbox.qsize() + self._notices.qsize()
+
+    async def _room_for_replies(self) -> bool:
+        """True once the replies waiting fit under the cap (at once, unless the client floods); False when
+        they do not and a send has been stuck for ``STALLED_SEND_S``: the client reads nothing."""
+        while self._pending() > MAX_PENDING_REPLIES:
+            self._sent.clear()
+            try:
+                await asyncio.wait_for(self._sent.wait(), STALLED_SEND_S)
+            except TimeoutError:
+                if self._sending:
+                    return False
+        return True
+
+    async def _deliver(self, frame: F) -> None:
+        """Every frame leaves here: what the reader's cap watches (``_room_for_replies``)."""
+        self._sending += 1
+        try:
+            await self.transport.send(frame)
+        finally:
+            self._sending -= 1
+        self._sent.set()
+
     async def _write_loop(self) -> None:
         try:
             while True:
@@ -332,7 +363,7 @@ class Connection[F](Renderer[F]):
                 if isinstance(item, _Reply):
                     frame = item.frame() if callable(item.frame) else item.frame
                     if frame is not None:
-                        await self.transport.send(frame)
+                        await self._deliver(frame)
                     continue
                 try:
                     await self._answer(item)
@@ -366,7 +397,7 @@ class Connection[F](Renderer[F]):
     async def _notice_loop(self) -> None:
         try:
             while True:
-                await self.transport.send(await self._notices.get())
+                await self._deliver(await self._notices.get())
         except Disconnected:
             self.cancel()
 
@@ -435,7 +466,7 @@ class Connection[F](Renderer[F]):
 
     async def _send(self, frames: list[F]) -> None:
         for frame in frames:
-            await self.transport.send(frame)
+            await self._deliver(frame)
 
 
 @dataclass(frozen=True)
