@@ -17,6 +17,7 @@ from websockets.asyncio.client import connect
 from streamvoice.agent.conversations import Bounds, Conversations, Playing, Said, WordTime, owner_of
 from streamvoice.agent.llm import CUT_OFF, ScriptedTextSource, said, with_history
 from streamvoice.client.sse import aiter_sse
+from streamvoice.protocol import ErrorCode, ProtocolError
 from tests.helpers import RunningServer, start_agent
 
 ANSWER = (
@@ -47,19 +48,47 @@ def test_history_is_bounded_by_turns_and_characters() -> None:
     assert [len(s.text) for s in conversation.history] == [100]
 
 
-def test_conversations_expire_when_idle_and_are_bounded_in_number() -> None:
+def test_conversations_expire_when_idle_and_a_caller_past_its_bound_forgets_its_own() -> None:
     clock = Clock()
-    conversations = Conversations(Bounds(idle_s=60, max_conversations=3), clock=clock)
+    conversations = Conversations(Bounds(idle_s=60, max_per_caller=3), clock=clock)
     first = conversations.open("me", "a")
     conversations.answered(first, Playing("hello", text="hi"))
     clock.now += 30
     assert conversations.history("me", "a")  # still there
     for cid in ("b", "c", "d"):
         conversations.open("me", cid)
-    assert len(conversations) == 3 and not conversations.history("me", "a")  # the longest idle went
+    assert len(conversations) == 3 and not conversations.history("me", "a")  # my own longest idle went
     clock.now += 61
     conversations.open("me", "e")
     assert len(conversations) == 1  # the rest expired
+
+
+def test_one_callers_activity_never_evicts_anothers_history() -> None:
+    """As one caller, 1,001 interrupts naming new ids evicted another caller's conversation from a single
+    LRU of 1,000 (her interrupt then found nothing while her answer played on)."""
+    conversations = Conversations(Bounds(max_conversations=10, max_per_caller=4))
+    hers = conversations.open("her", "mine")
+    conversations.answered(hers, Playing("hello", text="hi there"))
+    for i in range(1_001):  # interrupts create nothing
+        found = conversations.find("attacker", f"x-{i}")
+        assert found is None
+    assert len(conversations) == 1
+    for i in range(1_001):  # turns: the attacker's own oldest go, past its bound
+        conversations.open("attacker", f"x-{i}")
+    assert len(conversations) == 5 and conversations.history("her", "mine")
+    for caller in (
+        "b",
+        "c",
+    ):  # more callers fill the room; then a new conversation is refused, no one evicted
+        for i in range(4):
+            try:
+                conversations.open(caller, str(i))
+            except ProtocolError as exc:
+                assert exc.code == ErrorCode.SERVER_BUSY and "retry" in exc.message
+    assert len(conversations) == 10 and conversations.history("her", "mine")
+    with pytest.raises(ProtocolError):
+        conversations.open("d", "new")
+    assert conversations.open("her", "mine") is hers  # hers continues
 
 
 def test_an_id_that_is_another_callers_is_a_different_empty_conversation() -> None:

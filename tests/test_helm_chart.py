@@ -26,6 +26,7 @@ EVERYTHING = [
     "--set",
     "autoscaling.enabled=true,agent.enabled=true,route.enabled=true,wyoming.enabled=true,"
     "metrics.serviceMonitor.enabled=true,speech.authToken.existingSecret=speech-token,"
+    "agent.authToken.existingSecret=agent-token,"
     "speech.extraEnv.PAUSE_SENTENCE_MS=350",
     "--set-json",
     'route.parentRefs=[{"name": "public", "namespace": "gateway-system"}]',
@@ -157,3 +158,20 @@ def test_pods_run_unprivileged_with_the_model_from_a_verified_download() -> None
     volume = render("--set", "model.source=volume,model.existingClaim=kokoro")
     (deployment,) = [d for d in by_kind(volume, "Deployment") if d["metadata"]["name"].endswith("-speech")]
     assert "initContainers" not in deployment["spec"]["template"]["spec"]
+
+
+def test_the_agent_is_rendered_only_with_a_key_or_an_explicit_gateway() -> None:
+    """Without a key the agent refuses to serve beyond loopback (``agent.app.exposure``): the chart says so
+    at render time instead of shipping a pod that would exit."""
+    refused = subprocess.run(
+        [helm(), "template", "t", str(CHART), "--set", "agent.enabled=true"], capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "agent.authToken.existingSecret" in refused.stderr
+    for extra, name in (
+        ("agent.authToken.existingSecret=agent-token", "STREAMVOICE_AGENT_TOKEN"),
+        ("agent.allowUnauthenticated=true", "STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED"),
+    ):
+        docs = render("--set", f"agent.enabled=true,{extra}")
+        (deployment,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"].endswith("-agent")]
+        env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert name in env

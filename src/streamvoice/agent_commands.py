@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 
@@ -43,16 +44,25 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from streamvoice.agent.app import AgentConfig, create_agent_app
+    from streamvoice.agent.app import AgentConfig, create_agent_app, exposure
     from streamvoice.agent.llm import LlamaCppSource
     from streamvoice.asgi import LOOPBACK_HOSTS
 
+    config = AgentConfig.from_env(
+        speech_url=args.speech_url,
+        auth_token=args.token,
+        allow_unauthenticated=True if args.allow_unauthenticated else None,
+    )
+    allowed, line = exposure(args.host, config)
+    if not allowed:
+        print(f"error: {line}", file=sys.stderr)
+        return 2
+    print(line, file=sys.stderr)  # whatever the log level: whether callers need a key
+    if not config.allowed_hosts and args.host in LOOPBACK_HOSTS:
+        config = replace(config, allowed_hosts=LOOPBACK_HOSTS)  # no DNS-rebound name reaches it
     source = build_source(args)
     if isinstance(source, LlamaCppSource):
         source.start()  # load before /ping says healthy
-    config = AgentConfig.from_env(speech_url=args.speech_url)
-    if not config.allowed_hosts and args.host in LOOPBACK_HOSTS:
-        config = replace(config, allowed_hosts=LOOPBACK_HOSTS)  # no DNS-rebound name reaches it
     app = create_agent_app(source, config)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
@@ -83,6 +93,18 @@ def add_agent_commands(sub: Any) -> None:
     p.add_argument("--host", default=os.environ.get("STREAMVOICE_AGENT_HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("STREAMVOICE_AGENT_PORT", "8080")))
     p.add_argument("--speech-url", default=os.environ.get("STREAMVOICE_SPEECH_URL", "http://127.0.0.1:8080"))
+    p.add_argument(
+        "--token",
+        default=None,
+        help="the key callers must send (Authorization: Bearer KEY); default $STREAMVOICE_AGENT_TOKEN. Without "
+        "one the agent serves only on loopback, unless --allow-unauthenticated",
+    )
+    p.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve beyond loopback without a token: only where a gateway in front authenticates callers "
+        "(AgentCore Runtime does); env STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED=1",
+    )
     p.add_argument("--log-level", default="warning")
     _add_llm_args(p)
     p.set_defaults(func=cmd_agent)

@@ -35,7 +35,7 @@ from streamvoice.agent.conversations import Conversations, conversation_id, owne
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
 from streamvoice.agent.turns import converse, interrupted_event
-from streamvoice.asgi import BodyLimit, HostAllowList, TimedStreamingResponse, error_response
+from streamvoice.asgi import LOOPBACK_HOSTS, BodyLimit, HostAllowList, TimedStreamingResponse, error_response
 from streamvoice.client import SpeechClient
 from streamvoice.protocol import (
     DEFAULT_VOICE,
@@ -70,6 +70,9 @@ class AgentConfig:
     max_concurrent_turns: int = 8  # each turn holds an LLM stream and a speech session
     max_body_bytes: int = 64 * 1024
     send_timeout_s: float = 30.0  # a caller that reads nothing for this long is disconnected
+    # Beyond loopback without ``auth_token`` the agent refuses to start unless this says something in front
+    # of it authenticates callers (AgentCore Runtime's SigV4 or JWT authorizer, a gateway): ``exposure``.
+    allow_unauthenticated: bool = False
 
     @classmethod
     def from_env(cls, **overrides: Any) -> AgentConfig:
@@ -89,8 +92,37 @@ class AgentConfig:
                 values[key] = tuple(o.strip() for o in env[name].split(",") if o.strip())
         if env.get("STREAMVOICE_MAX_TURNS"):
             values["max_concurrent_turns"] = int(env["STREAMVOICE_MAX_TURNS"])
+        if env.get("STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED"):
+            values["allow_unauthenticated"] = env["STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED"].lower() in (
+                "1",
+                "true",
+                "yes",
+                "on",
+            )
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def exposure(host: str, config: AgentConfig) -> tuple[bool, str]:
+    """Whether the agent may serve on ``host`` as configured, and the start-up line that says how it is
+    protected. Without a key it spends its LLM and the speech server's key (``GET /voices``, ``mode: say``)
+    for anyone who reaches it: beyond loopback that needs ``allow_unauthenticated``, as Wyoming's
+    unauthenticated socket does (``tests/test_agent_commands.py``)."""
+    if config.auth_token:
+        return True, "agent: callers need the token (--token / STREAMVOICE_AGENT_TOKEN)"
+    if host in LOOPBACK_HOSTS:
+        return True, "agent: no token (--token / STREAMVOICE_AGENT_TOKEN): only this machine can reach it"
+    if config.allow_unauthenticated:
+        return True, (
+            f"agent: no token on {host}: anyone who reaches it can use it; allowed because "
+            "STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED says something in front of it authenticates callers"
+        )
+    return False, (
+        f"the agent would listen on {host} without a token: anyone who reaches it could spend its language "
+        "model and the speech server's key. Set --token (or STREAMVOICE_AGENT_TOKEN), bind --host 127.0.0.1, "
+        "or, where a gateway in front authenticates callers (AgentCore Runtime does), "
+        "--allow-unauthenticated (STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED=1)"
+    )
 
 
 def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOptions]:
@@ -278,13 +310,13 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
         try:
             asked = parse_conversation(payload, caller.session_id)
             if asked.interrupt_only:
-                conversation = conversations.open(caller.owner, asked.id)
-                cut = conversations.interrupt(conversation, asked.played_ms)
-                return JSONResponse({**interrupted_event(cut), "conversation": conversation.id})
+                found = conversations.find(caller.owner, asked.id)
+                cut = conversations.interrupt(found, asked.played_ms) if found is not None else None
+                return JSONResponse({**interrupted_event(cut), "conversation": asked.id})
             prompt, options = parse_turn_request(payload, cfg)
+            conversation = conversations.open(caller.owner, asked.id)
         except ProtocolError as exc:
             return error_response(exc)
-        conversation = conversations.open(caller.owner, asked.id)
 
         async def events() -> AsyncIterator[Event]:
             turn = converse(conversations, conversation, pipeline, prompt, options, asked.played_ms)
@@ -333,15 +365,16 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
                 try:
                     payload = _loads(raw)
                     asked = parse_conversation(payload, current)
-                    conversation = conversations.open(caller.owner, asked.id)
-                    current = conversation.id
                     running = turn is not None and not turn.done()
                     if asked.interrupt_only:
-                        cut = conversations.interrupt(conversation, asked.played_ms)
+                        found = conversations.find(caller.owner, asked.id)
+                        cut = conversations.interrupt(found, asked.played_ms) if found is not None else None
                         if not running or cut is None:  # else the turn itself says what was heard
-                            await send({**interrupted_event(cut), "conversation": conversation.id})
+                            await send({**interrupted_event(cut), "conversation": asked.id})
                         continue
                     prompt, options = parse_turn_request(payload, cfg)
+                    conversation = conversations.open(caller.owner, asked.id)
+                    current = conversation.id
                     if running and turn is not None:
                         conversations.interrupt(conversation, asked.played_ms)
                         await turn  # it ends with ``interrupted`` and gives its room back

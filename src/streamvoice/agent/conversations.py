@@ -4,8 +4,10 @@ caller actually heard of an answer it interrupted.
 A conversation id is the caller's (AgentCore's session id, or one it chose) or one the agent hands out
 (unguessable). Conversations are kept per caller: the key is the caller's credential and the id together,
 so an id that belongs to another caller names a different, empty conversation of one's own. Bounded on
-every side: turns and characters of history (the oldest go first), conversations in all (the longest idle
-goes first), and idle expiry.
+every side: turns and characters of history (the oldest go first), conversations per caller (the caller's
+own longest idle goes first), conversations in all (past it a new one is refused ``server_busy``: one
+caller's activity never evicts another's history), and idle expiry. Only a turn opens a conversation: an
+interrupt that names none of the caller's finds nothing and creates nothing.
 
 An answer the caller interrupts (a new prompt while it plays, or an explicit interrupt) is stopped, and the
 history keeps only what the caller heard of it, marked as cut off: the words at least half played by the
@@ -20,7 +22,7 @@ import asyncio
 import hashlib
 import secrets
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -92,7 +94,8 @@ class Bounds:
     max_turns: int = 20  # history entries (a prompt and an answer are two)
     max_chars: int = 8_000  # of history in all
     idle_s: float = 1_800.0  # a conversation unused this long is forgotten
-    max_conversations: int = 1_000  # in all; past it the longest idle is forgotten
+    max_conversations: int = 1_000  # in all; past it a new conversation is refused until some expire
+    max_per_caller: int = 50  # per caller; past it the caller's own longest idle is forgotten
 
 
 def owner_of(credential: str | None) -> str:
@@ -118,22 +121,46 @@ class Conversations:
         self.bounds = bounds
         self._clock = clock
         self._held: OrderedDict[tuple[str, str], Conversation] = OrderedDict()  # oldest used first
+        self._per_caller: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self._held)
 
     def open(self, owner: str, cid: str | None) -> Conversation:
-        """The caller's conversation with this id (a new one, with a new id, when None)."""
+        """The caller's conversation with this id (a new one, with a new id, when None), or ``server_busy``
+        when a new one would pass the bound on all conversations."""
         now = self._clock()
         self._expire(now)
         cid = cid or secrets.token_urlsafe(16)
         key = (owner, cid)
-        conversation = self._held.pop(key, None) or Conversation(cid)
+        conversation = self._held.pop(key, None)
+        if conversation is None:
+            if self._per_caller[owner] >= self.bounds.max_per_caller:
+                self._forget(next(k for k in self._held if k[0] == owner))  # the caller's own longest idle
+            if len(self._held) >= self.bounds.max_conversations:
+                raise ProtocolError(
+                    ErrorCode.SERVER_BUSY,
+                    f"the agent holds {self.bounds.max_conversations} conversations; continue one of yours "
+                    f"(send its id) or retry once idle ones expire ({self.bounds.idle_s:g} s unused)",
+                )
+            conversation = Conversation(cid)
+            self._per_caller[owner] += 1
         conversation.used_at = now
         self._held[key] = conversation
-        while len(self._held) > self.bounds.max_conversations:
-            self._held.popitem(last=False)
         return conversation
+
+    def find(self, owner: str, cid: str | None) -> Conversation | None:
+        """The caller's conversation with this id if it holds one: an interrupt never creates one."""
+        if cid is None:
+            return None
+        self._expire(self._clock())
+        return self._held.get((owner, cid))
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        del self._held[key]
+        self._per_caller[key[0]] -= 1
+        if self._per_caller[key[0]] <= 0:
+            del self._per_caller[key[0]]
 
     def history(self, owner: str, cid: str) -> list[Said]:
         """What the model will be given as the conversation's past (tests read it here)."""
@@ -184,4 +211,4 @@ class Conversations:
             key, oldest = next(iter(self._held.items()))
             if now - oldest.used_at <= self.bounds.idle_s:
                 return
-            del self._held[key]
+            self._forget(key)
