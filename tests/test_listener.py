@@ -92,7 +92,7 @@ async def test_output_rates_are_what_was_asked_and_still_intelligible(
 
 async def test_bad_rates_and_pauses_are_refused_with_what_to_send(speech_server: RunningServer) -> None:
     async with await SpeechClient.connect(speech_server.url) as client:
-        with pytest.raises(SpeechError, match="8000, 16000, 22050, 24000, 44100, 48000") as bad_rate:
+        with pytest.raises(SpeechError, match="8000, 16000, 22050, 24000, 32000, 44100, 48000") as bad_rate:
             await client.speak("Hello.", sample_rate=12_345)
         assert bad_rate.value.code == "invalid_field"
         with pytest.raises(SpeechError, match="opus carries") as opus:

@@ -20,7 +20,7 @@ from typing import Any
 from streamvoice.text.lexicon import check_lexicon
 
 SAMPLE_RATE = 24_000  # what the model makes
-SAMPLE_RATES = (8_000, 16_000, 22_050, 24_000, 44_100, 48_000)  # what a client may ask for
+SAMPLE_RATES = (8_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)  # what a client may ask for
 TELEPHONY_RATE = 8_000  # G.711's rate, the default for ulaw and alaw
 AUDIO_FORMATS = ("pcm", "wav", "mp3", "opus", "aac", "flac", "ulaw", "alaw")
 G711_FORMATS = ("ulaw", "alaw")

@@ -231,7 +231,8 @@ class G711Encoder:
         return b""
 
 
-def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE) -> Encoder:
+def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE, bitrate_kbps: int | None = None) -> Encoder:
+    """The encoder for a format; ``bitrate_kbps`` for the compressed ones (None: each one's default)."""
     match fmt:
         case "pcm":
             return PcmEncoder(sample_rate)
@@ -242,11 +243,11 @@ def make_encoder(fmt: str, sample_rate: int = SAMPLE_RATE) -> Encoder:
         case "wav":
             return WavEncoder(sample_rate)
         case "mp3":
-            return Mp3Encoder(sample_rate)
+            return Mp3Encoder(sample_rate, bitrate_kbps or 48)
         case "opus":
-            return OpusEncoder(sample_rate)
+            return OpusEncoder(sample_rate, (bitrate_kbps or 32) * 1000)
         case "aac":
-            return AacEncoder(sample_rate)
+            return AacEncoder(sample_rate, (bitrate_kbps or 32) * 1000)
         case "flac":
             return FlacEncoder(sample_rate)
     raise ValueError(f"unsupported audio format {fmt!r}")

@@ -42,11 +42,11 @@ class Resampler:
 class AudioOutput:
     """Resample, then encode: bytes ready to send after every chunk."""
 
-    def __init__(self, fmt: str, sample_rate: int = SAMPLE_RATE) -> None:
+    def __init__(self, fmt: str, sample_rate: int = SAMPLE_RATE, bitrate_kbps: int | None = None) -> None:
         self.format = fmt
         self.sample_rate = sample_rate
         self._resampler = Resampler(SAMPLE_RATE, sample_rate)
-        self._encoder: Encoder = make_encoder(fmt, sample_rate)
+        self._encoder: Encoder = make_encoder(fmt, sample_rate, bitrate_kbps)
 
     @property
     def media_type(self) -> str:

@@ -58,6 +58,7 @@ class ResolvedRequest:
     ssml: bool | None = None  # None: SSML when the text starts with <speak>
     lexicon: Mapping[str, str] = field(default_factory=dict)  # the server's, then the session's
     text: str = ""
+    bitrate_kbps: int | None = None  # a compressed format's (a vendor's ``mp3_44100_128``); None: its default
 
 
 # Characters of text per second of served speech at speed 1.0 (silences trimmed, pauses added): 17-20 for
@@ -118,6 +119,7 @@ class Resolver:
         sample_rate: int | None = None,
         ssml: bool | None = None,
         text: str = "",
+        bitrate_kbps: int | None = None,
     ) -> ResolvedRequest:
         try:
             spec = self.engine.parse_voice(voice or defaults.voice)
@@ -142,6 +144,7 @@ class Resolver:
             ssml=ssml,
             lexicon={**self.lexicon, **defaults.lexicon} if defaults.lexicon else self.lexicon,
             text=text,
+            bitrate_kbps=bitrate_kbps,
         )
 
     def message(self, msg: Synthesize, defaults: SessionDefaults) -> ResolvedRequest:

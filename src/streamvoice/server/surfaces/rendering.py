@@ -36,7 +36,7 @@ async def encoded_events(
 ) -> AsyncGenerator[Encoded]:
     """The utterance's events in speaking order with its audio encoded; ``on_first_audio`` when the first
     bytes of audio are ready. Closing this generator stops the utterance's work (a client that left)."""
-    output = AudioOutput(request.format, request.sample_rate)
+    output = AudioOutput(request.format, request.sample_rate, request.bitrate_kbps)
     heard = False
     async with aclosing(utterance.events()) as events:
         async for event in events:

@@ -55,7 +55,7 @@ def aura_speed(raw: str) -> float:
         raise bad("speed must be a number from 0.5 to 2.0", "speed") from None
 
 
-def _rate(query: Mapping[str, str], default: int) -> int:
+def sample_rate(query: Mapping[str, str], default: int) -> int:
     raw = query.get("sample_rate")
     if raw is None:
         return default
@@ -100,7 +100,7 @@ def resolve(
     default_rate = (
         8000 if fmt in ("ulaw", "alaw") else 22050 if fmt == "mp3" else 48000 if fmt == "opus" else 24000
     )
-    rate = _rate(query, default_rate)
+    rate = sample_rate(query, default_rate)
     model = query.get("model") or default_model
     voice = vendor_voices(service).resolve(model, VENDOR)
     speed_raw = query.get("speed")

@@ -15,7 +15,7 @@ reach Kokoro by changing their base URL.
 
 Alignment follows the wire: on the WebSocket each message's character times are relative to that
 message's audio (the client keeps the running clock); over HTTP they run from the start of the answer, in
-seconds. ``output_format`` is ``pcm_<rate>``, ``ulaw_8000``, ``alaw_8000`` or ``mp3_<rate>_<kbps>``. The key
+seconds. ``output_format`` is any the SDK names: ``pcm_<rate>``, ``wav_<rate>``, ``ulaw_8000``, ``alaw_8000``, ``mp3_<rate>_<kbps>`` or ``opus_48000_<kbps>``. The key
 goes in ``xi-api-key`` and carries the server's AUTH_TOKEN; ``model_id`` is accepted and answered as Kokoro.
 Errors are ElevenLabs' ``{"detail": {"status", "message"}}`` over HTTP and ``{"message", "error"}`` on the
 socket. Checked by ``pytest tests/test_elevenlabs.py``.

@@ -22,7 +22,7 @@ from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import b64
 from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, http_alignment
-from streamvoice.server.surfaces.elevenlabs.request import MODEL_IDS, http_error, resolve
+from streamvoice.server.surfaces.elevenlabs.request import MEDIA, MODEL_IDS, http_error, resolve
 from streamvoice.server.surfaces.elevenlabs.socket import multi_stream_input, stream_input
 from streamvoice.server.surfaces.elevenlabs.voices import search_voices, voices
 from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
@@ -49,7 +49,7 @@ async def speech(request: Request) -> Response:
 
 
 def _media(resolved: ResolvedRequest) -> str:
-    return {"mp3": "audio/mpeg", "ulaw": "audio/basic"}.get(resolved.format, "audio/pcm")
+    return MEDIA.get(resolved.format, "audio/pcm")
 
 
 async def _timestamped(started: Any) -> AsyncGenerator[tuple[bytes, list[Char]]]:

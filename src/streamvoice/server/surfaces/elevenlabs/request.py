@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
 from streamvoice.protocol import (
+    SAMPLE_RATES,
     ErrorCode,
     ProtocolError,
     validate_speed,
@@ -17,28 +19,45 @@ from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
 VENDOR = "ElevenLabs"
-RATES = (8000, 16000, 22050, 24000, 44100, 48000)
 DEFAULT_FORMAT = "mp3_44100_128"
 MODEL_IDS = ("eleven_flash_v2_5", "eleven_turbo_v2_5", "eleven_multilingual_v2", "eleven_v3")
 STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found", 413: "text_too_long"}
+# Every ``output_format`` the SDK enumerates (``TextToSpeechConvertRequestOutputFormat``; read by
+# ``tests/test_elevenlabs.py::test_every_output_format_the_sdk_names_is_served``): rates and bitrates per kind.
+RATES = {"pcm": SAMPLE_RATES, "wav": SAMPLE_RATES, "ulaw": (8000,), "alaw": (8000,),
+         "mp3": (22050, 24000, 44100), "opus": (48000,)}  # fmt: skip
+BITRATES_KBPS = {"mp3": (32, 48, 64, 96, 128, 192), "opus": (32, 64, 96, 128, 192)}
+MEDIA = {
+    "mp3": "audio/mpeg",
+    "ulaw": "audio/basic",
+    "alaw": "audio/x-alaw-basic",
+    "wav": "audio/wav",
+    "opus": "audio/ogg",
+}
 
 
-def output_format(raw: str | None) -> tuple[str, int]:
-    """ElevenLabs' ``output_format`` as (our format, rate)."""
+@dataclass(frozen=True)
+class OutputFormat:
+    format: str  # ours
+    rate: int
+    bitrate_kbps: int | None = None
+
+
+def output_format(raw: str | None) -> OutputFormat:
+    """ElevenLabs' ``output_format`` (``kind_rate`` or ``kind_rate_kbps``) as ours."""
     name = (raw or DEFAULT_FORMAT).strip().lower()
     kind, _, rest = name.partition("_")
-    rate_text = rest.split("_")[0]
+    rate_text, _, bitrate_text = rest.partition("_")
     rate = whole_number(rate_text) or 0
-    if kind == "pcm" and rate in RATES:
-        return "pcm", rate
-    if kind in ("ulaw", "alaw") and rate == 8000:
-        return kind, rate
-    if kind == "mp3" and rate in (22050, 24000, 44100):
-        return "mp3", rate
+    bitrate = whole_number(bitrate_text) if bitrate_text else None
+    if rate in RATES.get(kind, ()) and (
+        bitrate is None if kind not in BITRATES_KBPS else bitrate in (None, *BITRATES_KBPS[kind])
+    ):
+        return OutputFormat(kind, rate, bitrate)
     raise ProtocolError(
         ErrorCode.UNSUPPORTED_FORMAT,
-        f"output_format {name[:32]!r} is not offered; use pcm_8000 ... pcm_48000, ulaw_8000, alaw_8000 or "
-        "mp3_22050_32 ... mp3_44100_192",
+        f"output_format {name[:32]!r} is not offered; use pcm_8000 ... pcm_48000, wav_8000 ... wav_48000, "
+        "ulaw_8000, alaw_8000, mp3_22050_32 ... mp3_44100_192 or opus_48000_32 ... opus_48000_192",
         param="output_format",
     )
 
@@ -57,17 +76,18 @@ def resolve(
     settings: object = None,
     lang: object = None,
 ) -> ResolvedRequest:
-    our_format, rate = output_format(fmt)
+    asked = output_format(fmt)
     voice = vendor_voices(service).resolve(voice_id, VENDOR)
     return service.requests.resolve(
         SessionDefaults(),
         voice,
         voice_speed(settings),
-        our_format,
+        asked.format,
         vendor_language(lang),
-        sample_rate=rate,
+        sample_rate=asked.rate,
         ssml=False,
         text=text,
+        bitrate_kbps=asked.bitrate_kbps,
     )
 
 
