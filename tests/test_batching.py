@@ -107,7 +107,7 @@ def test_capped_windows_take_batch_sizes() -> None:
 
 
 def test_decode_batch_is_validated() -> None:
-    with pytest.raises(ConfigError, match="STREAMVOICE_DECODE_BATCH must be 1-16"):
+    with pytest.raises(ConfigError, match="STREAMVOICE_DECODE_BATCH=0 is out of range: it takes 1-16"):
         ServerConfig(decode_batch=0)
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import fields
+from pathlib import Path
+
 import pytest
 
 from streamvoice.server.core.config import ConfigError, ServerConfig
@@ -61,3 +65,74 @@ def test_the_start_says_whether_a_token_is_needed_and_names_settings_missing_the
     assert warnings == ["AUTH_TOKEN is set but ignored: this server reads STREAMVOICE_AUTH_TOKEN"]  # not PORT
     closed = startup_notes(ServerConfig(auth_token="s3cret"), {"STREAMVOICE_AUTH_TOKEN": "s3cret"})
     assert closed == [(False, closed[0][1])] and "authentication on" in closed[0][1]
+
+
+# --- settings documented from the code --------------------------------------------------------------------
+
+CONFIGURATION_MD = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+
+
+def test_docs_configuration_is_rendered_from_the_fields() -> None:
+    """``docs/configuration.md`` carries the table ``settings_markdown`` renders: a setting added, renamed or
+    re-ranged in the code without the docs fails here (regenerate: ``python -m streamvoice.server.core.config``)."""
+    from streamvoice.server.core.config import settings_markdown
+
+    assert settings_markdown() in CONFIGURATION_MD.read_text(), (
+        "run: python -m streamvoice.server.core.config"
+    )
+    assert all(f.metadata["meaning"] for f in fields(ServerConfig))
+
+
+def test_a_value_out_of_range_is_refused_naming_the_setting_and_its_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value, says in (
+        ("STREAMVOICE_PORT", "70000", "STREAMVOICE_PORT=70000 is out of range: it takes 1-65535"),
+        (
+            "STREAMVOICE_PAUSE_SENTENCE_MS",
+            "-5",
+            "STREAMVOICE_PAUSE_SENTENCE_MS=-5 is out of range: it takes 0-3000",
+        ),
+        (
+            "STREAMVOICE_SCHEDULER",
+            "lifo",
+            "STREAMVOICE_SCHEDULER='lifo' is out of range: it takes deadline / fifo",
+        ),
+        ("STREAMVOICE_MAX_SESSIONS", "0", "STREAMVOICE_MAX_SESSIONS=0 is out of range: it takes 1-1000000"),
+    ):
+        with monkeypatch.context() as env:
+            env.setenv(name, value)
+            with pytest.raises(ConfigError) as refused:
+                ServerConfig.from_env()
+            assert str(refused.value).startswith(says), str(refused.value)
+
+
+def test_an_unknown_streamvoice_name_is_refused_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMVOICE_MAX_SESSION", "8")  # a typo of MAX_SESSIONS: it used to be ignored
+    with pytest.raises(ConfigError, match="STREAMVOICE_MAX_SESSION is not a setting"):
+        ServerConfig.from_env()
+    monkeypatch.delenv("STREAMVOICE_MAX_SESSION")
+    monkeypatch.setenv("STREAMVOICE_SPEECH_URL", "http://speech:8080")  # the agent's, set beside it: fine
+    assert ServerConfig.from_env().port == 8080
+
+
+def test_every_streamvoice_name_the_code_reads_is_known() -> None:
+    """The agent's, the tools' and the benchmarks' names are in ``OTHER_NAMES``: the start never refuses one."""
+    from streamvoice.server.core.config import KNOWN_NAMES
+
+    root = Path(__file__).resolve().parents[1]
+    used = set()
+    for folder in ("src", "deploy", "docker"):
+        for path in (root / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".py", ".yaml", ".tpl", "") and "egg-info" not in str(path):
+                used |= set(re.findall(r"STREAMVOICE_[A-Z0-9_]*[A-Z0-9]", path.read_text(errors="ignore")))
+    assert used - KNOWN_NAMES == set()
+
+
+def test_serve_help_shows_every_setting() -> None:
+    from streamvoice.cli import build_parser
+
+    parser = build_parser()
+    serve = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["serve"]  # type: ignore[union-attr]
+    shown = serve.format_help()
+    assert all(f"STREAMVOICE_{f.name.upper()} " in shown for f in fields(ServerConfig))

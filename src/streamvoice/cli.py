@@ -169,7 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("serve", help="run the speech server (SageMaker container contract)")
+    from streamvoice.server.core.config import settings_help
+
+    p = sub.add_parser(
+        "serve",
+        help="run the speech server (SageMaker container contract)",
+        description="Run the speech server. Every setting is also an environment variable (docs/configuration.md).",
+        epilog="settings (environment):\n" + settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--host", default=None, help="default 127.0.0.1 (the container passes 0.0.0.0)")
     p.add_argument("--port", type=int, default=None, help="default 8080")
     p.add_argument("--scheduler", choices=["deadline", "fifo"], default=None)

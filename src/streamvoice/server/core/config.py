@@ -1,14 +1,17 @@
 """Speech server settings: defaults a public endpoint can run with, every one overridable by environment.
 
 The one place settings are read: ``from_env`` turns ``STREAMVOICE_<FIELD>`` variables and command-line flags
-into this typed object; everything below it (the engine included) takes its settings as arguments.
+into this typed object; everything below it (the engine included) takes its settings as arguments. Each
+setting carries its default, its range and a one-line meaning (``setting``): the start refuses a value out of
+range and an unknown ``STREAMVOICE_`` name, saying which; ``docs/configuration.md`` and ``streamvoice serve
+--help`` are rendered from them (``settings_markdown``, checked by ``pytest tests/test_config.py``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import ParseResult, urlparse
 
@@ -25,82 +28,168 @@ class ConfigError(ValueError):
     """A setting that cannot be read; the message names the variable."""
 
 
+def setting(
+    default: Any,
+    meaning: str,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[str, ...] = (),
+) -> Any:
+    """A field with its default, its range (``low``-``high`` for a number, ``choices`` for a word) and what it
+    means, in one line: what the start checks and the docs show."""
+    return field(default=default, metadata={"meaning": meaning, "low": low, "high": high, "choices": choices})
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _shown(value: Any) -> str:
+    """A default as it is written in the environment."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "`1`" if value else "`0`"
+    return f"`{_number(value)}`" if isinstance(value, int | float) else f"`{value}`"
+
+
+def env_name(name: str) -> str:
+    return f"STREAMVOICE_{name.upper()}"
+
+
+def allowed(name: str) -> str:
+    """A setting's range, as the docs and the errors say it."""
+    meta = {f.name: f.metadata for f in fields(ServerConfig)}[name]
+    if meta["choices"]:
+        return " / ".join(meta["choices"])
+    if meta["low"] is not None:
+        return f"{_number(meta['low'])}-{_number(meta['high'])}"
+    kind = {f.name: f.type for f in fields(ServerConfig)}[name]
+    return "0 or 1" if kind in (bool, "bool") else "text"
+
+
 @dataclass(frozen=True)
 class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8080
-    model_dir: str | None = None
-    model_variant: str | None = None  # "int8" | "fp32"; None picks int8 when present
-    ort_threads: int = 0  # 0 = all cores
-    ort_spin: bool = False  # let idle ONNX Runtime threads spin (its default); sleeping is faster here
-    synth_workers: int = 1  # concurrent model calls; one is fastest on a small CPU
-    # Windows of one size from up to this many listeners share one decoder call (1: off). Runs this many
-    # model workers. A GPU's lever; on a small CPU it buys little (bench.batching, docs/benchmarks.md).
-    decode_batch: int = 1
-    decode_batch_linger_ms: float = 10.0  # how long a window waits for company while other work runs
-    scheduler: Policy = "deadline"  # or "fifo"
-    # Admission of real-time listeners: "queue" (wait, bounded, told at once), "refuse" (server_busy when
-    # full) or "off"; capacity from ADMISSION_LISTENERS, or measured (0): 0.85 of the audio this machine's
-    # full windows make per second. On by default: past it, every listener stalls, not only the newcomer.
-    admission: Mode = "queue"
-    admission_listeners: int = 0
-    admission_queue: int = 8
-    admission_wait_s: float = 10.0
-    admission_idle_s: float = 2.0
-    admission_max_hold_s: float = 30.0  # while others wait, a slot held this long goes at its next pause
-    # When the machine slows down under admitted listeners, shed the newest so the earlier ones stay fed
-    # (``core/watch.py``); off: every admitted listener stalls together instead.
-    admission_shed: bool = True
-    stream_windows: bool = True  # in-piece streaming (decoder windows); False = whole-piece synthesis
-    pipeline: bool = True  # synthesise later messages while earlier ones are sent; False = reference design
-    max_message_bytes: int = 64 * 1024
-    max_text_chars: int = 10_000
-    max_queued_messages: int = 64  # per session
-    max_sessions: int = 64
-    idle_timeout_s: float = 300.0
-    send_timeout_s: float = 30.0  # a client that reads nothing for this long is disconnected
-    # Audio is sent at most this far ahead of the listener's playback: what sits in socket buffers delays
-    # keepalive pings, and a client that reads at playback speed must never fall behind them.
-    max_send_ahead_s: float = 8.0
-    max_body_bytes: int = 1024 * 1024  # HTTP request bodies (POST /invocations)
-    body_timeout_s: float = 10.0  # a request body must arrive whole within this (no slow-loris buffers)
-    ws_ping_interval_s: float = 20.0  # WebSocket keepalive
-    ws_ping_timeout_s: float = 20.0
-    drain_timeout_s: float = 15.0  # on SIGTERM: how long sessions get to finish before the process exits
-    session_lifetime_s: float = 3600.0
-    auth_token: str | None = None
-    warm_up: bool = True
-    # Voices synthesised at start-up (comma-separated), as a health check.
-    warm_voices: str = DEFAULT_VOICE
-    # Where every stock voice's decoder statistics are cached (default: beside the model, else the user
-    # cache); without them a voice's first piece would stream on the cold path.
-    voice_stats_dir: str | None = None
-    # Silence after a piece, by the punctuation that ended it (sessions may change theirs with configure).
-    pause_clause_ms: int = Pauses.clause_ms
-    pause_sentence_ms: int = Pauses.sentence_ms
-    pause_paragraph_ms: int = Pauses.paragraph_ms
-    # Home Assistant's Wyoming protocol from the same process (e.g. tcp://127.0.0.1:10200); None: off.
-    # Wyoming has no authentication: bind it to loopback unless the network is trusted.
-    wyoming_uri: str | None = None
-    wyoming_max_connections: int = 64  # open Wyoming sockets at once; more are told server_busy and closed
-    # Wyoming has no authentication: with AUTH_TOKEN set, a non-loopback WYOMING_URI is refused unless this
-    # says the network in front of it is trusted.
-    wyoming_allow_unauthenticated: bool = False
-    # A streamed utterance (Wyoming's synthesize-chunk) is capped at this much text, and is spoken as it
-    # stands and ended when no text comes for this long.
-    max_stream_chars: int = 20_000
-    stream_text_timeout_s: float = 30.0
-    # A streamed sentence whose text stops after its final stop is spoken after this much quiet instead
-    # of waiting for a next character that may never come (0: wait for the next character or the end).
-    stream_quiet_cut_ms: int = round(QUIET_CUT_S * 1000)
-    lexicon_file: str | None = None  # JSON word -> "/phonemes/" or respelling, for every request
-    # The vendor protocols (ElevenLabs, Cartesia, Deepgram): a JSON file of vendor voice id -> our voice (a
-    # name or a blend). An id neither ours nor mapped speaks with the default voice (logged once), or with
-    # this strict setting is refused in the vendor's error shape.
-    vendor_voices_file: str | None = None
-    vendor_voices_strict: bool = False
-    emf: bool = False  # CloudWatch embedded-metric lines on stdout (SageMaker)
-    endpoint_name: str = "local"  # the EMF dimension
+    host: str = setting("127.0.0.1", "address to listen on (the container sets 0.0.0.0)")
+    port: int = setting(8080, "port to listen on", 1, 65_535)
+    model_dir: str | None = setting(
+        None,
+        "folder with kokoro-v1.0*.onnx and voices-v1.0.bin (also KOKORO_MODEL_DIR; default: the user cache)",
+    )
+    model_variant: str | None = setting(
+        None,
+        "which export to load when several are present (default: int8 when present)",
+        choices=("int8", "fp32"),
+    )
+    ort_threads: int = setting(0, "ONNX Runtime intra-op threads (0: all cores)", 0, 1024)
+    ort_spin: bool = setting(
+        False, "let idle ONNX Runtime threads spin (its own default; sleeping is faster here)"
+    )
+    synth_workers: int = setting(1, "concurrent model calls (one is fastest on a small CPU)", 1, 64)
+    decode_batch: int = setting(
+        1, "windows of one size from up to this many listeners share one decoder call (1: off; a GPU's lever)",
+        1, MAX_DECODE_BATCH,
+    )  # fmt: skip
+    decode_batch_linger_ms: float = setting(
+        10.0, "how long a window waits for company while other work runs", 0, 1000
+    )
+    scheduler: Policy = setting("deadline", "which model job runs next", choices=("deadline", "fifo"))
+    admission: Mode = setting(
+        "queue",
+        "a listener beyond capacity waits (told `queued`), is refused `server_busy`, or is let in",
+        choices=("queue", "refuse", "off"),
+    )
+    admission_listeners: int = setting(
+        0,
+        "capacity in real-time listeners (0: measured at warm-up, 0.85 of what full windows make)",
+        0,
+        100_000,
+    )
+    admission_queue: int = setting(8, "listeners waiting for a slot at most", 0, 100_000)
+    admission_wait_s: float = setting(
+        10.0, "how long a listener waits for a slot before `server_busy`", 0, 3600
+    )
+    admission_idle_s: float = setting(
+        2.0, "how long a listener keeps its slot after its last message", 0, 3600
+    )
+    admission_max_hold_s: float = setting(
+        30.0,
+        "while others wait, a slot held this long is handed over at its holder's next pause",
+        0.1,
+        86_400,
+    )
+    admission_shed: bool = setting(
+        True, "when the machine slows down under admitted listeners, shed the newest so the earlier stay fed"
+    )
+    stream_windows: bool = setting(True, "in-piece streaming (decoder windows); off: whole-piece synthesis")
+    pipeline: bool = setting(
+        True, "synthesise later messages while earlier ones are sent (off: the reference design)"
+    )
+    max_message_bytes: int = setting(64 * 1024, "bytes per message, on every surface", 256, 16 * 1024 * 1024)
+    max_text_chars: int = setting(10_000, "characters of text per message", 1, 1_000_000)
+    max_queued_messages: int = setting(
+        64, "messages per session (contexts per vendor connection)", 1, 100_000
+    )
+    max_sessions: int = setting(64, "sessions, streams and vendor connections per server", 1, 1_000_000)
+    idle_timeout_s: float = setting(300.0, "a connection with no message this long is closed", 0.1, 86_400)
+    send_timeout_s: float = setting(
+        30.0, "a client that reads nothing this long is disconnected (1008)", 0.1, 3600
+    )
+    max_send_ahead_s: float = setting(
+        8.0, "audio is sent at most this far ahead of the listener's playback", 0.5, 600
+    )
+    max_body_bytes: int = setting(
+        1024 * 1024, "HTTP request body bytes (larger: 413 before reading)", 1024, 1 << 30
+    )
+    body_timeout_s: float = setting(10.0, "an HTTP body must arrive whole within this (else 408)", 0.1, 3600)
+    ws_ping_interval_s: float = setting(20.0, "WebSocket keepalive ping interval", 0.1, 3600)
+    ws_ping_timeout_s: float = setting(20.0, "WebSocket keepalive: a pong must come within this", 0.1, 3600)
+    drain_timeout_s: float = setting(15.0, "on SIGTERM: how long open sessions get to finish", 0, 86_400)
+    session_lifetime_s: float = setting(3600.0, "a connection lasts at most this long", 0.1, 7 * 86_400)
+    auth_token: str | None = setting(
+        None,
+        "when set, callers send it (Authorization: Bearer, or each vendor's key header) on every route but /ping",
+    )
+    warm_up: bool = setting(True, "synthesise at start-up before /ping says ready (and time full windows)")
+    warm_voices: str = setting(
+        DEFAULT_VOICE, "voices synthesised at start-up (comma-separated): the health check"
+    )
+    voice_stats_dir: str | None = setting(
+        None,
+        "where every stock voice's decoder statistics are cached (default: beside the model, else the user cache)",
+    )
+    pause_clause_ms: int = setting(Pauses.clause_ms, "silence after a clause break", 0, MAX_PAUSE_MS)
+    pause_sentence_ms: int = setting(Pauses.sentence_ms, "silence after a sentence", 0, MAX_PAUSE_MS)
+    pause_paragraph_ms: int = setting(Pauses.paragraph_ms, "silence after a paragraph", 0, MAX_PAUSE_MS)
+    wyoming_uri: str | None = setting(
+        None,
+        "also serve Home Assistant's Wyoming protocol here, e.g. tcp://127.0.0.1:10200 (no authentication)",
+    )
+    wyoming_max_connections: int = setting(
+        64, "Wyoming sockets open at once (more: `server_busy`)", 1, 100_000
+    )
+    wyoming_allow_unauthenticated: bool = setting(
+        False, "with AUTH_TOKEN set, let a non-loopback WYOMING_URI start (the network in front is trusted)"
+    )
+    max_stream_chars: int = setting(20_000, "characters of one streamed utterance at most", 1, 10_000_000)
+    stream_text_timeout_s: float = setting(
+        30.0, "a streamed utterance with no text this long is spoken as it stands and ended", 0.1, 86_400
+    )
+    stream_quiet_cut_ms: int = setting(
+        round(QUIET_CUT_S * 1000),
+        "a streamed sentence whose text stops is spoken after this much quiet (0: off)",
+        0,
+        10_000,
+    )
+    lexicon_file: str | None = setting(None, 'JSON word -> "/phonemes/" or a respelling, for every request')
+    vendor_voices_file: str | None = setting(
+        None, "JSON map of vendor voice id -> our voice (ElevenLabs, Cartesia, Deepgram)"
+    )
+    vendor_voices_strict: bool = setting(
+        False, "a vendor voice id neither ours nor mapped is refused (else the default voice)"
+    )
+    emf: bool = setting(False, "CloudWatch embedded-metric lines on stdout (the SageMaker stack sets it)")
+    endpoint_name: str = setting("local", "the EMF lines' endpoint dimension")
 
     @property
     def warm_voice_list(self) -> tuple[str, ...]:
@@ -117,17 +206,14 @@ class ServerConfig:
         return Pauses(self.pause_clause_ms, self.pause_sentence_ms, self.pause_paragraph_ms)
 
     def __post_init__(self) -> None:
-        for name in ("pause_clause_ms", "pause_sentence_ms", "pause_paragraph_ms"):
-            if not 0 <= getattr(self, name) <= MAX_PAUSE_MS:
-                raise ConfigError(f"STREAMVOICE_{name.upper()} must be 0-{MAX_PAUSE_MS} (milliseconds)")
-        if not 1 <= self.decode_batch <= MAX_DECODE_BATCH:
-            raise ConfigError(
-                f"STREAMVOICE_DECODE_BATCH must be 1-{MAX_DECODE_BATCH} (windows per decoder call; 1 = off)"
-            )
-        if self.scheduler not in ("deadline", "fifo"):
-            raise ConfigError(f"STREAMVOICE_SCHEDULER must be deadline or fifo, not {self.scheduler!r}")
-        if self.admission not in ("off", "refuse", "queue"):
-            raise ConfigError(f"STREAMVOICE_ADMISSION must be off, refuse or queue, not {self.admission!r}")
+        for f in fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            outside = meta["low"] is not None and number and not meta["low"] <= value <= meta["high"]
+            if outside or (meta["choices"] and value is not None and value not in meta["choices"]):
+                raise ConfigError(
+                    f"{env_name(f.name)}={value!r} is out of range: it takes {allowed(f.name)} ({meta['meaning']})"
+                )
         if self.wyoming_uri is not None:
             uri = urlparse(self.wyoming_uri)
             tcp_ok = uri.scheme == "tcp" and uri.hostname is not None and _port(uri) is not None
@@ -162,10 +248,48 @@ class ServerConfig:
                 values[f.name] = _convert(raw, kind)
             except ValueError:
                 raise ConfigError(f"{name}={raw[:40]!r} is not a valid {kind.__name__}") from None
+        unknown = sorted(n for n in os.environ if n.startswith("STREAMVOICE_") and n not in KNOWN_NAMES)
+        if unknown:
+            raise ConfigError(
+                f"{unknown[0]} is not a setting of this server or of the agent: check its spelling "
+                "(docs/configuration.md lists them; streamvoice serve --help too)"
+            )
         if "model_dir" not in values and os.environ.get("KOKORO_MODEL_DIR"):
             values["model_dir"] = os.environ["KOKORO_MODEL_DIR"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+# What else reads ``STREAMVOICE_`` names: the agent, the deployment tools and the benchmarks. A name neither
+# theirs nor the server's is a typo the start refuses (``tests/test_config.py`` finds every name the code reads).
+OTHER_NAMES = frozenset(
+    {
+        "STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED", "STREAMVOICE_AGENT_HOST", "STREAMVOICE_AGENT_IMAGE_URI",
+        "STREAMVOICE_AGENT_PORT", "STREAMVOICE_AGENT_TOKEN", "STREAMVOICE_ALLOWED_HOSTS",
+        "STREAMVOICE_CORS_ORIGINS", "STREAMVOICE_IMAGE_URI", "STREAMVOICE_INSTANCE_TYPE", "STREAMVOICE_LLM",
+        "STREAMVOICE_LLM_THREADS", "STREAMVOICE_MAX_TURNS", "STREAMVOICE_MODEL_ID", "STREAMVOICE_RESULTS",
+        "STREAMVOICE_SPEECH_ENDPOINT", "STREAMVOICE_SPEECH_TOKEN", "STREAMVOICE_SPEECH_URL",
+    }
+)  # fmt: skip
+KNOWN_NAMES = OTHER_NAMES | {env_name(f.name) for f in fields(ServerConfig)}
+
+
+def settings_markdown() -> str:
+    """The settings table of ``docs/configuration.md``, from the fields themselves."""
+    lines = ["| setting | default | range | meaning |", "| --- | --- | --- | --- |"]
+    for f in fields(ServerConfig):
+        lines.append(
+            f"| `{env_name(f.name)}` | {_shown(f.default)} | {allowed(f.name)} | {f.metadata['meaning']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def settings_help() -> str:
+    """The same, for ``streamvoice serve --help``."""
+    return "\n".join(
+        f"  {env_name(f.name)} (default {_shown(f.default).strip('`')}; {allowed(f.name)}): {f.metadata['meaning']}"
+        for f in fields(ServerConfig)
+    )
 
 
 # Names platforms set for their own purposes: never read as ours without the prefix, and not warned about.
@@ -210,3 +334,24 @@ def _convert(raw: str, kind: type) -> Any:
     if kind is float:
         return float(raw)
     return raw
+
+
+TABLE_START = (
+    "<!-- settings: rendered from server/core/config.py by python -m streamvoice.server.core.config -->"
+)
+TABLE_END = "<!-- end of settings -->"
+
+
+def with_settings(page: str) -> str:
+    """``docs/configuration.md`` with its settings table rendered anew between its two markers."""
+    before, _, rest = page.partition(TABLE_START)
+    _, _, after = rest.partition(TABLE_END)
+    return f"{before}{TABLE_START}\n{settings_markdown()}{TABLE_END}{after}"
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[4] / "docs" / "configuration.md"
+    path.write_text(with_settings(path.read_text()))
+    print("wrote", path)
