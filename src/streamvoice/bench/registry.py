@@ -59,6 +59,12 @@ BENCHMARKS = (
     ),
     Benchmark("kernels", "10. Decoder kernels on this CPU", (), ("--sizes", "12", "--repeat", "1")),
     Benchmark(
+        "static_int8",
+        "10b. Static int8 decoder candidates",
+        (),
+        ("--candidates", "conv_post", "--repeat", "1"),
+    ),
+    Benchmark(
         "hostile", "12. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
     ),
 )
