@@ -4,7 +4,7 @@ A replica that scales in drains: it finishes the messages it holds, answers late
 closes with 1001. A crashed one just drops the connection (1006). A full one refuses new sessions with
 ``server_busy`` (close 1013). In each case the client reconnects to the same URL (the load balancer picks
 a live replica) and re-sends, with their ids, the messages that got no answer; a refusal is retried with
-jittered exponential backoff, up to a bound. Third-party clients should do the same; see the README.
+jittered exponential backoff, up to a bound. Third-party clients should do the same; see docs/protocol.md ("Reconnecting").
 """
 
 from __future__ import annotations
