@@ -124,7 +124,8 @@ def test_every_streamvoice_name_the_code_reads_is_known() -> None:
     used = set()
     for folder in ("src", "deploy", "docker"):
         for path in (root / folder).rglob("*"):
-            if path.is_file() and path.suffix in (".py", ".yaml", ".tpl", "") and "egg-info" not in str(path):
+            readable = path.suffix in (".py", ".yaml", ".tpl", "") or folder == "docker"
+            if path.is_file() and readable and "egg-info" not in str(path) and "__pycache__" not in str(path):
                 used |= set(re.findall(r"STREAMVOICE_[A-Z0-9_]*[A-Z0-9]", path.read_text(errors="ignore")))
     assert used - KNOWN_NAMES == set()
 
