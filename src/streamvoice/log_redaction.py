@@ -51,9 +51,6 @@ def _redact_parameter(match: re.Match[str]) -> str:
     return f"{match.group(1)}{match.group(2)}=***" if name in KEY_PARAMETERS else match.group(0)
 
 
-redact_query = redact  # a request's path with its query: the same rule
-
-
 def _redacted(value: Any) -> Any:
     return redact(value) if isinstance(value, str) else value
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, get_args
 from urllib.parse import ParseResult, urlparse
 
 from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 from streamvoice.server.core.admission import Mode
 from streamvoice.server.core.scheduler import Policy
@@ -57,15 +58,14 @@ def env_name(name: str) -> str:
     return f"STREAMVOICE_{name.upper()}"
 
 
-def allowed(name: str) -> str:
+def allowed(setting: Field[Any]) -> str:
     """A setting's range, as the docs and the errors say it."""
-    meta = {f.name: f.metadata for f in fields(ServerConfig)}[name]
+    meta = setting.metadata
     if meta["choices"]:
         return " / ".join(meta["choices"])
     if meta["low"] is not None:
         return f"{_number(meta['low'])}-{_number(meta['high'])}"
-    kind = {f.name: f.type for f in fields(ServerConfig)}[name]
-    return "0 or 1" if kind in (bool, "bool") else "text"
+    return "0 or 1" if isinstance(setting.default, bool) else "text"
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class ServerConfig:
     model_variant: str | None = setting(
         None,
         "which export to load when several are present (default: int8 when present)",
-        choices=("int8", "fp32"),
+        choices=tuple(VARIANTS),
     )
     ort_threads: int = setting(0, "ONNX Runtime intra-op threads (0: all cores)", 0, 1024)
     ort_spin: bool = setting(
@@ -93,11 +93,11 @@ class ServerConfig:
     decode_batch_linger_ms: float = setting(
         10.0, "how long a window waits for company while other work runs", 0, 1000
     )
-    scheduler: Policy = setting("deadline", "which model job runs next", choices=("deadline", "fifo"))
+    scheduler: Policy = setting("deadline", "which model job runs next", choices=get_args(Policy))
     admission: Mode = setting(
         "queue",
-        "a listener beyond capacity waits (told `queued`), is refused `server_busy`, or is let in",
-        choices=("queue", "refuse", "off"),
+        "a listener beyond capacity: let in (off), answered `server_busy` (refuse), or waits, told `queued` (queue)",
+        choices=get_args(Mode),
     )
     admission_listeners: int = setting(
         0,
@@ -212,7 +212,7 @@ class ServerConfig:
             outside = meta["low"] is not None and number and not meta["low"] <= value <= meta["high"]
             if outside or (meta["choices"] and value is not None and value not in meta["choices"]):
                 raise ConfigError(
-                    f"{env_name(f.name)}={value!r} is out of range: it takes {allowed(f.name)} ({meta['meaning']})"
+                    f"{env_name(f.name)}={value!r} is out of range: it takes {allowed(f)} ({meta['meaning']})"
                 )
         if self.wyoming_uri is not None:
             uri = urlparse(self.wyoming_uri)
@@ -279,7 +279,7 @@ def settings_markdown() -> str:
     lines = ["| setting | default | range | meaning |", "| --- | --- | --- | --- |"]
     for f in fields(ServerConfig):
         lines.append(
-            f"| `{env_name(f.name)}` | {_shown(f.default)} | {allowed(f.name)} | {f.metadata['meaning']} |"
+            f"| `{env_name(f.name)}` | {_shown(f.default)} | {allowed(f)} | {f.metadata['meaning']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -287,7 +287,7 @@ def settings_markdown() -> str:
 def settings_help() -> str:
     """The same, for ``streamvoice serve --help``."""
     return "\n".join(
-        f"  {env_name(f.name)} (default {_shown(f.default).strip('`')}; {allowed(f.name)}): {f.metadata['meaning']}"
+        f"  {env_name(f.name)} (default {_shown(f.default).strip('`')}; {allowed(f)}): {f.metadata['meaning']}"
         for f in fields(ServerConfig)
     )
 

@@ -49,7 +49,8 @@ log = logging.getLogger("streamvoice.connection")
 # Replies waiting to be sent beyond which the reader waits for the writer; a client that sends frames but
 # reads nothing is closed (1008) once a send has stalled this long past the cap. Judged by what the client
 # does not read, not by what the writer has not had its turn to write: a burst of 5,000 answered frames
-# from a client reading all along was closed after 2,606 replies (``tests/test_connection.py``).
+# from a client reading all along was closed after 2,606 replies
+# (``tests/test_deepgram_flux.py::test_a_burst_of_answered_frames_from_a_client_that_reads_is_answered_whole``).
 MAX_PENDING_REPLIES = 1024
 STALLED_SEND_S = 2.0
 # Finished answers remembered for a cut: their audio may still be playing (sent ahead of the player).

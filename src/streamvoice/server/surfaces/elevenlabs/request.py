@@ -23,7 +23,7 @@ DEFAULT_FORMAT = "mp3_44100_128"
 MODEL_IDS = ("eleven_flash_v2_5", "eleven_turbo_v2_5", "eleven_multilingual_v2", "eleven_v3")
 STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found", 413: "text_too_long"}
 # Every ``output_format`` the SDK enumerates (``TextToSpeechConvertRequestOutputFormat``; read by
-# ``tests/test_elevenlabs.py::test_every_output_format_the_sdk_names_is_served``): rates and bitrates per kind.
+# ``tests/test_vendor_formats.py``): rates and bitrates per kind.
 RATES = {"pcm": SAMPLE_RATES, "wav": SAMPLE_RATES, "ulaw": (8000,), "alaw": (8000,),
          "mp3": (22050, 24000, 44100), "opus": (48000,)}  # fmt: skip
 BITRATES_KBPS = {"mp3": (32, 48, 64, 96, 128, 192), "opus": (32, 64, 96, 128, 192)}
