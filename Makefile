@@ -41,7 +41,7 @@ demo: install
 
 # Debian packages the tests drive: chromium (the browser test) and haproxy (two replicas behind a balancer).
 system-deps:
-	@missing=""; for p in chromium haproxy; do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in chromium haproxy redis-server; do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian's$$missing for the tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \

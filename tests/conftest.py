@@ -12,6 +12,7 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import default_dir, prepare
 from tests.helpers import VENDOR_TOKEN, RunningServer, start_speech_server
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,3 +76,11 @@ def local_llm():  # type: ignore[no-untyped-def]
     source = LlamaCppSource(threads=2, max_tokens=120)
     source.start()
     return source
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real Redis for the session's tests that need one (each test uses its own keys)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()

@@ -58,6 +58,7 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     INTERNAL = "internal_error"
     NOT_FOUND = "not_found"  # no such route (HTTP 404), or no such method on it (405)
+    STORE_UNAVAILABLE = "store_unavailable"  # what callers made is kept where the server cannot reach now
     # the agent's turn requests and what can go wrong in a turn
     MISSING_PROMPT = "missing_prompt"
     PROMPT_TOO_LONG = "prompt_too_long"
@@ -85,6 +86,7 @@ HTTP_STATUS = {
     ErrorCode.SPEECH_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.STORE_UNAVAILABLE: 503,
 }
 
 

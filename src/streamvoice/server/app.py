@@ -102,6 +102,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             if wyoming is not None:
                 await wyoming.stop()
             service.stop()
+            await service.dictionaries.close()
 
     return Starlette(
         routes=[
@@ -151,6 +152,8 @@ class Holding:
 SHAPES: tuple[tuple[str, ErrorShape], ...] = (
     ("/v1/text-to-speech/", elevenlabs.error_shape),
     ("/tts/", cartesia.error_shape),
+    ("/pronunciation-dicts", cartesia.error_shape),
+    ("/v1/pronunciation-dictionaries", elevenlabs.error_shape),
     ("/v1/speak", deepgram.error_shape),
     ("/v2/speak", deepgram.error_shape),
 )

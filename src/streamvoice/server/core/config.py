@@ -22,6 +22,7 @@ from streamvoice.server.core.admission import Mode
 from streamvoice.server.core.scheduler import Policy
 from streamvoice.text.chunker import QUIET_CUT_S
 
+STORE_SCHEMES = ("redis", "rediss", "unix", "sqlite")
 MAX_DECODE_BATCH = 16  # each row is a model worker thread
 
 
@@ -182,6 +183,11 @@ class ServerConfig:
         10_000,
     )
     lexicon_file: str | None = setting(None, 'JSON word -> "/phonemes/" or a respelling, for every request')
+    store_url: str | None = setting(
+        None,
+        "where callers' pronunciation dictionaries are kept: redis://HOST:6379/0 (replicas share it) or "
+        "sqlite:///path (default: SQLite in the user data folder)",
+    )
     vendor_voices_file: str | None = setting(
         None, "JSON map of vendor voice id -> our voice (ElevenLabs, Cartesia, Deepgram)"
     )
@@ -214,6 +220,11 @@ class ServerConfig:
                 raise ConfigError(
                     f"{env_name(f.name)}={value!r} is out of range: it takes {allowed(f)} ({meta['meaning']})"
                 )
+        if self.store_url is not None and urlparse(self.store_url).scheme not in STORE_SCHEMES:
+            raise ConfigError(
+                f"STREAMVOICE_STORE_URL {self.store_url[:80]!r} names no store: use redis://HOST:6379/0 (replicas "
+                "share it) or sqlite:///path/to/store.sqlite3; leave it unset for the embedded default"
+            )
         if self.wyoming_uri is not None:
             uri = urlparse(self.wyoming_uri)
             tcp_ok = uri.scheme == "tcp" and uri.hostname is not None and _port(uri) is not None

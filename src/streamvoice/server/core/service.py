@@ -21,6 +21,7 @@ from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.dictionaries import Dictionaries
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
@@ -29,6 +30,7 @@ from streamvoice.server.core.scheduler import SynthesisScheduler
 from streamvoice.server.core.utterance import StreamBounds, Utterance
 from streamvoice.server.core.utterances import Utterances
 from streamvoice.server.core.watch import Watch
+from streamvoice.store import open_store
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.pronounce import MarkupError, to_segments
 
@@ -79,6 +81,7 @@ class SpeechService:
         self.watch = Watch(self.admission, self.metrics, self.load)
         self._watching: asyncio.Task[None] | None = None
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
+        self.dictionaries = Dictionaries(open_store(config.store_url))  # connected at its first use
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from streamvoice.protocol import UNAUTHORIZED_HINT, ErrorCode, ProtocolError, key_authorized
+from streamvoice.protocol import KEY_HEADERS, UNAUTHORIZED_HINT, ErrorCode, ProtocolError, key_authorized
 from streamvoice.server.core.service import SpeechService
+from streamvoice.store import owner
+
+BROWSER_KEY_QUERY = ("api_key", "access_token", "xi-api-key")  # where browser clients put a key
 
 
 def unauthorized() -> ProtocolError:
@@ -34,3 +37,15 @@ def listing_service(conn: HTTPConnection) -> SpeechService:
 def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
     token = service.config.auth_token if service is not None else None
     return key_authorized(conn.headers.get, token)
+
+
+def caller(conn: HTTPConnection, key: object = None) -> str:
+    """Whose a pronunciation dictionary is: the key the caller presented (``key`` when a wire's first message
+    carried it; else ``Authorization``'s, a vendor's key header, or a browser client's query), as a digest.
+    With AUTH_TOKEN set every caller presents it, so they share what they make; without, each key is apart."""
+    if isinstance(key, str) and key:
+        return owner(key)
+    _, _, supplied = (conn.headers.get("authorization") or "").partition(" ")
+    found = supplied or next((conn.headers[h] for h in KEY_HEADERS if conn.headers.get(h)), None)
+    found = found or next((conn.query_params[q] for q in BROWSER_KEY_QUERY if conn.query_params.get(q)), None)
+    return owner(found)

@@ -27,6 +27,10 @@ from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
 from streamvoice.server.surfaces.http_stream import Item, TimedStream, audio_body, first_audio
 
+# A surface's body to a request (and what else it needs of the body); awaited, so a request naming something
+# kept in the store (a pronunciation dictionary) is resolved before the slot's first audio.
+type Parse[T] = Callable[[dict[str, Any], SpeechService], Awaitable[tuple[ResolvedRequest, T]]]
+
 
 @dataclass
 class Started[T]:
@@ -48,7 +52,7 @@ class Started[T]:
 
 async def start_answer[T](
     request: Request,
-    parse: Callable[[dict[str, Any], SpeechService], tuple[ResolvedRequest, T]],
+    parse: Parse[T],
     headers: dict[str, str] | None = None,
     render: Callable[[ProtocolError, dict[str, str] | None], Response] = error_response,
 ) -> Started[T] | Response:
@@ -64,7 +68,7 @@ async def start_answer[T](
     assert service is not None
     try:
         obj = parse_json_object(await request.body(), service.config.limits)
-        resolved, parsed = parse(obj, service)
+        resolved, parsed = await parse(obj, service)
         first, pieces = await first_audio(service, resolved, slot)
     except ProtocolError as exc:
         slot.release()
@@ -78,7 +82,7 @@ async def start_answer[T](
 
 async def audio_answer[T](
     request: Request,
-    parse: Callable[[dict[str, Any], SpeechService], tuple[ResolvedRequest, T]],
+    parse: Parse[T],
     media: Callable[[ResolvedRequest], str],
     render: Callable[[ProtocolError, dict[str, str] | None], Response] = error_response,
     headers: dict[str, str] | None = None,

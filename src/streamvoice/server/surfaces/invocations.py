@@ -18,7 +18,7 @@ from streamvoice.server.surfaces.http_answer import start_answer
 from streamvoice.server.surfaces.http_stream import TimedStream, audio_body, sse_body
 
 
-def _invocation(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
+async def _invocation(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
     """``POST /invocations``: one synthesize message (``type`` optional); SSE when ``"stream": "sse"``."""
     stream = obj.pop("stream", None)
     if stream not in (None, False, "sse"):

@@ -128,7 +128,7 @@ def speak_call(default_model: str, speed_of: Speed) -> Callable[[Request], Any]:
     """``POST /v1/speak`` or ``/v2/speak``: ``{"text"}`` in, the audio out."""
 
     async def speak(request: Request) -> Response:
-        def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
+        async def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
             text = required_text(obj)
             check_text(text, service.config.limits)
             return resolve(service, request.query_params, False, default_model, speed_of, text=text)

@@ -22,23 +22,25 @@ from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import b64
 from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, http_alignment
+from streamvoice.server.surfaces.elevenlabs.dictionaries import ROUTES as DICTIONARY_ROUTES
+from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
 from streamvoice.server.surfaces.elevenlabs.request import MEDIA, MODEL_IDS, http_error, resolve
 from streamvoice.server.surfaces.elevenlabs.socket import multi_stream_input, stream_input
 from streamvoice.server.surfaces.elevenlabs.voices import search_voices, voices
-from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
+from streamvoice.server.surfaces.guards import authorized, caller, service_of, unauthorized
 from streamvoice.server.surfaces.http_answer import ClientLeft, audio_answer, start_answer, until_disconnect
 from streamvoice.server.surfaces.http_stream import encoded
 
 
 def _parser(request: Request) -> Any:
-    def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, None]:
+    async def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, None]:
         text = required_text(obj)
         check_text(text, service.config.limits)
         voice_id = request.path_params.get("voice_id", "")
         fmt = request.query_params.get("output_format")
-        return resolve(
-            service, voice_id, fmt, text, obj.get("voice_settings"), obj.get("language_code")
-        ), None
+        resolved = resolve(service, voice_id, fmt, text, obj.get("voice_settings"), obj.get("language_code"))
+        locators = obj.get("pronunciation_dictionary_locators")
+        return await with_dictionaries(service, resolved, caller(request), locators), None
 
     return parse
 
@@ -140,4 +142,5 @@ ROUTES = [
     Route("/v1/text-to-speech/{voice_id}/stream/with-timestamps", stream_with_timestamps, methods=["POST"]),
     Route("/v1/voices", voices, methods=["GET"]),
     Route("/v2/voices", search_voices, methods=["GET"]),
+    *DICTIONARY_ROUTES,
 ]

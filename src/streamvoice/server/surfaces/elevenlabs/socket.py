@@ -20,7 +20,9 @@ from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.elevenlabs.alignment import characters, message_chars, ws_alignment
+from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
 from streamvoice.server.surfaces.elevenlabs.request import resolve, voice_speed
+from streamvoice.server.surfaces.guards import caller
 from streamvoice.server.surfaces.upgrade import BrowserKey
 
 
@@ -47,12 +49,18 @@ class ElevenLabsSocket(ContextSocket):
             service, self.voice_id, self.query.get("output_format"), lang=self.query.get("language_code")
         )  # checked before the accept: a bad format or voice is a refused upgrade's reason
         self._single_done = False
+        self._caller = caller(ws)  # whose dictionaries its locators name (a first message's key: below)
+        self._key_seen = False
 
     def first_frame_key(self, frame: Frame) -> object:
         obj = decode_control_frame(frame)
         return obj.get("xi_api_key") if obj is not None else None
 
     async def on_object(self, obj: dict[str, Any]) -> bool:
+        if not self._key_seen:
+            self._key_seen = True
+            if isinstance(key := obj.get("xi_api_key"), str) and key:
+                self._caller = caller(self.ws, key)
         cid = (context_id(obj.get("context_id", obj.get("contextId"))) if self.multi else "0") or "default"
         if obj.get("close_socket") is True:
             for open_ctx in list(self.open.values()):
@@ -79,6 +87,13 @@ class ElevenLabsSocket(ContextSocket):
                 return False  # a keep-alive for a context not open: nothing to do
             speed = voice_speed(obj.get("voice_settings"))
             request = self.request if speed is None else replace(self.request, speed=speed)
+            if (
+                named := obj.get("pronunciation_dictionary_locators")
+            ) is not None:  # the context's first message
+                try:
+                    request = await with_dictionaries(self.service, request, self._caller, named)
+                except ProtocolError as exc:
+                    raise exc.naming(id=cid) from None
             ctx = self.start(cid, request)
             if ctx is None:
                 return False

@@ -174,7 +174,7 @@ def request_id_headers(request: Request) -> dict[str, str]:
     return {"x-request-id": header_value(echoed) if echoed else f"req_{uuid.uuid4().hex[:20]}"}
 
 
-def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, SpeechRequest]:
+async def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, SpeechRequest]:
     speech = speech_request(obj, service.engine.voice_names, service.config.limits)
     try:
         resolved = service.requests.resolve(

@@ -1,25 +1,9 @@
-"""Cartesia's text-to-speech API on the speech server, so its SDK and the frameworks' Cartesia plugins
-reach Kokoro by changing their base URL.
-
-- ``WS /tts/websocket``: generation requests ``{"context_id", "transcript", "continue", "voice": {"mode":
-  "id", "id"}, "output_format": {"container": "raw", "encoding", "sample_rate"}, "add_timestamps",
-  "language"}``; a context's transcripts are joined as sent (spaces are the caller's), ``"continue": false``
-  ends it, ``"flush": true`` speaks what is buffered, ``{"context_id", "cancel": true}`` stops it. Answers:
-  ``chunk`` (base64 audio, with the ``flush_id`` it belongs to), ``timestamps`` (words, start and end in
-  seconds from the context's start), ``flush_done`` (its ``flush_id``, once what came before the flush is
-  spoken), then ``done``; or ``error``.
-- ``POST /tts/bytes``: the audio (``raw``, ``wav`` or ``mp3``); ``POST /tts/sse``: the same events as SSE.
-- ``GET /voices``: our voices in Cartesia's page shape.
-
-Encodings ``pcm_s16le``, ``pcm_f32le``, ``pcm_mulaw``, ``pcm_alaw`` at the rate asked. The key goes in
-``X-API-Key`` or ``Authorization: Bearer`` and carries the server's AUTH_TOKEN; ``Cartesia-Version`` and
-``model_id`` are accepted (any). Checked by ``pytest tests/test_cartesia.py``.
-"""
+"""Cartesia's speech routes: the socket, bytes and SSE, and its voice list."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -38,13 +22,14 @@ from streamvoice.protocol import (
     required_text,
     text_field,
     validate_speed,
-    whole_number,
 )
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.cartesia.dictionaries import with_dictionary
+from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
-from streamvoice.server.surfaces.guards import listing_service
+from streamvoice.server.surfaces.guards import caller, listing_service
 from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
 from streamvoice.server.surfaces.http_stream import encoded, sse_event
 from streamvoice.server.surfaces.upgrade import BrowserKey
@@ -166,6 +151,9 @@ class CartesiaSocket(ContextSocket):
                 )
             try:
                 request = resolve(self.service, obj)
+                request = await with_dictionary(
+                    self.service, request, caller(self.ws), obj.get("pronunciation_dict_id")
+                )
             except ProtocolError as exc:
                 raise exc.naming(id=cid) from None
             ctx = self.start(cid, request)
@@ -235,20 +223,13 @@ def _refusal(error: ProtocolError) -> Frame:
 # --- HTTP -----------------------------------------------------------------------------------------------
 
 
-def error_shape(error: ProtocolError) -> dict[str, Any]:
-    title = str(error.code).replace("_", " ")
-    return {"error": error.message, "title": title, "error_code": str(error.code), "message": error.message}
-
-
-def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
-
-
-def _parser(containers: tuple[str, ...]) -> Any:
-    def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
+def _parser(request: Request, containers: tuple[str, ...]) -> Any:
+    async def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
         text = required_text(obj, "transcript")
         check_text(text, service.config.limits, field="transcript")
-        return resolve(service, obj, text, containers), obj.get("add_timestamps") is True
+        resolved = resolve(service, obj, text, containers)
+        resolved = await with_dictionary(service, resolved, caller(request), obj.get("pronunciation_dict_id"))
+        return resolved, obj.get("add_timestamps") is True
 
     return parse
 
@@ -258,11 +239,11 @@ def _media(resolved: ResolvedRequest) -> str:
 
 
 async def tts_bytes(request: Request) -> Response:
-    return await audio_answer(request, _parser(CONTAINERS), _media, http_error)
+    return await audio_answer(request, _parser(request, CONTAINERS), _media, http_error)
 
 
 async def tts_sse(request: Request) -> Response:
-    started = await start_answer(request, _parser(("raw",)), render=http_error)
+    started = await start_answer(request, _parser(request, ("raw",)), render=http_error)
     if isinstance(started, Response):
         return started
     fmt, rate = started.resolved.format, started.resolved.sample_rate
@@ -326,23 +307,6 @@ async def voices(request: Request) -> Response:
     return JSONResponse(
         {"data": page, "has_more": more, "next_page": page[-1]["id"] if more and page else None}
     )
-
-
-def cursor_page(items: list[dict[str, Any]], query: Mapping[str, str]) -> tuple[list[dict[str, Any]], bool]:
-    """Cartesia's cursor pages: ``limit`` (1-100, default 10) after ``starting_after`` or before
-    ``ending_before`` (an id); its SDK walks them until a page comes back empty."""
-    raw = query.get("limit", "10")
-    number = whole_number(raw)
-    limit = min(max(number, 1), 100) if number is not None else 10
-    ids = [item["id"] for item in items]
-    if (after := query.get("starting_after")) is not None:
-        start = ids.index(after) + 1 if after in ids else len(items)
-        page = items[start : start + limit]
-        return page, start + limit < len(items)
-    if (before := query.get("ending_before")) is not None:
-        end = ids.index(before) if before in ids else 0
-        return items[max(0, end - limit) : end], end - limit > 0
-    return items[:limit], limit < len(items)
 
 
 ROUTES = [

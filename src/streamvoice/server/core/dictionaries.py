@@ -1,0 +1,200 @@
+"""Pronunciation dictionaries callers make through a vendor's API, kept in the store (``streamvoice.store``) so
+every replica reads what any of them made and a restart loses nothing.
+
+A dictionary belongs to the caller whose key made it (``store.owner``) and to the vendor API it was made
+through (an ElevenLabs dictionary is named by ElevenLabs locators, a Cartesia one by ``pronunciation_dict_id``).
+Each change of its rules is a new version (ElevenLabs' locators name one); the last ``MAX_VERSIONS`` are kept.
+The record holds the rules as the caller sent them (each vendor answers them back) and the lexicon they make
+(``text.dictionary_rules``), which a request's resolution lays over the server's and the session's. Bounded:
+dictionaries per caller, rules per dictionary, dictionaries per request. Checked by
+``pytest tests/test_dictionaries.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.store import Store, StoreError
+
+MAX_PER_CALLER = 100
+MAX_VERSIONS = 8
+MAX_PER_REQUEST = 3  # ElevenLabs' own bound on locators per request
+MAX_NAME_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Version:
+    id: str
+    rules: list[dict[str, Any]]  # as the caller sent them, checked
+    lexicon: dict[str, str]  # what they say: word -> "/phonemes/" or a respelling
+    created_unix: int
+
+
+@dataclass(frozen=True)
+class Dictionary:
+    id: str
+    name: str
+    created_unix: int
+    versions: list[Version]  # oldest first; the last is the latest
+    description: str | None = None
+    archived_unix: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # what a vendor keeps beside (Cartesia's ``pinned``)
+
+    @property
+    def latest(self) -> Version:
+        return self.versions[-1]
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), ensure_ascii=False).encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> Dictionary:
+        obj = json.loads(raw)
+        return Dictionary(**{**obj, "versions": [Version(**v) for v in obj["versions"]]})
+
+
+def _bad(message: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.INVALID_FIELD, message)
+
+
+def checked_name(raw: object, field_name: str = "name") -> str:
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_NAME_CHARS or not raw.isprintable():
+        raise _bad(f'"{field_name}" must be text of 1-{MAX_NAME_CHARS} printable characters')
+    return raw.strip()
+
+
+@contextlib.contextmanager
+def reaching() -> Iterator[None]:
+    """A store that cannot be reached is the caller's 503 (retry), not a server error."""
+    try:
+        yield
+    except StoreError as exc:
+        raise ProtocolError(ErrorCode.STORE_UNAVAILABLE, str(exc)) from None
+
+
+def _new_id(prefix: str) -> str:
+    return prefix + secrets.token_hex(10)
+
+
+class Dictionaries:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @staticmethod
+    def _kind(vendor: str) -> str:
+        return f"dictionary.{vendor}"
+
+    async def create(
+        self,
+        owner: str,
+        vendor: str,
+        name: str,
+        rules: list[dict[str, Any]],
+        lexicon: dict[str, str],
+        description: str | None = None,
+        id_prefix: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> Dictionary:
+        with reaching():
+            held = await self.store.count(self._kind(vendor), owner)
+        if held >= MAX_PER_CALLER:
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"you hold {MAX_PER_CALLER} pronunciation dictionaries, the most one key may: delete or reuse one",
+            )
+        now = int(time.time())
+        made = Dictionary(
+            _new_id(id_prefix),
+            checked_name(name),
+            now,
+            [Version(_new_id(""), rules, lexicon, now)],
+            description,
+            extra=dict(extra or {}),
+        )
+        await self._put(owner, vendor, made)
+        return made
+
+    async def get(self, owner: str, vendor: str, dictionary_id: object) -> Dictionary:
+        raw = None
+        if isinstance(dictionary_id, str) and 0 < len(dictionary_id) <= 100:
+            with reaching():
+                raw = await self.store.get(self._kind(vendor), owner, dictionary_id)
+        if raw is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"no pronunciation dictionary {str(dictionary_id)[:64]!r} of yours: list yours at "
+                + (
+                    "GET /v1/pronunciation-dictionaries"
+                    if vendor == "elevenlabs"
+                    else "GET /pronunciation-dicts/"
+                ),
+            )
+        return Dictionary.decode(raw)
+
+    async def all(self, owner: str, vendor: str) -> list[Dictionary]:
+        kind = self._kind(vendor)
+        with reaching():
+            found = [await self.store.get(kind, owner, key) for key in await self.store.keys(kind, owner)]
+        return sorted(
+            (Dictionary.decode(raw) for raw in found if raw is not None), key=lambda d: d.created_unix
+        )
+
+    async def revise(
+        self,
+        owner: str,
+        vendor: str,
+        dictionary: Dictionary,
+        rules: list[dict[str, Any]],
+        lexicon: dict[str, str],
+    ) -> Dictionary:
+        """New rules: a new version (the oldest past ``MAX_VERSIONS`` is forgotten)."""
+        version = Version(_new_id(""), rules, lexicon, int(time.time()))
+        revised = replace(dictionary, versions=[*dictionary.versions, version][-MAX_VERSIONS:])
+        await self._put(owner, vendor, revised)
+        return revised
+
+    async def save(self, owner: str, vendor: str, dictionary: Dictionary) -> None:
+        """The same rules with a new name, description or state (no new version)."""
+        await self._put(owner, vendor, dictionary)
+
+    async def delete(self, owner: str, vendor: str, dictionary_id: str) -> None:
+        await self.get(owner, vendor, dictionary_id)  # not_found when it is not the caller's
+        with reaching():
+            await self.store.delete(self._kind(vendor), owner, dictionary_id)
+
+    async def lexicon(
+        self, owner: str, vendor: str, locators: Sequence[tuple[object, object]]
+    ) -> dict[str, str]:
+        """The lexicon a request's dictionaries make, in order (a later one wins a word): ``(id, version id or
+        None for the latest)`` each."""
+        if len(locators) > MAX_PER_REQUEST:
+            raise _bad(f"a request names at most {MAX_PER_REQUEST} pronunciation dictionaries")
+        merged: dict[str, str] = {}
+        for dictionary_id, version_id in locators:
+            dictionary = await self.get(owner, vendor, dictionary_id)
+            if version_id is None:
+                version = dictionary.latest
+            else:
+                version = next((v for v in dictionary.versions if v.id == version_id), None)  # type: ignore[assignment]
+                if version is None:
+                    raise ProtocolError(
+                        ErrorCode.NOT_FOUND,
+                        f"dictionary {dictionary.id!r} keeps no version {str(version_id)[:64]!r} (the last "
+                        f"{MAX_VERSIONS} are kept): its latest is {dictionary.latest.id!r}",
+                    )
+            merged.update(version.lexicon)
+        return merged
+
+    async def _put(self, owner: str, vendor: str, dictionary: Dictionary) -> None:
+        with reaching():
+            await self.store.put(self._kind(vendor), owner, dictionary.id, dictionary.encode())
+
+    async def close(self) -> None:
+        await self.store.close()

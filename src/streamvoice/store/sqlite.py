@@ -1,0 +1,106 @@
+"""The embedded store: one SQLite file, in WAL mode so the processes of one machine share it. Calls run on a
+worker thread (SQLite blocks), one at a time per process."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+from streamvoice.store import StoreError, check_names, check_value
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+  kind TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, expires REAL,
+  PRIMARY KEY (kind, owner, key)
+);
+CREATE INDEX IF NOT EXISTS records_expiry ON records (kind, expires);
+"""
+LIVE = "(expires IS NULL OR expires > ?)"
+
+
+class SqliteStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.url = f"sqlite://{path}"
+        self._db: sqlite3.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, check_same_thread=False, timeout=10, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(SCHEMA)
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreError(
+                    f"the store {self.path} cannot be opened ({exc}): check the folder is writable, or set "
+                    "STREAMVOICE_STORE_URL"
+                ) from exc
+            self._db = db
+        return self._db
+
+    async def _run(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        async with self._lock:
+            return await asyncio.to_thread(self._execute, sql, args)
+
+    def _execute(self, sql: str, args: tuple[object, ...]) -> list[tuple[object, ...]]:
+        try:
+            return self._open().execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"the store {self.path} failed: {exc}") from exc
+
+    async def get(self, kind: str, owner: str, key: str) -> bytes | None:
+        rows = await self._run(
+            f"SELECT value FROM records WHERE kind=? AND owner=? AND key=? AND {LIVE}", kind, owner, key,
+            time.time(),
+        )  # fmt: skip
+        value = rows[0][0] if rows else None
+        return value if isinstance(value, bytes) else None
+
+    async def put(self, kind: str, owner: str, key: str, value: bytes, ttl_s: float | None = None) -> None:
+        check_names(kind, owner, key)
+        check_value(value)
+        now = time.time()
+        expires = None if ttl_s is None else now + ttl_s
+        await self._run("DELETE FROM records WHERE kind=? AND expires <= ?", kind, now)
+        await self._run(
+            "INSERT OR REPLACE INTO records (kind, owner, key, value, expires) VALUES (?, ?, ?, ?, ?)",
+            kind, owner, key, value, expires,
+        )  # fmt: skip
+
+    async def delete(self, kind: str, owner: str, key: str) -> bool:
+        rows = await self._run(
+            f"DELETE FROM records WHERE kind=? AND owner=? AND key=? AND {LIVE} RETURNING key", kind, owner,
+            key, time.time(),
+        )  # fmt: skip
+        return bool(rows)
+
+    async def keys(self, kind: str, owner: str) -> list[str]:
+        rows = await self._run(
+            f"SELECT key FROM records WHERE kind=? AND owner=? AND {LIVE} "
+            "ORDER BY expires IS NULL, expires, key", kind, owner, time.time(),
+        )  # fmt: skip
+        return [str(r[0]) for r in rows]
+
+    async def count(self, kind: str, owner: str | None = None) -> int:
+        if owner is None:
+            rows = await self._run(f"SELECT count(*) FROM records WHERE kind=? AND {LIVE}", kind, time.time())
+        else:
+            rows = await self._run(
+                f"SELECT count(*) FROM records WHERE kind=? AND owner=? AND {LIVE}",
+                kind,
+                owner,
+                time.time(),
+            )
+        number = rows[0][0]
+        assert isinstance(number, int)
+        return number
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None

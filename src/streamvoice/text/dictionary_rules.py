@@ -1,0 +1,181 @@
+"""The vendors' pronunciation dictionaries as lexicon entries (word -> ``/phonemes/`` or -> a respelling), so
+they go through the one pronunciation machinery (``text.lexicon``) in every language the voice speaks.
+
+- ElevenLabs rules: ``{"type": "alias", "string_to_replace", "alias"}`` and ``{"type": "phoneme",
+  "string_to_replace", "phoneme", "alphabet": "ipa" | "cmu-arpabet"}``; a PLS lexicon (W3C) read to the same
+  rules and written back from them.
+- Cartesia items: ``{"text", "alias"}`` (``pronunciation`` in its newer docs), the alias a sounds-like
+  respelling or IPA as ``<<ˈ|b|ɑ|ˈ|j|u>>``.
+
+Bounded as lexicons are (entries, lengths, characters: ``check_lexicon``); replacement is one pass over the
+caller's text, so an alias that contains its own word is said once, never expanded again. A PLS file with
+a DOCTYPE (entities) is refused before it is parsed. Checked by ``pytest tests/test_dictionary_rules.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import escape
+
+from streamvoice.text.lexicon import MAX_LEXICON_ENTRIES, check_lexicon
+from streamvoice.text.pronounce import ipa_to_kokoro
+
+MAX_RULES = MAX_LEXICON_ENTRIES
+MAX_PLS_BYTES = 256 * 1024
+PLS_NS = "http://www.w3.org/2005/01/pronunciation-lexicon"
+ALPHABETS = ("ipa", "cmu-arpabet")
+
+# CMU ARPAbet (stress digits on vowels) in the symbols the voices were trained on (misaki's).
+ARPABET: Mapping[str, str] = {
+    "AA": "ɑ", "AE": "æ", "AH": "ʌ", "AO": "ɔ", "AW": "W", "AY": "I", "EH": "ɛ", "ER": "ɜɹ", "EY": "A",
+    "IH": "ɪ", "IY": "i", "OW": "O", "OY": "Y", "UH": "ʊ", "UW": "u", "B": "b", "CH": "ʧ", "D": "d",
+    "DH": "ð", "F": "f", "G": "ɡ", "HH": "h", "JH": "ʤ", "K": "k", "L": "l", "M": "m", "N": "n", "NG": "ŋ",
+    "P": "p", "R": "ɹ", "S": "s", "SH": "ʃ", "T": "t", "TH": "θ", "V": "v", "W": "w", "Y": "j", "Z": "z",
+    "ZH": "ʒ", "AX": "ə", "AXR": "əɹ", "DX": "ɾ", "Q": "ʔ",
+}  # fmt: skip
+UNSTRESSED = {"AH": "ə", "ER": "əɹ"}  # reduced when unstressed (AH0 is a schwa)
+_CARTESIA_IPA = re.compile(r"^<<([^<>]{1,256})>>$")
+
+
+class RuleError(ValueError):
+    """A rule that cannot be used; the message names it and says what to send."""
+
+
+def arpabet_to_kokoro(cmu: str) -> str:
+    """``T AH0 M EY1 T OW2`` -> ``təmˈAtˌO``: each symbol, its stress mark (1 primary, 2 secondary) before it."""
+    out = []
+    for token in cmu.replace(",", " ").split():
+        symbol, stress = token.upper().rstrip("012"), token[len(token.rstrip("012")) :]
+        if symbol not in ARPABET or len(stress) > 1:
+            raise RuleError(f"{token[:16]!r} is not a CMU ARPAbet symbol (e.g. T AH0 M EY1 T OW2)")
+        said = UNSTRESSED[symbol] if stress == "0" and symbol in UNSTRESSED else ARPABET[symbol]
+        out.append({"1": "ˈ", "2": "ˌ"}.get(stress, "") + said)
+    if not out:
+        raise RuleError("a CMU ARPAbet phoneme rule needs symbols (e.g. T AH0 M EY1 T OW2)")
+    return "".join(out)
+
+
+def _phonemes(value: str) -> str:
+    phonemes = value.strip()
+    if not phonemes or "/" in phonemes.strip("/"):
+        raise RuleError(f"phoneme {value[:40]!r} is empty or holds '/'")
+    return f"/{phonemes}/"
+
+
+def elevenlabs_entry(rule: object) -> tuple[str, str]:
+    """One ElevenLabs rule as (word, what is said)."""
+    if not isinstance(rule, Mapping):
+        raise RuleError(
+            'each rule is {"type": "alias", "string_to_replace", "alias"} or {"type": "phoneme", ...}'
+        )
+    word, kind = rule.get("string_to_replace"), rule.get("type")
+    if not isinstance(word, str) or not word.strip():
+        raise RuleError('each rule needs "string_to_replace": the text it replaces')
+    if kind == "alias":
+        alias = rule.get("alias")
+        if not isinstance(alias, str) or not alias.strip():
+            raise RuleError(f'the alias rule for {word[:40]!r} needs "alias": what to say instead')
+        return word, alias
+    if kind == "phoneme":
+        phoneme, alphabet = rule.get("phoneme"), str(rule.get("alphabet", "")).lower()
+        if not isinstance(phoneme, str) or not phoneme.strip():
+            raise RuleError(f'the phoneme rule for {word[:40]!r} needs "phoneme"')
+        if alphabet == "ipa":
+            return word, _phonemes(ipa_to_kokoro(phoneme))
+        if alphabet in ("cmu-arpabet", "cmu"):
+            return word, _phonemes(arpabet_to_kokoro(phoneme))
+        raise RuleError(f'the phoneme rule for {word[:40]!r} needs "alphabet": "ipa" or "cmu-arpabet"')
+    raise RuleError(f'rule "type" must be "alias" or "phoneme" (got {str(kind)[:20]!r})')
+
+
+def cartesia_entry(item: object) -> tuple[str, str]:
+    """One Cartesia item as (word, what is said): ``<<a|b>>`` is IPA, anything else a respelling."""
+    if not isinstance(item, Mapping):
+        raise RuleError('each item is {"text": "...", "alias": "..."}')
+    word, alias = item.get("text"), item.get("alias", item.get("pronunciation"))
+    if not isinstance(word, str) or not word.strip() or not isinstance(alias, str) or not alias.strip():
+        raise RuleError('each item needs "text" (what to replace) and "alias" (what to say instead)')
+    if (ipa := _CARTESIA_IPA.match(alias.strip())) is not None:
+        return word, _phonemes(ipa_to_kokoro(ipa[1].replace("|", "")))
+    return word, alias
+
+
+def lexicon_of(rules: Sequence[object], entry: Any) -> dict[str, str]:
+    """Rules as one checked lexicon (a later rule for the same word wins), or ``RuleError``."""
+    if len(rules) > MAX_RULES:
+        raise RuleError(f"a dictionary holds at most {MAX_RULES} rules (this one: {len(rules)})")
+    pairs = dict(entry(rule) for rule in rules)
+    try:
+        return check_lexicon(pairs)
+    except ValueError as exc:
+        raise RuleError(str(exc).replace('"lexicon"', "a rule")) from None
+
+
+def pls_rules(document: bytes) -> list[dict[str, str]]:
+    """A PLS lexicon's lexemes as ElevenLabs rules (a ``<phoneme>`` in the lexicon's alphabet, or an
+    ``<alias>``); each grapheme of a lexeme is a rule."""
+    if len(document) > MAX_PLS_BYTES:
+        raise RuleError(f"a PLS file is at most {MAX_PLS_BYTES // 1024} KB")
+    if b"<!DOCTYPE" in document.upper() or b"<!ENTITY" in document.upper():
+        raise RuleError("a PLS file with a DOCTYPE or entities is not read: send the lexicon alone")
+    try:
+        root = ET.fromstring(document)
+    except ET.ParseError as exc:
+        raise RuleError(f"the file is not a PLS lexicon: {exc}") from None
+    if _local(root.tag) != "lexicon":
+        raise RuleError("the file is not a PLS lexicon: its root must be <lexicon>")
+    default = root.get("alphabet") or "ipa"
+    rules: list[dict[str, str]] = []
+    for lexeme in root:
+        if _local(lexeme.tag) != "lexeme":
+            continue
+        graphemes = [(g.text or "").strip() for g in lexeme if _local(g.tag) == "grapheme"]
+        phoneme_element = next((p for p in lexeme if _local(p.tag) == "phoneme"), None)
+        phoneme = (phoneme_element.text or "").strip() if phoneme_element is not None else None
+        alphabet = _alphabet(
+            phoneme_element.get("alphabet", default) if phoneme_element is not None else default
+        )
+        alias = next(((a.text or "").strip() for a in lexeme if _local(a.tag) == "alias"), None)
+        for grapheme in filter(None, graphemes):
+            if phoneme:
+                rules.append({"type": "phoneme", "string_to_replace": grapheme, "phoneme": phoneme,
+                              "alphabet": alphabet})  # fmt: skip
+            elif alias:
+                rules.append({"type": "alias", "string_to_replace": grapheme, "alias": alias})
+        if len(rules) > MAX_RULES:
+            raise RuleError(f"a dictionary holds at most {MAX_RULES} rules")
+    if not rules:
+        raise RuleError("the PLS lexicon has no <lexeme> with a <grapheme> and a <phoneme> or an <alias>")
+    return rules
+
+
+def pls_document(rules: Sequence[Mapping[str, Any]], lang: str = "en-US") -> str:
+    """ElevenLabs rules as a PLS lexicon (what its ``download`` gives): an ``ipa`` lexicon whose ARPAbet
+    phonemes say so on the element (PLS 1.0's ``alphabet`` attribute of ``<phoneme>``)."""
+    lexemes = []
+    for rule in rules:
+        grapheme = escape(str(rule.get("string_to_replace", "")))
+        if rule.get("type") == "alias":
+            body = f"<alias>{escape(str(rule.get('alias', '')))}</alias>"
+        elif str(rule.get("alphabet", "")).lower() == "ipa":
+            body = f"<phoneme>{escape(str(rule.get('phoneme', '')))}</phoneme>"
+        else:
+            body = f'<phoneme alphabet="x-cmu">{escape(str(rule.get("phoneme", "")))}</phoneme>'
+        lexemes.append(f"  <lexeme>\n    <grapheme>{grapheme}</grapheme>\n    {body}\n  </lexeme>")
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<lexicon version="1.0" xmlns="{PLS_NS}" alphabet="ipa" xml:lang="{escape(lang)}">\n'
+        + "\n".join(lexemes)
+        + "\n</lexicon>\n"
+    )
+
+
+def _alphabet(name: str) -> str:
+    return "cmu-arpabet" if name.lower() in ("x-cmu", "cmu", "cmu-arpabet", "x-arpabet") else name.lower()
+
+
+def _local(tag: object) -> str:
+    return str(tag).rsplit("}", 1)[-1]

@@ -1,0 +1,285 @@
+"""Pronunciation dictionaries through the vendors' own SDKs (``elevenlabs``, ``cartesia``, unmodified), kept in
+the store: made, read, versioned and refused on one server; then, with the real model and Whisper, made on one
+replica and heard on another through a real Redis, and after a restart (Redis and the embedded SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+from cartesia import Cartesia
+from cartesia import NotFoundError as CartesiaNotFound
+from elevenlabs import ElevenLabs, PronunciationDictionaryVersionLocator
+from elevenlabs.core.api_error import ApiError as ElevenLabsError
+
+from tests.helpers import RunningServer, pcm16, start_speech_server
+from tests.redis_server import RedisServer
+
+ALIAS = {"type": "alias", "string_to_replace": "UN", "alias": "United Nations"}
+IPA = {"type": "phoneme", "string_to_replace": "zorblax", "phoneme": "ˈtoʊstɚ", "alphabet": "ipa"}  # "toaster"
+CMU = {"type": "phoneme", "string_to_replace": "glorp", "phoneme": "B AH1 T ER0", "alphabet": "cmu-arpabet"}
+SPOKEN = "The UN bought a zorblax."  # said: "The United Nations bought a toaster."
+RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
+
+
+def eleven(server: RunningServer, key: str = "alice") -> ElevenLabs:
+    return ElevenLabs(api_key=key, base_url=server.url)
+
+
+def cartesia(server: RunningServer, key: str = "alice") -> Cartesia:
+    return Cartesia(api_key=key, base_url=server.url, websocket_base_url=server.url.replace("http", "ws", 1))
+
+
+@pytest.fixture(scope="module")
+def server(engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:  # type: ignore[no-untyped-def]
+    """No token: each key the SDKs send is its own caller."""
+    store = tmp_path_factory.mktemp("store") / "store.sqlite3"
+    running = start_speech_server(engine, store_url=f"sqlite://{store}")
+    yield running
+    running.stop()
+
+
+# --- one server: the API as the SDKs call it --------------------------------------------------------------
+
+
+def test_elevenlabs_sdk_makes_reads_versions_and_downloads(server: RunningServer) -> None:
+    api = eleven(server).pronunciation_dictionaries
+    made = api.create_from_rules(rules=[ALIAS, IPA], name="brands", description="what we sell")
+    assert (made.name, made.version_rules_num, made.description) == ("brands", 2, "what we sell")
+    got = api.get(made.id)
+    assert got.latest_version_id == made.version_id and [r.string_to_replace for r in got.rules] == ["UN", "zorblax"]
+
+    added = api.rules.add(made.id, rules=[CMU])
+    assert added.version_rules_num == 3 and added.version_id != made.version_id
+    removed = api.rules.remove(made.id, rule_strings=["UN"])
+    assert removed.version_rules_num == 2
+    replaced = api.rules.set(made.id, rules=[ALIAS])
+    assert replaced.version_rules_num == 1
+    assert api.get(made.id).latest_version_id == replaced.version_id
+
+    # The first version, as a PLS file, makes an equal dictionary through add-from-file.
+    pls = b"".join(api.download(made.id, made.version_id))
+    assert b"<grapheme>zorblax</grapheme>" in pls
+    again = api.create_from_file(name="from file", file=("brands.pls", io.BytesIO(pls), "application/pls+xml"))
+    assert again.version_rules_num == 2
+    assert [r.string_to_replace for r in api.get(again.id).rules] == ["UN", "zorblax"]
+
+    renamed = api.update(made.id, name="renamed", archived=True)
+    assert renamed.name == "renamed" and renamed.archived_time_unix is not None
+    listed = api.list(page_size=100).pronunciation_dictionaries
+    assert made.id not in {d.id for d in listed} and again.id in {d.id for d in listed}
+    assert made.id in {d.id for d in api.list(include_archived=True, page_size=100).pronunciation_dictionaries}
+
+
+def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
+    api = eleven(server).pronunciation_dictionaries
+    for rules, says in (
+        ([{"type": "phoneme", "string_to_replace": "x", "phoneme": "a", "alphabet": "x-sampa"}], "ipa"),
+        ([{"type": "alias", "string_to_replace": "x"}], "alias"),
+        ([], "rules"),
+    ):
+        with pytest.raises(ElevenLabsError) as caught:
+            api.create_from_rules(rules=rules, name="bad")  # type: ignore[arg-type]
+        assert caught.value.status_code == 400 and says in json.dumps(caught.value.body)
+    with pytest.raises(ElevenLabsError) as caught:
+        api.create_from_file(name="laughs", file=("l.pls", io.BytesIO(b"<!DOCTYPE x><lexicon/>"), "text/xml"))
+    assert caught.value.status_code == 400 and "DOCTYPE" in json.dumps(caught.value.body)
+    with pytest.raises(ElevenLabsError) as caught:
+        api.get("no-such-dictionary")
+    assert caught.value.status_code == 404 and "GET /v1/pronunciation-dictionaries" in json.dumps(caught.value.body)
+
+
+def test_cartesia_sdk_creates_lists_updates_and_deletes(server: RunningServer) -> None:
+    api = cartesia(server).pronunciation_dicts
+    made = api.create(name="menu", items=[{"text": "bayou", "alias": "<<ˈ|b|ɑ|ˈ|j|u>>"}])
+    assert made.name == "menu" and made.items[0].text == "bayou" and not made.pinned
+    assert api.retrieve(made.id).items[0].alias == "<<ˈ|b|ɑ|ˈ|j|u>>"
+    updated = api.update(made.id, name="menu 2", items=[{"text": "gumbo", "alias": "gum-bow"}])
+    assert updated.name == "menu 2" and [i.text for i in updated.items] == ["gumbo"]
+    assert made.id in {d.id for d in api.list()}
+    api.delete(made.id)
+    with pytest.raises(CartesiaNotFound):
+        api.retrieve(made.id)
+
+
+def test_a_dictionary_is_its_makers_alone(server: RunningServer) -> None:
+    """Another key neither lists, reads, changes nor speaks with it (each answers as if it did not exist)."""
+    mine = eleven(server, "alice").pronunciation_dictionaries.create_from_rules(rules=[ALIAS], name="mine")
+    theirs = eleven(server, "mallory").pronunciation_dictionaries
+    assert mine.id not in {d.id for d in theirs.list(page_size=100).pronunciation_dictionaries}
+    for attempt in (
+        lambda: theirs.get(mine.id),
+        lambda: theirs.rules.add(mine.id, rules=[CMU]),
+        lambda: b"".join(
+            eleven(server, "mallory").text_to_speech.convert(
+                "af_heart",
+                text=SPOKEN,
+                output_format="pcm_24000",
+                pronunciation_dictionary_locators=[
+                    PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=mine.id, version_id=None)
+                ],
+            )
+        ),
+    ):
+        with pytest.raises(ElevenLabsError) as caught:
+            attempt()
+        assert caught.value.status_code == 404
+    made = cartesia(server, "alice").pronunciation_dicts.create(name="mine", items=[])
+    with pytest.raises(CartesiaNotFound):
+        cartesia(server, "mallory").pronunciation_dicts.delete(made.id)
+
+
+def test_a_store_that_cannot_be_reached_is_a_503_to_retry(engine) -> None:  # type: ignore[no-untyped-def]
+    from streamvoice.asgi import free_port
+
+    down = start_speech_server(engine, store_url=f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        with pytest.raises(ElevenLabsError) as caught:
+            eleven(down).pronunciation_dictionaries.create_from_rules(rules=[ALIAS], name="x")
+        assert caught.value.status_code == 503 and "store_unavailable" in json.dumps(caught.value.body)
+        assert httpx.get(down.url + "/ping").status_code == 200  # the speech itself is not held by the store
+    finally:
+        down.stop()
+
+
+# --- replicas: made on one, heard on the other, kept across a restart ---------------------------------------
+
+
+def heard(transcriber: Any, pcm: bytes | np.ndarray) -> str:
+    audio = pcm16(pcm) if isinstance(pcm, bytes) else pcm
+    return transcriber.transcribe(audio).lower()
+
+
+def says_both(text: str) -> bool:
+    return "united nations" in text and "toaster" in text
+
+
+async def stream_input(server: RunningServer, dictionary: Any, key: str = "alice") -> bytes:
+    """ElevenLabs' ``stream-input`` as its docs give the first message (``InitializeConnection``): the locators
+    ride on it; the text follows as an LLM writes it."""
+    url = server.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/stream-input?output_format=pcm_24000"
+    audio = bytearray()
+    async with websockets.connect(url, additional_headers={"xi-api-key": key}) as ws:
+        locator = {"pronunciation_dictionary_id": dictionary.id, "version_id": dictionary.version_id}
+        await ws.send(json.dumps({"text": " ", "pronunciation_dictionary_locators": [locator]}))
+        for word in SPOKEN.split(" "):
+            await ws.send(json.dumps({"text": word + " "}))
+        await ws.send(json.dumps({"text": ""}))
+        async for raw in ws:
+            message = json.loads(raw)
+            if message.get("audio"):
+                import base64
+
+                audio += base64.b64decode(message["audio"])
+            if message.get("isFinal"):
+                break
+    return bytes(audio)
+
+
+async def livekit_multi_stream(server: RunningServer, dictionary: Any) -> tuple[np.ndarray, int]:
+    """LiveKit's ElevenLabs plugin (unmodified) puts the locators in each context's first message."""
+    import aiohttp
+    from livekit.plugins import elevenlabs
+
+    from tests.helpers import livekit_audio
+
+    locator = elevenlabs.PronunciationDictionaryLocator(dictionary.id, dictionary.version_id)
+    async with aiohttp.ClientSession() as http:
+        plugin = elevenlabs.TTS(
+            base_url=f"{server.url}/v1", api_key="alice", http_session=http,
+            pronunciation_dictionary_locators=[locator],
+        )  # fmt: skip
+        stream = plugin.stream()
+        stream.push_text(SPOKEN)
+        stream.end_input()
+        audio, _ = await livekit_audio(stream)
+        await stream.aclose()
+        await plugin.aclose()
+    return audio, plugin.sample_rate
+
+
+@pytest.mark.slow
+async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_restart(
+    engine, redis_server: RedisServer, transcriber
+) -> None:  # type: ignore[no-untyped-def]
+    one = start_speech_server(engine, store_url=redis_server.url)
+    two = start_speech_server(engine, store_url=redis_server.url)
+    try:
+        without = b"".join(eleven(two).text_to_speech.convert("af_heart", text=SPOKEN, output_format="pcm_24000"))
+        assert not says_both(heard(transcriber, without))  # what the words are without the dictionary
+
+        made = eleven(one).pronunciation_dictionaries.create_from_rules(rules=[ALIAS, IPA], name="brands")
+        locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id, version_id=made.version_id)
+        over_http = b"".join(
+            eleven(two).text_to_speech.convert(
+                "af_heart", text=SPOKEN, output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+            )
+        )
+        assert says_both(heard(transcriber, over_http)), heard(transcriber, over_http)
+        over_socket = await stream_input(two, made)
+        assert says_both(heard(transcriber, over_socket)), heard(transcriber, over_socket)
+        plugin_audio, rate = await livekit_multi_stream(two, made)
+        said = transcriber.transcribe(plugin_audio, rate).lower()
+        assert says_both(said), said
+
+        items = [{"text": "UN", "alias": "United Nations"}, {"text": "zorblax", "alias": "<<ˈ|t|oʊ|s|t|ɚ>>"}]
+        pdict = cartesia(one).pronunciation_dicts.create(name="brands", items=items)
+        spoken = cartesia(two).tts.generate(
+            model_id="sonic-3", transcript=SPOKEN, voice={"mode": "id", "id": "af_heart"}, output_format=RAW,
+            pronunciation_dict_id=pdict.id,
+        ).read()  # fmt: skip
+        assert says_both(heard(transcriber, spoken)), heard(transcriber, spoken)
+        with cartesia(two).tts.websocket_connect() as connection:
+            ctx = connection.context(
+                model_id="sonic-3", voice={"mode": "id", "id": "af_heart"}, output_format=RAW,
+                pronunciation_dict_id=pdict.id,
+            )  # fmt: skip
+            ctx.push(SPOKEN)
+            ctx.no_more_inputs()
+            chunks = b"".join(e.audio for e in ctx.receive() if e.type == "chunk" and e.audio)
+        assert says_both(heard(transcriber, chunks)), heard(transcriber, chunks)
+
+        one.stop()  # the replica that made them restarts: nothing was its own
+        one = start_speech_server(engine, store_url=redis_server.url)
+        assert [r.string_to_replace for r in eleven(one).pronunciation_dictionaries.get(made.id).rules] == ["UN", "zorblax"]
+        again = b"".join(
+            eleven(one).text_to_speech.convert(
+                "af_heart", text=SPOKEN, output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+            )
+        )
+        assert says_both(heard(transcriber, again))
+        assert cartesia(one).pronunciation_dicts.retrieve(pdict.id).name == "brands"
+    finally:
+        one.stop()
+        two.stop()
+
+
+@pytest.mark.slow
+def test_the_embedded_store_keeps_dictionaries_across_a_restart(engine, tmp_path: Path, transcriber) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite://{tmp_path / 'store.sqlite3'}"
+    first = start_speech_server(engine, store_url=url)
+    try:
+        made = eleven(first).pronunciation_dictionaries.create_from_rules(rules=[ALIAS, IPA], name="brands")
+        pdict = cartesia(first).pronunciation_dicts.create(name="menu", items=[{"text": "UN", "alias": "United Nations"}])
+    finally:
+        first.stop()
+    second = start_speech_server(engine, store_url=url)  # a restart: a new process reads the same file
+    try:
+        assert cartesia(second).pronunciation_dicts.retrieve(pdict.id).items[0].alias == "United Nations"
+        locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id, version_id=None)
+        audio = b"".join(
+            eleven(second).text_to_speech.convert(
+                "af_heart", text=SPOKEN, output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+            )
+        )
+        assert says_both(heard(transcriber, audio)), heard(transcriber, audio)
+    finally:
+        second.stop()
