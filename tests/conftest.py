@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from tests.helpers import VENDOR_TOKEN, RunningServer, start_speech_server
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
+# What servers and agents keep by default (the embedded store, in the user data folder) goes to a folder of
+# this run's own: no run reads what an earlier one made, and nothing is left in the user's home.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="streamvoice-test-data-")
 
 
 def model_dir() -> Path:

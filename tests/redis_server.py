@@ -18,7 +18,9 @@ class RedisServer:
     def __init__(self, folder: Path) -> None:
         binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin")
         if binary is None:
-            pytest.fail("redis-server not found: `make test` installs Debian's redis-server (apt-get install redis-server)")
+            pytest.fail(
+                "redis-server not found: `make test` installs Debian's redis-server (apt-get install redis-server)"
+            )
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = subprocess.Popen(

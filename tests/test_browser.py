@@ -121,8 +121,8 @@ def test_speaking_while_the_answer_plays_interrupts_it_and_shows_what_was_heard(
     was heard (by the page's own player count), the page shows it, and the agent's history holds only it."""
     from playwright.sync_api import sync_playwright
 
-    from streamvoice.agent.conversations import owner_of
     from streamvoice.agent.llm import ScriptedTextSource
+    from streamvoice.store import owner as owner_of
 
     answer_text = (
         "Leaves change colour because the green chlorophyll fades in the cold. The yellow and orange were "

@@ -8,16 +8,19 @@ import asyncio
 import base64
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from streamvoice.agent.conversations import Bounds, Conversations, Playing, Said, WordTime, owner_of
+from streamvoice.agent.conversations import Bounds, Conversations, Playing, Said, WordTime
 from streamvoice.agent.llm import CUT_OFF, ScriptedTextSource, said, with_history
 from streamvoice.client.sse import aiter_sse
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.store import Store, open_store
+from streamvoice.store import owner as owner_of
 from tests.helpers import RunningServer, start_agent
 
 ANSWER = (
@@ -25,6 +28,10 @@ ANSWER = (
     "says how far to fly. A hive can send hundreds of bees to one good patch within an hour."
 )
 BYTES_PER_MS = 48  # the agent's audio: 16-bit PCM at 24 kHz
+
+
+def local_store(folder: Path) -> Store:
+    return open_store(f"sqlite://{folder / 'store.sqlite3'}")
 
 
 class Clock:
@@ -35,46 +42,48 @@ class Clock:
         return self.now
 
 
-def test_history_is_bounded_by_turns_and_characters() -> None:
-    conversations = Conversations(Bounds(max_turns=4, max_chars=100))
-    conversation = conversations.open("me", "c")
+async def test_history_is_bounded_by_turns_and_characters(tmp_path: Path) -> None:
+    conversations = Conversations(local_store(tmp_path), Bounds(max_turns=4, max_chars=100))
+    conversation = await conversations.open("me", "c")
     for i in range(5):
-        conversations.answered(conversation, Playing(f"question {i}", text=f"answer {i}", done=False))
+        await conversations.answered(conversation, Playing(f"question {i}", text=f"answer {i}", done=False))
     assert [s.text for s in conversation.history] == ["question 3", "answer 3", "question 4", "answer 4"]
-    conversations.answered(conversation, Playing("q" * 70, text="a" * 70))
+    await conversations.answered(conversation, Playing("q" * 70, text="a" * 70))
     assert sum(len(s.text) for s in conversation.history) <= 100
     assert conversation.history[-1].text == "a" * 70  # the newest stays; the oldest went
-    conversations.answered(conversation, Playing("short", text="b" * 500))  # longer than all the room
+    await conversations.answered(conversation, Playing("short", text="b" * 500))  # longer than all the room
     assert [len(s.text) for s in conversation.history] == [100]
 
 
-def test_conversations_expire_when_idle_and_a_caller_past_its_bound_forgets_its_own() -> None:
+async def test_conversations_expire_when_idle_and_a_caller_past_its_bound_forgets_its_own(
+    tmp_path: Path,
+) -> None:
     clock = Clock()
-    conversations = Conversations(Bounds(idle_s=60, max_per_caller=3), clock=clock)
-    first = conversations.open("me", "a")
-    conversations.answered(first, Playing("hello", text="hi"))
+    conversations = Conversations(local_store(tmp_path), Bounds(idle_s=60, max_per_caller=3), clock=clock)
+    first = await conversations.open("me", "a")
+    await conversations.answered(first, Playing("hello", text="hi"))
     clock.now += 30
     assert conversations.history("me", "a")  # still there
     for cid in ("b", "c", "d"):
-        conversations.open("me", cid)
+        await conversations.open("me", cid)
     assert len(conversations) == 3 and not conversations.history("me", "a")  # my own longest idle went
     clock.now += 61
-    conversations.open("me", "e")
+    await conversations.open("me", "e")
     assert len(conversations) == 1  # the rest expired
 
 
-def test_one_callers_activity_never_evicts_anothers_history() -> None:
+async def test_one_callers_activity_never_evicts_anothers_history(tmp_path: Path) -> None:
     """As one caller, 1,001 interrupts naming new ids evicted another caller's conversation from a single
     LRU of 1,000 (her interrupt then found nothing while her answer played on)."""
-    conversations = Conversations(Bounds(max_conversations=10, max_per_caller=4))
-    hers = conversations.open("her", "mine")
-    conversations.answered(hers, Playing("hello", text="hi there"))
+    conversations = Conversations(local_store(tmp_path), Bounds(max_conversations=10, max_per_caller=4))
+    hers = await conversations.open("her", "mine")
+    await conversations.answered(hers, Playing("hello", text="hi there"))
     for i in range(1_001):  # interrupts create nothing
         found = conversations.find("attacker", f"x-{i}")
         assert found is None
     assert len(conversations) == 1
     for i in range(1_001):  # turns: the attacker's own oldest go, past its bound
-        conversations.open("attacker", f"x-{i}")
+        await conversations.open("attacker", f"x-{i}")
     assert len(conversations) == 5 and conversations.history("her", "mine")
     for caller in (
         "b",
@@ -82,51 +91,51 @@ def test_one_callers_activity_never_evicts_anothers_history() -> None:
     ):  # more callers fill the room; then a new conversation is refused, no one evicted
         for i in range(4):
             try:
-                conversations.open(caller, str(i))
+                await conversations.open(caller, str(i))
             except ProtocolError as exc:
                 assert exc.code == ErrorCode.SERVER_BUSY and "retry" in exc.message
     assert len(conversations) == 10 and conversations.history("her", "mine")
     with pytest.raises(ProtocolError):
-        conversations.open("d", "new")
-    assert conversations.open("her", "mine") is hers  # hers continues
+        await conversations.open("d", "new")
+    assert await conversations.open("her", "mine") is hers  # hers continues
 
 
-def test_an_id_that_is_another_callers_is_a_different_empty_conversation() -> None:
-    conversations = Conversations()
-    mine = conversations.open(owner_of("Bearer alice"), "shared-id")
-    conversations.answered(mine, Playing("my secret", text="noted"))
-    theirs = conversations.open(owner_of("Bearer mallory"), "shared-id")
+async def test_an_id_that_is_another_callers_is_a_different_empty_conversation(tmp_path: Path) -> None:
+    conversations = Conversations(local_store(tmp_path))
+    mine = await conversations.open(owner_of("Bearer alice"), "shared-id")
+    await conversations.answered(mine, Playing("my secret", text="noted"))
+    theirs = await conversations.open(owner_of("Bearer mallory"), "shared-id")
     assert theirs is not mine and theirs.history == []
-    handed_out = conversations.open(owner_of(None), None)
+    handed_out = await conversations.open(owner_of(None), None)
     assert len(handed_out.id) >= 20  # unguessable
 
 
-def test_an_interrupt_keeps_only_what_was_heard_marked_cut_off() -> None:
+async def test_an_interrupt_keeps_only_what_was_heard_marked_cut_off(tmp_path: Path) -> None:
     clock = Clock()
-    conversations = Conversations(clock=clock)
-    conversation = conversations.open("me", "c")
+    conversations = Conversations(local_store(tmp_path), clock=clock)
+    conversation = await conversations.open("me", "c")
     words = [WordTime(w, i * 400, (i + 1) * 400) for i, w in enumerate("One two three four five.".split())]
     playing = Playing("count", text="One two three four five.", words=words, audio_ms=2000)
     conversation.playing = playing
-    cut = conversations.interrupt(conversation, played_ms=900)
+    cut = await conversations.interrupt(conversation, played_ms=900)
     assert cut is not None and (cut.heard, cut.unheard) == ("One two", " three four five.")
     assert playing.stopped.is_set()
     assert conversation.history == [Said("user", "count"), Said("assistant", "One two", cut_off=True)]
-    assert conversations.interrupt(conversation, played_ms=None) is None  # nothing playing now
+    assert await conversations.interrupt(conversation, played_ms=None) is None  # nothing playing now
     # a finished answer still playing at the caller: its whole text is replaced by what was heard
     done = Playing("again", text="One two three four five.", words=words, audio_ms=2000)
     conversation.playing = done
-    conversations.answered(conversation, done)
+    await conversations.answered(conversation, done)
     done.first_audio_at = clock.now
     clock.now += 1.3  # the agent's clock: 1.3 s played
-    cut = conversations.interrupt(conversation, played_ms=None)
+    cut = await conversations.interrupt(conversation, played_ms=None)
     assert cut is not None and cut.heard == "One two three"
     assert conversation.history[-1] == Said("assistant", "One two three", cut_off=True)
     # played to its end: nothing to cut, the whole answer stays
     whole = Playing("last", text="Done.", words=[WordTime("Done.", 0, 300)], audio_ms=300)
     conversation.playing = whole
-    conversations.answered(conversation, whole)
-    assert conversations.interrupt(conversation, played_ms=5000) is None
+    await conversations.answered(conversation, whole)
+    assert await conversations.interrupt(conversation, played_ms=5000) is None
     assert conversation.history[-1] == Said("assistant", "Done.")
 
 
@@ -299,3 +308,36 @@ async def _sse_turn_with(
         async for event in aiter_sse(r.aiter_bytes()):
             events.append(json.loads(event.data))
     return events, None
+
+
+@pytest.mark.slow
+async def test_a_conversation_continues_on_another_replica_and_after_a_restart(
+    speech_server: RunningServer, redis_server: Any
+) -> None:
+    """Two agents sharing one real Redis behind no sticky routing (SSE turns): the second turn lands on the
+    other replica and the model is given the first; a restarted replica has it too; another caller's key
+    naming the same id gets a conversation of its own, empty."""
+    sources = [
+        ScriptedTextSource("Bees dance to show the way.", ttft_s=0.01, tokens_per_s=200) for _ in range(3)
+    ]
+    one = start_agent(sources[0], speech_server.url, store_url=redis_server.url)
+    two = start_agent(sources[1], speech_server.url, store_url=redis_server.url)
+    try:
+        async with httpx.AsyncClient(timeout=120, headers={"Authorization": "Bearer alice"}) as client:
+            first, _ = await _sse_turn(client, one.url, {"prompt": "How do bees find flowers?"})
+            cid = first[0]["id"]
+            assert first[-1]["type"] == "agent_end"
+            await _sse_turn(client, two.url, {"prompt": "Tell me more.", "conversation": cid})
+            assert sources[1].histories[-1] == ["How do bees find flowers?", "Bees dance to show the way."]
+            one.stop()
+            one = start_agent(sources[2], speech_server.url, store_url=redis_server.url)
+            await _sse_turn(client, one.url, {"prompt": "And then?", "conversation": cid})
+            assert sources[2].histories[-1] == [
+                "How do bees find flowers?", "Bees dance to show the way.", "Tell me more.", "Bees dance to show the way."
+            ]  # fmt: skip
+        async with httpx.AsyncClient(timeout=120, headers={"Authorization": "Bearer mallory"}) as other:
+            await _sse_turn(other, two.url, {"prompt": "What did they say?", "conversation": cid})
+            assert sources[1].histories[-1] == []
+    finally:
+        one.stop()
+        two.stop()

@@ -24,7 +24,12 @@ from tests.helpers import RunningServer, pcm16, start_speech_server
 from tests.redis_server import RedisServer
 
 ALIAS = {"type": "alias", "string_to_replace": "UN", "alias": "United Nations"}
-IPA = {"type": "phoneme", "string_to_replace": "zorblax", "phoneme": "ˈtoʊstɚ", "alphabet": "ipa"}  # "toaster"
+IPA = {
+    "type": "phoneme",
+    "string_to_replace": "zorblax",
+    "phoneme": "ˈtoʊstɚ",
+    "alphabet": "ipa",
+}  # "toaster"
 CMU = {"type": "phoneme", "string_to_replace": "glorp", "phoneme": "B AH1 T ER0", "alphabet": "cmu-arpabet"}
 SPOKEN = "The UN bought a zorblax."  # said: "The United Nations bought a toaster."
 RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
@@ -55,7 +60,10 @@ def test_elevenlabs_sdk_makes_reads_versions_and_downloads(server: RunningServer
     made = api.create_from_rules(rules=[ALIAS, IPA], name="brands", description="what we sell")
     assert (made.name, made.version_rules_num, made.description) == ("brands", 2, "what we sell")
     got = api.get(made.id)
-    assert got.latest_version_id == made.version_id and [r.string_to_replace for r in got.rules] == ["UN", "zorblax"]
+    assert got.latest_version_id == made.version_id and [r.string_to_replace for r in got.rules] == [
+        "UN",
+        "zorblax",
+    ]
 
     added = api.rules.add(made.id, rules=[CMU])
     assert added.version_rules_num == 3 and added.version_id != made.version_id
@@ -68,7 +76,9 @@ def test_elevenlabs_sdk_makes_reads_versions_and_downloads(server: RunningServer
     # The first version, as a PLS file, makes an equal dictionary through add-from-file.
     pls = b"".join(api.download(made.id, made.version_id))
     assert b"<grapheme>zorblax</grapheme>" in pls
-    again = api.create_from_file(name="from file", file=("brands.pls", io.BytesIO(pls), "application/pls+xml"))
+    again = api.create_from_file(
+        name="from file", file=("brands.pls", io.BytesIO(pls), "application/pls+xml")
+    )
     assert again.version_rules_num == 2
     assert [r.string_to_replace for r in api.get(again.id).rules] == ["UN", "zorblax"]
 
@@ -76,7 +86,9 @@ def test_elevenlabs_sdk_makes_reads_versions_and_downloads(server: RunningServer
     assert renamed.name == "renamed" and renamed.archived_time_unix is not None
     listed = api.list(page_size=100).pronunciation_dictionaries
     assert made.id not in {d.id for d in listed} and again.id in {d.id for d in listed}
-    assert made.id in {d.id for d in api.list(include_archived=True, page_size=100).pronunciation_dictionaries}
+    assert made.id in {
+        d.id for d in api.list(include_archived=True, page_size=100).pronunciation_dictionaries
+    }
 
 
 def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
@@ -94,7 +106,9 @@ def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
     assert caught.value.status_code == 400 and "DOCTYPE" in json.dumps(caught.value.body)
     with pytest.raises(ElevenLabsError) as caught:
         api.get("no-such-dictionary")
-    assert caught.value.status_code == 404 and "GET /v1/pronunciation-dictionaries" in json.dumps(caught.value.body)
+    assert caught.value.status_code == 404 and "GET /v1/pronunciation-dictionaries" in json.dumps(
+        caught.value.body
+    )
 
 
 def test_cartesia_sdk_creates_lists_updates_and_deletes(server: RunningServer) -> None:
@@ -124,7 +138,9 @@ def test_a_dictionary_is_its_makers_alone(server: RunningServer) -> None:
                 text=SPOKEN,
                 output_format="pcm_24000",
                 pronunciation_dictionary_locators=[
-                    PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=mine.id, version_id=None)
+                    PronunciationDictionaryVersionLocator(
+                        pronunciation_dictionary_id=mine.id, version_id=None
+                    )
                 ],
             )
         ),
@@ -165,7 +181,10 @@ def says_both(text: str) -> bool:
 async def stream_input(server: RunningServer, dictionary: Any, key: str = "alice") -> bytes:
     """ElevenLabs' ``stream-input`` as its docs give the first message (``InitializeConnection``): the locators
     ride on it; the text follows as an LLM writes it."""
-    url = server.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/stream-input?output_format=pcm_24000"
+    url = (
+        server.url.replace("http", "ws", 1)
+        + "/v1/text-to-speech/af_heart/stream-input?output_format=pcm_24000"
+    )
     audio = bytearray()
     async with websockets.connect(url, additional_headers={"xi-api-key": key}) as ws:
         locator = {"pronunciation_dictionary_id": dictionary.id, "version_id": dictionary.version_id}
@@ -213,14 +232,21 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
     one = start_speech_server(engine, store_url=redis_server.url)
     two = start_speech_server(engine, store_url=redis_server.url)
     try:
-        without = b"".join(eleven(two).text_to_speech.convert("af_heart", text=SPOKEN, output_format="pcm_24000"))
+        without = b"".join(
+            eleven(two).text_to_speech.convert("af_heart", text=SPOKEN, output_format="pcm_24000")
+        )
         assert not says_both(heard(transcriber, without))  # what the words are without the dictionary
 
         made = eleven(one).pronunciation_dictionaries.create_from_rules(rules=[ALIAS, IPA], name="brands")
-        locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id, version_id=made.version_id)
+        locator = PronunciationDictionaryVersionLocator(
+            pronunciation_dictionary_id=made.id, version_id=made.version_id
+        )
         over_http = b"".join(
             eleven(two).text_to_speech.convert(
-                "af_heart", text=SPOKEN, output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+                "af_heart",
+                text=SPOKEN,
+                output_format="pcm_24000",
+                pronunciation_dictionary_locators=[locator],
             )
         )
         assert says_both(heard(transcriber, over_http)), heard(transcriber, over_http)
@@ -249,10 +275,16 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
 
         one.stop()  # the replica that made them restarts: nothing was its own
         one = start_speech_server(engine, store_url=redis_server.url)
-        assert [r.string_to_replace for r in eleven(one).pronunciation_dictionaries.get(made.id).rules] == ["UN", "zorblax"]
+        assert [r.string_to_replace for r in eleven(one).pronunciation_dictionaries.get(made.id).rules] == [
+            "UN",
+            "zorblax",
+        ]
         again = b"".join(
             eleven(one).text_to_speech.convert(
-                "af_heart", text=SPOKEN, output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+                "af_heart",
+                text=SPOKEN,
+                output_format="pcm_24000",
+                pronunciation_dictionary_locators=[locator],
             )
         )
         assert says_both(heard(transcriber, again))
@@ -268,7 +300,9 @@ def test_the_embedded_store_keeps_dictionaries_across_a_restart(engine, tmp_path
     first = start_speech_server(engine, store_url=url)
     try:
         made = eleven(first).pronunciation_dictionaries.create_from_rules(rules=[ALIAS, IPA], name="brands")
-        pdict = cartesia(first).pronunciation_dicts.create(name="menu", items=[{"text": "UN", "alias": "United Nations"}])
+        pdict = cartesia(first).pronunciation_dicts.create(
+            name="menu", items=[{"text": "UN", "alias": "United Nations"}]
+        )
     finally:
         first.stop()
     second = start_speech_server(engine, store_url=url)  # a restart: a new process reads the same file
@@ -277,9 +311,35 @@ def test_the_embedded_store_keeps_dictionaries_across_a_restart(engine, tmp_path
         locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id, version_id=None)
         audio = b"".join(
             eleven(second).text_to_speech.convert(
-                "af_heart", text=SPOKEN, output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+                "af_heart",
+                text=SPOKEN,
+                output_format="pcm_24000",
+                pronunciation_dictionary_locators=[locator],
             )
         )
         assert says_both(heard(transcriber, audio)), heard(transcriber, audio)
     finally:
         second.stop()
+
+
+# --- our session protocol: a lexicon kept by name ------------------------------------------------------------
+
+
+async def configure(server: RunningServer, key: str, message: dict[str, Any]) -> dict[str, Any]:
+    url = server.url.replace("http", "ws", 1) + "/invocations-bidirectional-stream"
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+        await ws.send(json.dumps({"type": "configure", **message}))
+        answer: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        return answer
+
+
+async def test_a_session_lexicon_kept_by_name_is_used_by_name_in_a_later_session(server: RunningServer) -> None:
+    kept = await configure(server, "alice", {"lexicon": {"Zyx": "zebra", "Qrk": "/kwɜɹk/"}, "lexicon_name": "animals"})
+    assert kept["type"] == "configured" and kept["lexicon_entries"] == 2 and kept["lexicon_name"] == "animals"
+    used = await configure(server, "alice", {"lexicon_name": "animals"})  # a new connection: by name alone
+    assert used["type"] == "configured" and used["lexicon_entries"] == 2
+    for key, name, code in (("mallory", "animals", "not_found"), ("alice", "plants", "not_found"),
+                            ("alice", "no spaces", "invalid_field")):  # fmt: skip
+        refused = await configure(server, key, {"lexicon_name": name})
+        assert refused["type"] == "error" and refused["code"] == code, refused
+    assert "lexicon_name" in (await configure(server, "mallory", {"lexicon_name": "animals"}))["message"]

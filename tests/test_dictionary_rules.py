@@ -33,7 +33,12 @@ def test_elevenlabs_rules_alias_ipa_and_cmu() -> None:
     )
     ipa = {"type": "phoneme", "string_to_replace": "tomato", "phoneme": "təˈmeɪtoʊ", "alphabet": "ipa"}
     assert elevenlabs_entry(ipa) == ("tomato", "/təˈmAtO/")
-    cmu = {"type": "phoneme", "string_to_replace": "tomato", "phoneme": "T AH0 M EY1 T OW2", "alphabet": "cmu-arpabet"}
+    cmu = {
+        "type": "phoneme",
+        "string_to_replace": "tomato",
+        "phoneme": "T AH0 M EY1 T OW2",
+        "alphabet": "cmu-arpabet",
+    }
     assert elevenlabs_entry(cmu) == ("tomato", "/təmˈAtˌO/")
     for bad in (
         {"type": "phoneme", "string_to_replace": "x", "phoneme": "a", "alphabet": "x-sampa"},
@@ -48,7 +53,10 @@ def test_elevenlabs_rules_alias_ipa_and_cmu() -> None:
 
 def test_cartesia_items_ipa_in_double_angle_brackets_or_a_respelling() -> None:
     assert cartesia_entry({"text": "bayou", "alias": "<<ˈ|b|ɑ|ˈ|j|u>>"}) == ("bayou", "/ˈbɑˈju/")
-    assert cartesia_entry({"text": "tchoupitoulas", "pronunciation": "chop-uh-TOO-liss"})[1] == "chop-uh-TOO-liss"
+    assert (
+        cartesia_entry({"text": "tchoupitoulas", "pronunciation": "chop-uh-TOO-liss"})[1]
+        == "chop-uh-TOO-liss"
+    )
     with pytest.raises(RuleError):
         cartesia_entry({"text": "x"})
 
@@ -57,13 +65,20 @@ def test_pls_round_trip_keeps_every_rule() -> None:
     rules = [
         {"type": "alias", "string_to_replace": "UN", "alias": "United Nations"},
         {"type": "phoneme", "string_to_replace": "tomato", "phoneme": "təˈmeɪtoʊ", "alphabet": "ipa"},
-        {"type": "phoneme", "string_to_replace": "butter", "phoneme": "B AH1 T ER0", "alphabet": "cmu-arpabet"},
+        {
+            "type": "phoneme",
+            "string_to_replace": "butter",
+            "phoneme": "B AH1 T ER0",
+            "alphabet": "cmu-arpabet",
+        },
     ]
     assert pls_rules(pls_document(rules).encode()) == rules
 
 
 def test_hostile_pls_files_are_refused_before_they_are_read() -> None:
-    laughs = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><lexicon>&b;</lexicon>'
+    laughs = (
+        b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><lexicon>&b;</lexicon>'
+    )
     with pytest.raises(RuleError, match="DOCTYPE"):
         pls_rules(laughs)
     with pytest.raises(RuleError, match="not a PLS"):
@@ -85,7 +100,9 @@ def test_rule_bounds() -> None:
 
 
 def test_an_alias_that_holds_its_own_word_is_said_once_never_expanded_again() -> None:
-    lexicon = lexicon_of([{"type": "alias", "string_to_replace": "NASA", "alias": "NASA NASA NASA"}], elevenlabs_entry)
+    lexicon = lexicon_of(
+        [{"type": "alias", "string_to_replace": "NASA", "alias": "NASA NASA NASA"}], elevenlabs_entry
+    )
     said = apply_lexicon("NASA and NASA.", lexicon)
     assert said.count(SAY) == 2 and said.count("NASA") == 2 * (1 + 3)
     phonemes = lexicon_of([{"type": "phoneme", "string_to_replace": "x", "phoneme": "ɛks", "alphabet": "ipa"}],

@@ -26,7 +26,7 @@ EVERYTHING = [
     "--set",
     "autoscaling.enabled=true,agent.enabled=true,route.enabled=true,wyoming.enabled=true,"
     "metrics.serviceMonitor.enabled=true,speech.authToken.existingSecret=speech-token,"
-    "agent.authToken.existingSecret=agent-token,"
+    "agent.authToken.existingSecret=agent-token,store.redis.enabled=true,"
     "speech.extraEnv.PAUSE_SENTENCE_MS=350",
     "--set-json",
     'route.parentRefs=[{"name": "public", "namespace": "gateway-system"}]',
@@ -175,3 +175,30 @@ def test_the_agent_is_rendered_only_with_a_key_or_an_explicit_gateway() -> None:
         (deployment,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"].endswith("-agent")]
         env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert name in env
+
+
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_replicas_share_the_store_the_values_name() -> None:
+    """What callers make (dictionaries, conversations) follows them to any replica only through a shared store:
+    the chart's own Redis, a named one, or a Secret's URL; without one each pod keeps its own SQLite file on
+    a writable volume (the root filesystem is read-only)."""
+    agent = "agent.enabled=true,agent.allowUnauthenticated=true"
+    docs = render("--set", f"store.redis.enabled=true,{agent}")
+    (redis,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"].endswith("-redis")]
+    (service,) = [s for s in by_kind(docs, "Service") if s["metadata"]["name"].endswith("-redis")]
+    assert service["spec"]["selector"] == redis["spec"]["template"]["metadata"]["labels"]
+    url = f"redis://{service['metadata']['name']}:6379/0"
+    containers = [c for d in by_kind(docs, "Deployment") for c in d["spec"]["template"]["spec"]["containers"]]
+    assert [_env(c).get("STREAMVOICE_STORE_URL") for c in containers if c["name"] != "redis"] == [url, url]
+
+    named = render("--set", f"store.url=redis://cache.example:6379/2,{agent}")
+    assert _env(speech_container(named))["STREAMVOICE_STORE_URL"] == "redis://cache.example:6379/2"
+    secret = _env(speech_container(render("--set", "store.existingSecret=store-url")))["STREAMVOICE_STORE_URL"]
+    assert secret == {"secretKeyRef": {"name": "store-url", "key": "url"}}
+
+    alone = speech_container(render())
+    assert "STREAMVOICE_STORE_URL" not in _env(alone)
+    assert {"name": "data", "mountPath": "/home/app/.local/share"} in alone["volumeMounts"]

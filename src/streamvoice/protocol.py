@@ -207,6 +207,8 @@ class Configure:
     sample_rate: int | None = None
     pauses: dict[str, int] | None = None  # the fields of ``Pauses`` to change
     lexicon: dict[str, str] | None = None  # word -> "/phonemes/" or a respelling, for this session
+    # With ``lexicon``: also kept under this name (the caller's, on every replica); alone: the kept one is used.
+    lexicon_name: str | None = None
     type: str = "configure"
 
 
@@ -338,6 +340,7 @@ def message_from_object(obj: dict[str, Any], limits: Limits = Limits()) -> Clien
             **_options(obj, msg_id),
             pauses=validate_pauses(pauses, msg_id) if pauses is not None else None,
             lexicon=validate_lexicon(lexicon, msg_id) if lexicon is not None else None,
+            lexicon_name=lexicon_name(obj.get("lexicon_name"), msg_id),
         )
     if kind == "cancel":
         return Cancel(id=msg_id, played_ms=played_ms(obj.get("played_ms"), msg_id))
@@ -474,6 +477,19 @@ def _options(obj: dict[str, Any], msg_id: str | None) -> dict[str, Any]:
     if obj.get("sample_rate") is not None:
         out["sample_rate"] = validate_sample_rate(obj["sample_rate"], msg_id)
     return out
+
+
+_LEXICON_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def lexicon_name(raw: Any, msg_id: str | None = None) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or _LEXICON_NAME.fullmatch(raw) is None:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD, '"lexicon_name" must be 1-64 letters, digits, "_", "." or "-"', msg_id
+        )
+    return raw
 
 
 def validate_lexicon(raw: Any, msg_id: str | None = None) -> dict[str, str]:

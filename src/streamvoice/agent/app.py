@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from streamvoice import log_redaction
-from streamvoice.agent.conversations import Conversations, conversation_id, owner_of
+from streamvoice.agent.conversations import Conversations, conversation_id
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
 from streamvoice.agent.turns import converse, interrupted_event
@@ -48,6 +48,8 @@ from streamvoice.protocol import (
     validate_speed,
     validate_voice,
 )
+from streamvoice.store import open_store
+from streamvoice.store import owner as owner_of
 
 log = logging.getLogger("streamvoice.agent")
 
@@ -73,6 +75,8 @@ class AgentConfig:
     # Beyond loopback without ``auth_token`` the agent refuses to start unless this says something in front
     # of it authenticates callers (AgentCore Runtime's SigV4 or JWT authorizer, a gateway): ``exposure``.
     allow_unauthenticated: bool = False
+    # Where conversations are kept: redis://... for replicas, sqlite:///path, None: the embedded default.
+    store_url: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> AgentConfig:
@@ -90,6 +94,8 @@ class AgentConfig:
         ):
             if env.get(name):
                 values[key] = tuple(o.strip() for o in env[name].split(",") if o.strip())
+        if env.get("STREAMVOICE_STORE_URL"):
+            values["store_url"] = env["STREAMVOICE_STORE_URL"]
         if env.get("STREAMVOICE_MAX_TURNS"):
             values["max_concurrent_turns"] = int(env["STREAMVOICE_MAX_TURNS"])
         if env.get("STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED"):
@@ -298,7 +304,7 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
 
     pipeline = SpeechPipeline(source, connect)
     app.state.pipeline = pipeline
-    conversations = Conversations()
+    conversations = Conversations(open_store(cfg.store_url))
     app.state.conversations = conversations
 
     @app.entrypoint
@@ -311,10 +317,10 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
             asked = parse_conversation(payload, caller.session_id)
             if asked.interrupt_only:
                 found = conversations.find(caller.owner, asked.id)
-                cut = conversations.interrupt(found, asked.played_ms) if found is not None else None
+                cut = await conversations.interrupt(found, asked.played_ms) if found is not None else None
                 return JSONResponse({**interrupted_event(cut), "conversation": asked.id})
             prompt, options = parse_turn_request(payload, cfg)
-            conversation = conversations.open(caller.owner, asked.id)
+            conversation = await conversations.open(caller.owner, asked.id)
         except ProtocolError as exc:
             return error_response(exc)
 
@@ -368,15 +374,19 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
                     running = turn is not None and not turn.done()
                     if asked.interrupt_only:
                         found = conversations.find(caller.owner, asked.id)
-                        cut = conversations.interrupt(found, asked.played_ms) if found is not None else None
+                        cut = (
+                            await conversations.interrupt(found, asked.played_ms)
+                            if found is not None
+                            else None
+                        )
                         if not running or cut is None:  # else the turn itself says what was heard
                             await send({**interrupted_event(cut), "conversation": asked.id})
                         continue
                     prompt, options = parse_turn_request(payload, cfg)
-                    conversation = conversations.open(caller.owner, asked.id)
+                    conversation = await conversations.open(caller.owner, asked.id)
                     current = conversation.id
                     if running and turn is not None:
-                        conversations.interrupt(conversation, asked.played_ms)
+                        await conversations.interrupt(conversation, asked.played_ms)
                         await turn  # it ends with ``interrupted`` and gives its room back
                     release = app.take_turn()
                 except ProtocolError as exc:

@@ -13,24 +13,34 @@ An answer the caller interrupts (a new prompt while it plays, or an explicit int
 history keeps only what the caller heard of it, marked as cut off: the words at least half played by the
 caller's player (``text.heard``), from the word times the speech server sent with the audio. Where the
 caller does not say how much it played, the agent's own clock stands in: the caller plays audio as it
-arrives. Checked by ``pytest tests/test_conversation_history.py``.
+arrives.
+
+What a conversation has said is kept in the store (``streamvoice.store``: SQLite on one machine, Redis for
+replicas) each time a turn ends or is cut, and read back when a turn opens it, so a caller's next turn finds
+its history on any replica and after a restart. A turn in progress is the replica's own: only finished turns
+and what was heard of a cut one are shared (an interrupt reaches the turn where it plays). The store's
+records expire with the same idle time, a caller past its bound loses its own oldest there too, and past the
+bound on all conversations a new one is refused. Checked by ``pytest tests/test_conversation_history.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import contextlib
+import json
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.store import Store, StoreError
 from streamvoice.text.heard import split_written
 
 MAX_ID_CHARS = 128
+KIND = "conversation"  # the store's records: (caller, conversation id) -> its history
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,7 @@ class Playing:
 @dataclass
 class Conversation:
     id: str
+    owner: str  # the caller's (``owner_of`` its credential)
     history: list[Said] = field(default_factory=list)
     used_at: float = 0.0
     playing: Playing | None = None
@@ -98,9 +109,21 @@ class Bounds:
     max_per_caller: int = 50  # per caller; past it the caller's own longest idle is forgotten
 
 
-def owner_of(credential: str | None) -> str:
-    """The caller a conversation belongs to: a digest of its credential (never the credential itself)."""
-    return hashlib.sha256((credential or "").encode()).hexdigest()[:32]
+def encode_history(history: list[Said]) -> bytes:
+    return json.dumps([[s.role, s.text, s.cut_off] for s in history], ensure_ascii=False).encode()
+
+
+def decode_history(raw: bytes) -> list[Said]:
+    return [Said(role, text, bool(cut)) for role, text, cut in json.loads(raw)]
+
+
+@contextlib.contextmanager
+def reaching() -> Iterator[None]:
+    """A store that cannot be reached is the caller's 503 (retry), not a failed agent."""
+    try:
+        yield
+    except StoreError as exc:
+        raise ProtocolError(ErrorCode.STORE_UNAVAILABLE, str(exc)) from None
 
 
 def conversation_id(raw: object) -> str | None:
@@ -117,7 +140,10 @@ def conversation_id(raw: object) -> str | None:
 
 
 class Conversations:
-    def __init__(self, bounds: Bounds = Bounds(), clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, store: Store, bounds: Bounds = Bounds(), clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.store = store
         self.bounds = bounds
         self._clock = clock
         self._held: OrderedDict[tuple[str, str], Conversation] = OrderedDict()  # oldest used first
@@ -126,31 +152,63 @@ class Conversations:
     def __len__(self) -> int:
         return len(self._held)
 
-    def open(self, owner: str, cid: str | None) -> Conversation:
-        """The caller's conversation with this id (a new one, with a new id, when None), or ``server_busy``
-        when a new one would pass the bound on all conversations."""
+    async def open(self, owner: str, cid: str | None) -> Conversation:
+        """The caller's conversation with this id (a new one, with a new id, when None), its history as the
+        store has it (another replica may have added to it), or ``server_busy`` when a new one would pass
+        the bound on all conversations."""
         now = self._clock()
         self._expire(now)
         cid = cid or secrets.token_urlsafe(16)
         key = (owner, cid)
+        with reaching():
+            stored = await self.store.get(KIND, owner, cid)
         conversation = self._held.pop(key, None)
         if conversation is None:
             if self._per_caller[owner] >= self.bounds.max_per_caller:
                 self._forget(next(k for k in self._held if k[0] == owner))  # the caller's own longest idle
             if len(self._held) >= self.bounds.max_conversations:
-                raise ProtocolError(
-                    ErrorCode.SERVER_BUSY,
-                    f"the agent holds {self.bounds.max_conversations} conversations; continue one of yours "
-                    f"(send its id) or retry once idle ones expire ({self.bounds.idle_s:g} s unused)",
-                )
-            conversation = Conversation(cid)
+                raise self._full()
+            if stored is None:
+                await self._room_in_store(owner)
+            conversation = Conversation(cid, owner)
             self._per_caller[owner] += 1
+        if stored is not None and conversation.playing is None:
+            conversation.history = decode_history(stored)
         conversation.used_at = now
         self._held[key] = conversation
+        await self._save(conversation)
         return conversation
 
+    def _full(self) -> ProtocolError:
+        return ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            f"the agent holds {self.bounds.max_conversations} conversations; continue one of yours "
+            f"(send its id) or retry once idle ones expire ({self.bounds.idle_s:g} s unused)",
+        )
+
+    async def _room_in_store(self, owner: str) -> None:
+        """The bounds across replicas: the caller's own oldest goes past its bound; past the bound on all
+        conversations a new one is refused (never another caller's evicted)."""
+        with reaching():
+            mine = await self.store.keys(KIND, owner)
+            for oldest in mine[: max(0, len(mine) - self.bounds.max_per_caller + 1)]:
+                await self.store.delete(KIND, owner, oldest)
+            if await self.store.count(KIND) >= self.bounds.max_conversations:
+                raise self._full()
+
+    async def _save(self, conversation: Conversation) -> None:
+        with reaching():
+            await self.store.put(
+                KIND,
+                conversation.owner,
+                conversation.id,
+                encode_history(conversation.history),
+                ttl_s=self.bounds.idle_s,
+            )
+
     def find(self, owner: str, cid: str | None) -> Conversation | None:
-        """The caller's conversation with this id if it holds one: an interrupt never creates one."""
+        """The caller's conversation with this id if this replica holds it: an interrupt never creates one,
+        and reaches the turn where it plays."""
         if cid is None:
             return None
         self._expire(self._clock())
@@ -167,7 +225,7 @@ class Conversations:
         conversation = self._held.get((owner, cid))
         return list(conversation.history) if conversation is not None else []
 
-    def interrupt(self, conversation: Conversation, played_ms: float | None) -> Interrupted | None:
+    async def interrupt(self, conversation: Conversation, played_ms: float | None) -> Interrupted | None:
         """Stop the answer playing, if one is, and keep in the history only what the caller heard of it."""
         playing = conversation.playing
         if playing is None:
@@ -186,14 +244,16 @@ class Conversations:
         playing.stopped.set()
         if heard.strip():
             self._add(conversation, Said("assistant", heard.strip(), cut_off=True))
+        await self._save(conversation)
         return playing.cut
 
-    def answered(self, conversation: Conversation, playing: Playing) -> None:
+    async def answered(self, conversation: Conversation, playing: Playing) -> None:
         """The turn ended with its whole answer sent: it joins the history (an interrupt may still cut it)."""
         playing.done = True
         self._add(conversation, Said("user", playing.prompt))
         if playing.text.strip():
             self._add(conversation, Said("assistant", playing.text.strip()))
+        await self._save(conversation)
 
     def _add(self, conversation: Conversation, said: Said) -> None:
         history = conversation.history

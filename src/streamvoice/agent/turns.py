@@ -51,7 +51,7 @@ async def converse(
 ) -> AsyncIterator[Event]:
     """The turn's events, first ``conversation`` (its id, and what was heard of the answer this prompt
     interrupted, if one was playing); an interrupt from elsewhere ends them with ``interrupted``."""
-    cut = conversations.interrupt(conversation, played_ms)
+    cut = await conversations.interrupt(conversation, played_ms)
     history = list(conversation.history)
     playing = Playing(prompt)
     conversation.playing = playing
@@ -78,7 +78,7 @@ async def converse(
             observe(playing, event)
             yield event
         if not playing.stopped.is_set():
-            conversations.answered(conversation, playing)
+            await conversations.answered(conversation, playing)
     finally:
         stop.cancel()
         aclose = getattr(events, "aclose", None)

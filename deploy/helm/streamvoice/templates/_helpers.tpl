@@ -41,6 +41,23 @@ app.kubernetes.io/component: agent
 {{- end -}}
 {{- end -}}
 
+{{/* Where the pods keep what callers make (values.yaml: store). */}}
+{{- define "streamvoice.storeEnv" -}}
+{{- if .Values.store.redis.enabled }}
+- name: STREAMVOICE_STORE_URL
+  value: {{ printf "redis://%s-redis:6379/0" (include "streamvoice.fullname" .) | quote }}
+{{- else if .Values.store.existingSecret }}
+- name: STREAMVOICE_STORE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.store.existingSecret }}
+      key: {{ .Values.store.key }}
+{{- else if .Values.store.url }}
+- name: STREAMVOICE_STORE_URL
+  value: {{ .Values.store.url | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "streamvoice.speechImage" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}

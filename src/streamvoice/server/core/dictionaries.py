@@ -27,6 +27,7 @@ MAX_PER_CALLER = 100
 MAX_VERSIONS = 8
 MAX_PER_REQUEST = 3  # ElevenLabs' own bound on locators per request
 MAX_NAME_CHARS = 200
+LEXICONS = "lexicon.session"  # our session protocol's named lexicons
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,26 @@ class Dictionaries:
                     )
             merged.update(version.lexicon)
         return merged
+
+    async def keep_lexicon(self, owner: str, name: str, lexicon: dict[str, str]) -> None:
+        """A session's lexicon kept under a name of the caller's (``configure`` with ``lexicon_name``)."""
+        with reaching():
+            new = await self.store.get(LEXICONS, owner, name) is None
+            if new and await self.store.count(LEXICONS, owner) >= MAX_PER_CALLER:
+                raise _bad(f"you keep {MAX_PER_CALLER} named lexicons, the most one key may: reuse a name")
+            await self.store.put(LEXICONS, owner, name, json.dumps(lexicon, ensure_ascii=False).encode())
+
+    async def kept_lexicon(self, owner: str, name: str) -> dict[str, str]:
+        with reaching():
+            raw = await self.store.get(LEXICONS, owner, name)
+        if raw is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"no lexicon named {name!r} is kept for your key: send it once with "
+                f'{{"type": "configure", "lexicon": {{...}}, "lexicon_name": "{name}"}}',
+            )
+        found: dict[str, str] = json.loads(raw)
+        return found
 
     async def _put(self, owner: str, vendor: str, dictionary: Dictionary) -> None:
         with reaching():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
@@ -39,6 +40,7 @@ from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.connection import Connection
+from streamvoice.server.surfaces.guards import caller
 from streamvoice.server.surfaces.session import message as rendered
 from streamvoice.server.surfaces.session.configure import configured, configured_body
 from streamvoice.server.surfaces.session.message import Message, MessageState, refusal
@@ -56,6 +58,7 @@ class BidiSession(Connection[Frame]):
     def __init__(self, ws: WebSocket, service: SpeechService, session_id: str) -> None:
         super().__init__(WebSocketTransport.of(ws, service, f"session={session_id}"), service, session_id)
         self.session_id = session_id
+        self._caller = caller(ws)  # whose named lexicons ``configure`` keeps and reads
         self.defaults = SessionDefaults()
         self.streams = StreamedMessages()
         self._sequence = 0
@@ -73,7 +76,7 @@ class BidiSession(Connection[Frame]):
             case Append() | Flush() | End():
                 self._stream(msg)
             case Configure():
-                self._configure(msg)
+                await self._configure(msg)
             case Cancel(id=target, played_ms=played_ms):
                 # No id: everything open (barge-in); an id: that message only, the rest goes on.
                 cut = self.cut(target, played_ms)
@@ -174,16 +177,22 @@ class BidiSession(Connection[Frame]):
             await previous.answered.wait()
         await self.gate(previous)
 
-    def _configure(self, msg: Configure) -> None:
+    async def _configure(self, msg: Configure) -> None:
         pauses = self.service.config.pauses
-        candidate = configured(self.defaults, msg, pauses)
         try:
+            if msg.lexicon_name is not None and msg.lexicon is None:  # the caller's kept lexicon, by name
+                kept = await self.service.dictionaries.kept_lexicon(self._caller, msg.lexicon_name)
+                msg = replace(msg, lexicon=kept)
+            candidate = configured(self.defaults, msg, pauses)
             self.service.requests.resolve(candidate)
+            if msg.lexicon_name is not None and msg.lexicon is not None:
+                await self.service.dictionaries.keep_lexicon(self._caller, msg.lexicon_name, msg.lexicon)
         except ProtocolError as exc:
             self._reply_error(exc, None)
             return
         self.defaults = candidate
-        self.reply(encode_event(Ack("configured", configured_body(candidate, pauses))))
+        body = configured_body(candidate, pauses)
+        self.reply(encode_event(Ack("configured", {**body, "lexicon_name": msg.lexicon_name})))
 
     def cancel(self, target: str | None = None) -> list[Answer]:
         cancelled = super().cancel(target)
