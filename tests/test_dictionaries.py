@@ -333,8 +333,12 @@ async def configure(server: RunningServer, key: str, message: dict[str, Any]) ->
         return answer
 
 
-async def test_a_session_lexicon_kept_by_name_is_used_by_name_in_a_later_session(server: RunningServer) -> None:
-    kept = await configure(server, "alice", {"lexicon": {"Zyx": "zebra", "Qrk": "/kwɜɹk/"}, "lexicon_name": "animals"})
+async def test_a_session_lexicon_kept_by_name_is_used_by_name_in_a_later_session(
+    server: RunningServer,
+) -> None:
+    kept = await configure(
+        server, "alice", {"lexicon": {"Zyx": "zebra", "Qrk": "/kwɜɹk/"}, "lexicon_name": "animals"}
+    )
     assert kept["type"] == "configured" and kept["lexicon_entries"] == 2 and kept["lexicon_name"] == "animals"
     used = await configure(server, "alice", {"lexicon_name": "animals"})  # a new connection: by name alone
     assert used["type"] == "configured" and used["lexicon_entries"] == 2

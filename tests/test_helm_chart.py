@@ -196,7 +196,9 @@ def test_replicas_share_the_store_the_values_name() -> None:
 
     named = render("--set", f"store.url=redis://cache.example:6379/2,{agent}")
     assert _env(speech_container(named))["STREAMVOICE_STORE_URL"] == "redis://cache.example:6379/2"
-    secret = _env(speech_container(render("--set", "store.existingSecret=store-url")))["STREAMVOICE_STORE_URL"]
+    secret = _env(speech_container(render("--set", "store.existingSecret=store-url")))[
+        "STREAMVOICE_STORE_URL"
+    ]
     assert secret == {"secretKeyRef": {"name": "store-url", "key": "url"}}
 
     alone = speech_container(render())
