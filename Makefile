@@ -31,7 +31,7 @@ install: $(BIN)/.installed
 # environment, with the real pipecat-ai and its run_test harness, as part of `make test`.
 PIPECAT_VENV := .venv-pipecat
 $(PIPECAT_VENV)/bin/.installed: pyproject.toml requirements-pipecat.lock | $(BIN)/.installed
-	$(UV) venv -q --python $(PYTHON) $(PIPECAT_VENV)
+	$(UV) venv -q --allow-existing --python $(PYTHON) $(PIPECAT_VENV)
 	$(UV) pip install -q --compile-bytecode --python $(PIPECAT_VENV)/bin/python -c requirements-pipecat.lock -e '.[pipecat]' pytest pytest-asyncio
 	touch $@
 

@@ -225,6 +225,27 @@ async def livekit_multi_stream(server: RunningServer, dictionary: Any) -> tuple[
     return audio, plugin.sample_rate
 
 
+async def livekit_cartesia(server: RunningServer, dictionary_id: str) -> tuple[np.ndarray, int]:
+    """LiveKit's Cartesia plugin (unmodified) sends ``pronunciation_dict_id`` with sonic-3 models."""
+    import aiohttp
+    from livekit.plugins import cartesia as lk_cartesia
+
+    from tests.helpers import livekit_audio
+
+    async with aiohttp.ClientSession() as http:
+        plugin = lk_cartesia.TTS(
+            model="sonic-3", voice="af_heart", base_url=server.url, api_key="alice", http_session=http,
+            pronunciation_dict_id=dictionary_id,
+        )  # fmt: skip
+        stream = plugin.stream()
+        stream.push_text(SPOKEN)
+        stream.end_input()
+        audio, _ = await livekit_audio(stream)
+        await stream.aclose()
+        await plugin.aclose()
+    return audio, plugin.sample_rate
+
+
 @pytest.mark.slow
 async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_restart(
     engine, redis_server: RedisServer, transcriber
@@ -272,6 +293,9 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
             ctx.no_more_inputs()
             chunks = b"".join(e.audio for e in ctx.receive() if e.type == "chunk" and e.audio)
         assert says_both(heard(transcriber, chunks)), heard(transcriber, chunks)
+        plugin_audio, rate = await livekit_cartesia(two, pdict.id)
+        said = transcriber.transcribe(plugin_audio, rate).lower()
+        assert says_both(said), said
 
         one.stop()  # the replica that made them restarts: nothing was its own
         one = start_speech_server(engine, store_url=redis_server.url)

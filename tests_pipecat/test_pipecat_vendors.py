@@ -151,3 +151,35 @@ async def test_the_http_services_speak_a_sentence(vendor: str, speech_server: Ru
     assert 3.0 < seconds(down) < 9.0
     if vendor == "elevenlabs":  # character times from /stream/with-timestamps
         assert [f.text.strip() for f in down if isinstance(f, TTSTextFrame)] == REPLY.split()
+
+
+@pytest.mark.slow
+async def test_elevenlabs_locators_from_pipecat_reach_the_dictionary(speech_server: RunningServer) -> None:
+    """Pipecat's ElevenLabs service puts its locators in each context's first message: a dictionary made
+    through ElevenLabs' API (as its SDK sends it) changes what is said."""
+    import httpx
+    from pipecat.services.elevenlabs.tts import PronunciationDictionaryLocator
+
+    rules = [{"type": "alias", "string_to_replace": "UN", "alias": "United Nations Organization"}]
+    async with httpx.AsyncClient(base_url=speech_server.url, headers={"xi-api-key": "key"}) as api:
+        made = (
+            await api.post(
+                "/v1/pronunciation-dictionaries/add-from-rules", json={"name": "n", "rules": rules}
+            )
+        ).json()
+    locator = PronunciationDictionaryLocator(
+        pronunciation_dictionary_id=made["id"], version_id=made["version_id"]
+    )
+
+    async def said(locators: list[Any] | None) -> float:
+        tts = ElevenLabsTTSService(  # the argument Pipecat 1.14 still takes (deprecated for text_transforms)
+            api_key="key", url=ws(speech_server), settings=ElevenLabsTTSService.Settings(voice="af_heart"),
+            pronunciation_dictionary_locators=locators,
+        )  # fmt: skip
+        down, _ = await run_test(
+            tts, frames_to_send=[TTSSpeakFrame("The UN met."), SleepFrame(sleep=3.0)], start_timeout=START
+        )
+        return seconds(down)
+
+    plain, with_dictionary = await said(None), await said([locator])
+    assert with_dictionary > plain + 0.5, (plain, with_dictionary)  # "United Nations Organization" is longer
