@@ -111,7 +111,7 @@ def test_the_callers_words_survive_as_originals() -> None:
 
 def test_other_languages_get_the_neutral_rules_and_their_own_numbers() -> None:
     spoken = say("Cuesta 12 euros 👍 hoy, escribe a info@example.com", "es")
-    assert spoken == "Cuesta doce euros hoy, escribe a info at example dot com"  # tests/test_latin.py
+    assert spoken == "Cuesta doce euros hoy, escribe a info arroba example punto com"  # tests/test_latin.py
 
 
 # What language models write, heard through the real model (the issue's "3 of 12 read right"): the
@@ -145,3 +145,22 @@ def test_word_times_name_the_callers_words(engine: KokoroEngine) -> None:
     assert named == ["It", "costs", "$12.50", "at", "3pm."] or named == ["It", "costs", "$12.50", "at", "3pm"]
     money = times[2]
     assert money.end_ms - money.start_ms > 800  # "twelve dollars fifty cents", not one short word
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en-us", "info at example dot com"),
+        ("es", "info arroba example punto com"),
+        ("fr-fr", "info arobase example point com"),
+        ("it", "info chiocciola example punto com"),
+        ("pt-br", "info arroba example ponto com"),
+        ("ja", "info アット example ドット com"),
+        ("cmn", "info 艾特 example 点 com"),
+        ("hi", "info एट example डॉट com"),
+    ],
+)
+def test_an_address_is_said_in_the_voices_language_not_in_english(lang: str, said: str) -> None:
+    """What every language shares is the address's shape; the words are each language's own (a Spanish
+    voice once read "info at example dot com")."""
+    assert say("info@example.com", lang) == said

@@ -27,7 +27,7 @@ from streamvoice.bench.common import machine, table, write_result
 from streamvoice.bench.spoken_values import VALUES, heard_right, read_right
 from streamvoice.bench.wer import character_error_rate, words
 from streamvoice.engine import KokoroEngine
-from streamvoice.text.normalize import NEUTRAL, say
+from streamvoice.text.normalize import neutral_rules, say, spoken_text, tokens_by
 
 SENTENCES: dict[str, tuple[str, str, list[str]]] = {
     "en-us": (
@@ -192,7 +192,9 @@ def value_rows(engine: KokoroEngine, transcriber: Transcriber) -> list[dict[str,
                 if path == "after":
                     phonemes = " ".join(p.phonemes for p in engine.planner.plan(value.text, lang))
                 else:
-                    phonemes = engine.g2p.phonemize(say(value.text, lang, rules=NEUTRAL), lang)
+                    phonemes = engine.g2p.phonemize(
+                        spoken_text(tokens_by(value.text, neutral_rules(lang))), lang
+                    )
                 ok = read_right(lang, phonemes, value, engine.g2p.phonemize)
                 if ok and lang != "hi":  # Whisper base writes Hindi in Urdu script: the reading only
                     audio = _speak_phonemes(engine, phonemes, voice)
@@ -204,9 +206,12 @@ def value_rows(engine: KokoroEngine, transcriber: Transcriber) -> list[dict[str,
         cost: dict[str, list[float]] = {"before": [], "after": []}
         for _ in range(20):
             for value in values:
-                for path, rules in (("before", NEUTRAL), ("after", None)):
+                for path, rules in (("before", neutral_rules(lang)), ("after", None)):
                     started = time.perf_counter()
-                    say(value.text, lang, rules=rules)
+                    if rules is None:
+                        say(value.text, lang)
+                    else:
+                        spoken_text(tokens_by(value.text, rules))
                     cost[path].append((time.perf_counter() - started) * 1000)
         rows.append(
             {

@@ -21,7 +21,7 @@ from streamvoice.text.languages import (
     portuguese,
     spanish,
 )
-from streamvoice.text.rules import Language
+from streamvoice.text.rules import Language, SymbolWords
 
 BY_FAMILY: dict[str, Language] = {
     "es": spanish.LANGUAGE,
@@ -32,6 +32,23 @@ BY_FAMILY: dict[str, Language] = {
     "zh": mandarin.LANGUAGE,
     "hi": hindi.LANGUAGE,
 }
+
+
+WORDS_BY_FAMILY: dict[str, SymbolWords] = {
+    "en": english.WORDS,
+    "es": spanish.WORDS,
+    "fr": french.WORDS,
+    "it": italian.WORDS,
+    "pt": portuguese.WORDS,
+    "ja": japanese.WORDS,
+    "zh": mandarin.WORDS,
+    "hi": hindi.WORDS,
+}
+
+
+def symbol_words(lang: str) -> SymbolWords:
+    """What the language says for symbols and addresses; English for a language we have none for."""
+    return WORDS_BY_FAMILY.get(nw.family(lang), english.WORDS)
 
 
 @functools.cache

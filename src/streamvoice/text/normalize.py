@@ -20,9 +20,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from streamvoice.text.language_rules import language_rules
+from streamvoice.text.language_rules import language_rules, symbol_words
 from streamvoice.text.marks import PHONEMES, SAY, SEP, SPACE
-from streamvoice.text.neutral import ADDRESSES, MARKED, SYMBOL_RULES
+from streamvoice.text.neutral import MARKED, addresses, symbols
 from streamvoice.text.rules import Rule, claims
 
 
@@ -35,7 +35,11 @@ class Token:
     space_before: bool = True
 
 
-NEUTRAL: tuple[Rule, ...] = (*MARKED, *ADDRESSES, *SYMBOL_RULES)
+@functools.cache
+def neutral_rules(lang: str) -> tuple[Rule, ...]:
+    """What every language shares, in this language's words: marked spans, addresses, symbols."""
+    words = symbol_words(lang)
+    return (*MARKED, *addresses(words), *symbols(words))
 
 
 @functools.cache  # built once per language, not for every chunk planned
@@ -43,16 +47,21 @@ def rules_for(lang: str) -> tuple[Rule, ...]:
     """The marked spans, addresses, the language's rules, the symbols, then what it reads after them."""
     own = language_rules(lang)
     if own is None:
-        return NEUTRAL
-    return (*MARKED, *ADDRESSES, *own.rules, *SYMBOL_RULES, *own.after_symbols)
+        return neutral_rules(lang)
+    words = symbol_words(lang)
+    return (*MARKED, *addresses(words), *own.rules, *symbols(words), *own.after_symbols)
 
 
-def normalize(text: str, lang: str = "en-us", rules: tuple[Rule, ...] | None = None) -> list[Token]:
-    """The text as tokens: spans rules rewrote, and the words between them as they were. ``rules``: the
-    language's (``rules_for``) unless given (``bench.languages`` measures the neutral rules alone)."""
+def normalize(text: str, lang: str = "en-us") -> list[Token]:
+    """The text as tokens: spans the language's rules (``rules_for``) rewrote, and the words between them."""
+    return tokens_by(text, rules_for(lang))
+
+
+def tokens_by(text: str, rules: tuple[Rule, ...]) -> list[Token]:
+    """The text as tokens under these rules (``bench.languages`` composes the neutral rules alone from it)."""
     tokens: list[Token] = []
     at = 0
-    for a, b, spoken in claims(text, rules_for(lang) if rules is None else rules):
+    for a, b, spoken in claims(text, rules):
         tokens.extend(_plain(text[at:a], at == 0 or text[at - 1].isspace()))
         original = text[a:b].strip()
         if original[:1] in (SAY, PHONEMES):  # a marked span: the caller's own word is inside it
@@ -92,9 +101,9 @@ def _wide(ch: str) -> bool:
     return ord(ch) >= 0x2E80
 
 
-def say(text: str, lang: str = "en-us", rules: tuple[Rule, ...] | None = None) -> str:
+def say(text: str, lang: str = "en-us") -> str:
     """The text as it will be read (what the docs' table and the tests show)."""
-    return spoken_text(normalize(text, lang, rules))
+    return spoken_text(normalize(text, lang))
 
 
 # One line per language with a value in it, read once at start so the number engine's import and the

@@ -25,6 +25,22 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class SymbolWords:
+    """What a language says for the symbols between words and the parts of web and mail addresses: data each
+    language module gives (``text.neutral`` builds the shared rules over it)."""
+
+    and_: str
+    plus: str
+    equals: str
+    at: str
+    times: str
+    divided_by: str
+    dot: str
+    slash: str
+    www: str  # "www." said letter by letter
+
+
+@dataclass(frozen=True)
 class Language:
     """A language's value rules, in priority order; ``after_symbols`` are tried after the neutral symbol rules
     (English: "+1 555 ..." is a phone number, then "+" between words is "plus", then its other values)."""

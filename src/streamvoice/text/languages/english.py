@@ -10,7 +10,7 @@ import re
 
 from streamvoice.text import rules as kind
 from streamvoice.text.numbers import cardinal, decimal, digits, ordinal, plural, year
-from streamvoice.text.rules import Clock, Date, Language, Phone, Rule, Said
+from streamvoice.text.rules import Clock, Date, Language, Phone, Rule, Said, SymbolWords
 
 MONTHS = "January February March April May June July August September October November December".split()
 _MONTH_OF = {m[:3].lower(): m for m in MONTHS}  # "Sept" and "September" too: by their first three
@@ -247,3 +247,7 @@ AMERICAN = Language(
 BRITISH = Language(
     "en", rules=AMERICAN.rules, after_symbols=_values(kind.date(NUMERIC_DATE.format("d", "mo"), _uk_date))
 )
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='and', plus='plus', equals='equals', at='at', times='times', divided_by='divided by', dot='dot', slash='slash', www='w w w')  # fmt: skip

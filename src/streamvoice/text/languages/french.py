@@ -4,6 +4,7 @@ rules are ``languages.latin``'s. Checked by ``pytest tests/test_latin.py``."""
 from __future__ import annotations
 
 from streamvoice.text.languages.latin import EUR, GBP, USD, Currency, Latin, day_month_year, language
+from streamvoice.text.rules import SymbolWords
 
 
 def clock(hour: str, minute: int, minutes: str) -> str:
@@ -55,3 +56,7 @@ TABLE = Latin(
     ordinal_marks=r"ère|re|er|ème|eme|e|nde|nd",
 )
 LANGUAGE = language(TABLE)
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='et', plus='plus', equals='égale', at='arobase', times='fois', divided_by='divisé par', dot='point', slash='barre oblique', www='double v double v double v')  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from streamvoice.text import number_words as nw
 from streamvoice.text import rules as kind
-from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said, SymbolWords
 
 LANG = "hi"
 NUM = r"(?<!\d)(?:\d{1,3}(?:,\d{2,3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
@@ -106,3 +106,7 @@ LANGUAGE = Language(
         kind.number(NUM, number),
     ),
 )
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='और', plus='प्लस', equals='बराबर', at='एट', times='गुणा', divided_by='भाग', dot='डॉट', slash='स्लैश', www='डब्ल्यू डब्ल्यू डब्ल्यू')  # fmt: skip

@@ -4,6 +4,7 @@ rules are ``languages.latin``'s. Checked by ``pytest tests/test_latin.py``."""
 from __future__ import annotations
 
 from streamvoice.text.languages.latin import EUR, GBP, USD, Currency, Latin, day_month_year, language
+from streamvoice.text.rules import SymbolWords
 
 
 def clock(hour: str, minute: int, minutes: str) -> str:
@@ -55,3 +56,7 @@ TABLE = Latin(
     degree_ordinal_nouns="piano|posto|anno|giorno|classificato|classificata|secolo|livello",
 )
 LANGUAGE = language(TABLE)
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='e', plus='più', equals='uguale', at='chiocciola', times='per', divided_by='diviso', dot='punto', slash='barra', www='vu vu vu')  # fmt: skip

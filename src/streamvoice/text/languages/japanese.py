@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamvoice.text import number_words as nw
 from streamvoice.text import rules as kind
-from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said, SymbolWords
 
 DIGIT = ("ぜろ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
 HUNDREDS = {1: "ひゃく", 3: "さんびゃく", 6: "ろっぴゃく", 8: "はっぴゃく"}
@@ -213,3 +213,7 @@ LANGUAGE = Language(
         kind.number(NUM, number),
     ),
 )
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='アンド', plus='プラス', equals='イコール', at='アット', times='かける', divided_by='わる', dot='ドット', slash='スラッシュ', www='ダブリューダブリューダブリュー')  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamvoice.text import number_words as nw
 from streamvoice.text import rules as kind
-from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said
+from streamvoice.text.rules import Clock, Date, Language, Ordinal, Phone, Said, SymbolWords
 
 LANG = "zh"
 NUM = nw.POINT_NUM
@@ -123,3 +123,7 @@ LANGUAGE = Language(
         kind.number(NUM, number),
     ),
 )
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='和', plus='加', equals='等于', at='艾特', times='乘', divided_by='除以', dot='点', slash='斜杠', www='三W')  # fmt: skip

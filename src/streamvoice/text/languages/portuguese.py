@@ -13,6 +13,7 @@ from streamvoice.text.languages.latin import (
     day_de_month_de_year,
     language,
 )
+from streamvoice.text.rules import SymbolWords
 
 
 def clock(hour: str, minute: int, minutes: str) -> str:
@@ -65,3 +66,7 @@ TABLE = Latin(
     area_code_as_number=True,
 )
 LANGUAGE = language(TABLE)
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='e', plus='mais', equals='igual a', at='arroba', times='vezes', divided_by='dividido por', dot='ponto', slash='barra', www='dáblio dáblio dáblio')  # fmt: skip

@@ -13,6 +13,7 @@ from streamvoice.text.languages.latin import (
     day_de_month_de_year,
     language,
 )
+from streamvoice.text.rules import SymbolWords
 
 
 def clock(hour: str, minute: int, minutes: str) -> str:
@@ -64,3 +65,7 @@ TABLE = Latin(
     ordinal_marks=r"\.?º|\.?ª|\.?er",
 )
 LANGUAGE = language(TABLE)
+
+
+# What this language says for symbols between words and the parts of web and mail addresses (``text.neutral``).
+WORDS = SymbolWords(and_='y', plus='más', equals='igual a', at='arroba', times='por', divided_by='entre', dot='punto', slash='barra', www='uve doble uve doble uve doble')  # fmt: skip
