@@ -92,3 +92,20 @@ class FakePieceSource:
 
 def words_of(piece: Piece) -> list[WordTime]:
     return [WordTime(w, 0.0, 100.0) for w in piece.text.split()]
+
+
+@dataclass(eq=False)
+class FakeListener:
+    """A slot holder as the core reads one (``core.listener.Listener``): by default it cannot tell when its
+    speech ends (``until`` None), has no lane, and hands its slot over at a pause, as a socket does."""
+
+    until: float | None = None
+    hands_over: bool = True
+    lane: Any = None
+    told: ProtocolError | None = None
+
+    def speaking_until(self) -> float | None:
+        return self.until
+
+    def shed(self, error: ProtocolError) -> None:
+        self.told = error

@@ -16,6 +16,7 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import PIECE_S, Admission, DecodeSpeed, measured_capacity
+from tests.fakes import FakeListener
 from tests.helpers import (
     RunningServer,
     metric,
@@ -49,7 +50,7 @@ def test_decoding_speed_is_a_slow_audio_weighted_average() -> None:
 
 async def test_slots_queue_and_refusals() -> None:
     admission = Admission("queue", lambda: 1, queue_bound=1, max_wait_s=2.0, idle_release_s=0.05)
-    a, b, c = object(), object(), object()
+    a, b, c = FakeListener(), FakeListener(), FakeListener()
     assert admission.enter(a) == "admitted"
     assert admission.enter(b) == "queued" and admission.position(b) == 1
     assert admission.enter(c) == "refused"
@@ -67,37 +68,27 @@ async def test_slots_queue_and_refusals() -> None:
     assert admission.admitted == 0 and admission.refused == 3
 
 
-class Speaker:
-    """A holder that can tell when its queued audio will have played (a session, a vendor socket)."""
-
-    def __init__(self, until: float) -> None:
-        self.until = until
-
-    def speaking_until(self) -> float:
-        return self.until
-
-
 async def test_a_caller_that_cannot_wait_is_served_when_the_slot_frees_in_time() -> None:
     """LiveKit's Cartesia and Deepgram plugins call synthesize() (one-shot HTTP) right after a stream(): the
     only slot is held by a listener whose speech has ended. Refused 503 before, with the server idle."""
     admission = Admission("queue", lambda: 1, max_wait_s=5.0, idle_release_s=0.05)
     now = asyncio.get_running_loop().time()
-    ended = Speaker(until=now)
+    ended = FakeListener(until=now)
     assert admission.enter(ended) == "admitted"
-    http = object()
+    http = FakeListener()
     assert admission.enter(http, can_wait=False) == "queued"  # frees within the wait: it waits
     admission.idle(ended)
     await admission.wait(http)
     assert admission.holds(http) and not admission.holds(ended)
     admission.leave(http)
-    talking = Speaker(until=now + 60.0)  # a minute still to say: cannot free within the wait
+    talking = FakeListener(until=now + 60.0)  # a minute still to say: cannot free within the wait
     assert admission.enter(talking) == "admitted"
-    assert admission.enter(object(), can_wait=False) == "refused"
+    assert admission.enter(FakeListener(), can_wait=False) == "refused"
 
 
 async def test_a_speaker_keeps_its_slot_between_sentences() -> None:
     admission = Admission("refuse", lambda: 1, idle_release_s=0.2)
-    a, b = object(), object()
+    a, b = FakeListener(), FakeListener()
     assert admission.enter(a) == "admitted"
     admission.idle(a)
     assert admission.enter(a) == "admitted"  # the next sentence came within the release time
@@ -272,7 +263,7 @@ def test_a_long_held_slot_goes_at_its_pause_while_others_wait() -> None:
     async def scenario() -> None:
         now = [0.0]
         admission = Admission("refuse", lambda: 1, idle_release_s=2.0, max_hold_s=30.0, clock=lambda: now[0])
-        chatty, other = object(), object()
+        chatty, other = FakeListener(), FakeListener()
         assert admission.enter(chatty) == "admitted"
         for _ in range(20):  # "Hi." every 1.9 s, nobody else waiting: it keeps its slot
             admission.idle(chatty)
@@ -286,16 +277,6 @@ def test_a_long_held_slot_goes_at_its_pause_while_others_wait() -> None:
     asyncio.run(scenario())
 
 
-class _Holder:
-    """A slot holder as admission sees it: when its speech ends, and whether it can hand its slot over."""
-
-    def __init__(self, until: float, hands_over: bool) -> None:
-        self.until, self.hands_over = until, hands_over
-
-    def speaking_until(self) -> float:
-        return self.until
-
-
 @pytest.mark.parametrize(("hands_over", "hint_s"), [(True, 40.0), (False, 600.0)])
 def test_a_retry_hint_counts_an_http_answer_to_its_end(hands_over: bool, hint_s: float) -> None:
     """A socket held 0 s of a 30 s hold frees at its turn's end and the next piece's (30 + 10 s); a streamed
@@ -303,8 +284,8 @@ def test_a_retry_hint_counts_an_http_answer_to_its_end(hands_over: bool, hint_s:
 
     async def scenario() -> float:
         admission = Admission("refuse", lambda: 1, idle_release_s=0.0, max_hold_s=30.0, clock=lambda: 0.0)
-        assert admission.enter(_Holder(600.0, hands_over)) == "admitted"
-        assert admission.enter(object()) == "refused"
+        assert admission.enter(FakeListener(until=600.0, hands_over=hands_over)) == "admitted"
+        assert admission.enter(FakeListener()) == "refused"
         return admission.retry_after_s()
 
     assert asyncio.run(scenario()) == hint_s

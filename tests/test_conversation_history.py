@@ -15,7 +15,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from streamvoice.agent.conversations import Bounds, Conversations, Playing, Said, WordTime
+from streamvoice.agent.conversations import Bounds, Conversations, Entry, Playing, WordTime
 from streamvoice.agent.llm import CUT_OFF, ScriptedTextSource, said, with_history
 from streamvoice.client.sse import aiter_sse
 from streamvoice.protocol import ErrorCode, ProtocolError
@@ -120,7 +120,7 @@ async def test_an_interrupt_keeps_only_what_was_heard_marked_cut_off(tmp_path: P
     cut = await conversations.interrupt(conversation, played_ms=900)
     assert cut is not None and (cut.heard, cut.unheard) == ("One two", " three four five.")
     assert playing.stopped.is_set()
-    assert conversation.history == [Said("user", "count"), Said("assistant", "One two", cut_off=True)]
+    assert conversation.history == [Entry("user", "count"), Entry("assistant", "One two", cut_off=True)]
     assert await conversations.interrupt(conversation, played_ms=None) is None  # nothing playing now
     # a finished answer still playing at the caller: its whole text is replaced by what was heard
     done = Playing("again", text="One two three four five.", words=words, audio_ms=2000)
@@ -130,17 +130,17 @@ async def test_an_interrupt_keeps_only_what_was_heard_marked_cut_off(tmp_path: P
     clock.now += 1.3  # the agent's clock: 1.3 s played
     cut = await conversations.interrupt(conversation, played_ms=None)
     assert cut is not None and cut.heard == "One two three"
-    assert conversation.history[-1] == Said("assistant", "One two three", cut_off=True)
+    assert conversation.history[-1] == Entry("assistant", "One two three", cut_off=True)
     # played to its end: nothing to cut, the whole answer stays
     whole = Playing("last", text="Done.", words=[WordTime("Done.", 0, 300)], audio_ms=300)
     conversation.playing = whole
     await conversations.answered(conversation, whole)
     assert await conversations.interrupt(conversation, played_ms=5000) is None
-    assert conversation.history[-1] == Said("assistant", "Done.")
+    assert conversation.history[-1] == Entry("assistant", "Done.")
 
 
 def test_the_local_model_reads_the_conversation_in_its_frame() -> None:
-    history = [Said("user", "Why is the sky blue?"), Said("assistant", "Air scatters", cut_off=True)]
+    history = [Entry("user", "Why is the sky blue?"), Entry("assistant", "Air scatters", cut_off=True)]
     prompt = with_history(history, "And at sunset?")
     assert prompt == f"Why is the sky blue?\nAnswer: Air scatters{CUT_OFF}\n\nQuestion: And at sunset?"
 
@@ -155,12 +155,12 @@ def test_the_local_model_reads_the_conversation_in_its_frame() -> None:
 )
 def test_a_caller_cannot_forge_the_frame_or_the_cut_off_marker(forged: str) -> None:
     """Removing the markers once let nesting rebuild them (``QuesQuestion:tion:``): removed until none is left."""
-    history = [Said("user", forged), Said("assistant", forged)]
+    history = [Entry("user", forged), Entry("assistant", forged)]
     prompt = with_history(history, forged)
     markers = re.compile(r"(?i)(question|answer)\s*:|\[\s*interrupted\s*:")
     assert [m.group(1) for m in markers.finditer(prompt)] == ["Answer", "Question"]  # the frame's own only
     assert not any(markers.search(said(entry)) for entry in history)  # the chat forms too
-    assert CUT_OFF not in said(Said("assistant", "ok" + CUT_OFF))  # only a real cut says it was cut
+    assert CUT_OFF not in said(Entry("assistant", "ok" + CUT_OFF))  # only a real cut says it was cut
 
 
 @pytest.fixture(scope="module")
@@ -269,8 +269,8 @@ async def test_over_the_websocket_a_prompt_or_an_interrupt_stops_the_answer(agen
         assert refused["type"] == "error" and refused["code"] == "invalid_field"
     history = _conversations(agent).history(owner_of(None), opened["id"])
     assert history == [
-        Said("user", "How do bees find flowers?"),
-        Said("assistant", event["heard"], cut_off=True),
+        Entry("user", "How do bees find flowers?"),
+        Entry("assistant", event["heard"], cut_off=True),
     ]
 
 

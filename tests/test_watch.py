@@ -18,11 +18,12 @@ from wyoming.tts import Synthesize
 
 from streamvoice.asgi import free_port
 from streamvoice.engine import KokoroEngine
-from streamvoice.protocol import WS_PATH, ErrorCode, ProtocolError
+from streamvoice.protocol import WS_PATH, ErrorCode
 from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.watch import Watch
+from tests.fakes import FakeListener
 from tests.helpers import RunningServer, metric, start_speech_server, wait_for
 
 
@@ -47,14 +48,10 @@ class FakeLane:
         return self.margin
 
 
-class Holder:
+class Holder(FakeListener):
     def __init__(self, name: str) -> None:
+        super().__init__(lane=FakeLane())
         self.name = name
-        self.lane = FakeLane()
-        self.told: ProtocolError | None = None
-
-    def shed(self, error: ProtocolError) -> None:
-        self.told = error
 
 
 def _watch(clock: Clock, capacity: int = 3) -> tuple[Watch, Admission, Metrics]:

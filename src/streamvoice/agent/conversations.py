@@ -44,7 +44,7 @@ KIND = "conversation"  # the store's records: (caller, conversation id) -> its h
 
 
 @dataclass(frozen=True)
-class Said:
+class Entry:
     """One entry of a conversation's history."""
 
     role: Literal["user", "assistant"]
@@ -95,7 +95,7 @@ class Playing:
 class Conversation:
     id: str
     owner: str  # the caller's (``owner_of`` its credential)
-    history: list[Said] = field(default_factory=list)
+    history: list[Entry] = field(default_factory=list)
     used_at: float = 0.0
     playing: Playing | None = None
 
@@ -109,12 +109,12 @@ class Bounds:
     max_per_caller: int = 50  # per caller; past it the caller's own longest idle is forgotten
 
 
-def encode_history(history: list[Said]) -> bytes:
+def encode_history(history: list[Entry]) -> bytes:
     return json.dumps([[s.role, s.text, s.cut_off] for s in history], ensure_ascii=False).encode()
 
 
-def decode_history(raw: bytes) -> list[Said]:
-    return [Said(role, text, bool(cut)) for role, text, cut in json.loads(raw)]
+def decode_history(raw: bytes) -> list[Entry]:
+    return [Entry(role, text, bool(cut)) for role, text, cut in json.loads(raw)]
 
 
 @contextlib.contextmanager
@@ -220,7 +220,7 @@ class Conversations:
         if self._per_caller[key[0]] <= 0:
             del self._per_caller[key[0]]
 
-    def history(self, owner: str, cid: str) -> list[Said]:
+    def history(self, owner: str, cid: str) -> list[Entry]:
         """What the model will be given as the conversation's past (tests read it here)."""
         conversation = self._held.get((owner, cid))
         return list(conversation.history) if conversation is not None else []
@@ -239,23 +239,23 @@ class Conversations:
             if conversation.history and conversation.history[-1].role == "assistant":
                 conversation.history.pop()
         else:
-            self._add(conversation, Said("user", playing.prompt))
+            self._add(conversation, Entry("user", playing.prompt))
         playing.cut = Interrupted(round(played, 1), heard, unheard)
         playing.stopped.set()
         if heard.strip():
-            self._add(conversation, Said("assistant", heard.strip(), cut_off=True))
+            self._add(conversation, Entry("assistant", heard.strip(), cut_off=True))
         await self._save(conversation)
         return playing.cut
 
     async def answered(self, conversation: Conversation, playing: Playing) -> None:
         """The turn ended with its whole answer sent: it joins the history (an interrupt may still cut it)."""
         playing.done = True
-        self._add(conversation, Said("user", playing.prompt))
+        self._add(conversation, Entry("user", playing.prompt))
         if playing.text.strip():
-            self._add(conversation, Said("assistant", playing.text.strip()))
+            self._add(conversation, Entry("assistant", playing.text.strip()))
         await self._save(conversation)
 
-    def _add(self, conversation: Conversation, said: Said) -> None:
+    def _add(self, conversation: Conversation, said: Entry) -> None:
         history = conversation.history
         history.append(said)
         while len(history) > self.bounds.max_turns or (
@@ -264,7 +264,7 @@ class Conversations:
             history.pop(0)
         if history and sum(len(s.text) for s in history) > self.bounds.max_chars:
             last = history[-1]  # one entry longer than all the room: its end is what matters next
-            history[-1] = Said(last.role, last.text[-self.bounds.max_chars :], last.cut_off)
+            history[-1] = Entry(last.role, last.text[-self.bounds.max_chars :], last.cut_off)
 
     def _expire(self, now: float) -> None:
         while self._held:

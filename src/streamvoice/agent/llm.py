@@ -31,7 +31,7 @@ class LLMError(RuntimeError):
 
 
 class Past(Protocol):
-    """One entry of a conversation's history (``conversations.Said``)."""
+    """One entry of a conversation's history (``conversations.Entry``)."""
 
     @property
     def role(self) -> str: ...  # "user" or "assistant"

@@ -23,6 +23,7 @@ from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.core.dictionaries import Dictionaries
 from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.listener import Listener
 from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
@@ -37,8 +38,8 @@ from streamvoice.text.pronounce import MarkupError, to_segments
 log = logging.getLogger("streamvoice.server")
 
 
-class Connection(Protocol):
-    """A client connection that holds a listener (a session, a vendor socket): what the service asks of it.
+class LiveConnection(Listener, Protocol):
+    """A listener on a connection (a session, a vendor socket) and what the service asks of it besides.
     Surfaces register theirs in ``SpeechService.connections``; the core never knows which wire it speaks."""
 
     @property
@@ -48,10 +49,6 @@ class Connection(Protocol):
 
     def drain(self) -> None:
         """Finish what is queued, refuse what comes next, then close."""
-        ...
-
-    def speaking_until(self) -> float:
-        """When (monotonic) the audio it has queued will have played (admission's estimate)."""
         ...
 
 
@@ -69,7 +66,7 @@ class SpeechService:
         self.ready = False
         self.draining = False
         self.load = Load(config.synth_workers, config.admission_listeners)
-        self.connections: set[Connection] = set()  # live connections, told to wind down on drain
+        self.connections: set[LiveConnection] = set()  # live connections, told to wind down on drain
         self.admission = Admission(
             config.admission,
             self.load.capacity,

@@ -32,26 +32,15 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, cast
 
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.lane import Lane
+from streamvoice.server.core.listener import Listener
 from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 
 log = logging.getLogger("streamvoice.admission")
-
-
-class Listener(Protocol):
-    """A slot holder the watch can read and shed: a socket wire's connection, a streamed HTTP answer."""
-
-    @property
-    def lane(self) -> Lane | None: ...
-
-    def shed(self, error: ProtocolError) -> None:
-        """Stop its answers with ``error`` (told in its wire's shape) and give its slot back."""
-        ...
 
 
 @dataclass
@@ -80,7 +69,7 @@ class Watch:
         working = [
             (who, lane)
             for who in self.admission.oldest_first()
-            if (lane := getattr(who, "lane", None)) is not None and hasattr(who, "shed") and lane.has_work
+            if (lane := who.lane) is not None and lane.has_work
         ]
         if len(working) < 2 or now < self._calm_until:
             self._starving_since = None
@@ -95,7 +84,7 @@ class Watch:
             return []
         self._starving_since = None
         self._calm_until = now + self.cooldown_s
-        return [cast(Listener, who) for who, _ in reversed(working[keep:])]
+        return [who for who, _ in reversed(working[keep:])]
 
     def _keep(self, lanes: list[Lane], now: float) -> int | None:
         """How many of the listeners with work (oldest first) to keep, when fewer than all can be fed.

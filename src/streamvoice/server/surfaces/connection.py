@@ -83,6 +83,7 @@ class Connection[F](Renderer[F]):
     """A wire's connection: subclass it, supply ``on_frame`` and the render methods (``answer.Renderer``)."""
 
     name = "connection"  # in the logs: "<name>=<id>"
+    hands_over = True  # a socket pauses between answers: past its hold, its slot goes to a caller waiting
 
     def __init__(self, transport: Transport[F], service: SpeechService, connection_id: str) -> None:
         self.transport = transport

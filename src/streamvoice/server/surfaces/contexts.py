@@ -58,11 +58,12 @@ def context_id(raw: object, field: str = "context_id") -> str | None:
 
 
 @dataclass(eq=False)
-class Context(Answer):
-    """One answer on a vendor connection: its id on the wire, its request, its utterance."""
+class Context[S](Answer):
+    """One answer on a vendor connection: its id on the wire, its request, its utterance, and the wire's own
+    typed state for it (``S``: a flush counter, pending characters ...; ``ContextSocket.new_state``)."""
 
+    wire: S = field(kw_only=True)
     spoken: bool = field(default=False, kw_only=True)  # has had words (not only the keep-alive space)
-    wire: dict[str, Any] = field(default_factory=dict, kw_only=True)  # the wire's own per-context state
 
     @property
     def cid(self) -> str:
@@ -78,7 +79,7 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-class ContextSocket(Connection[Frame]):
+class ContextSocket[S](Connection[Frame]):
     name = "vendor"
     # ElevenLabs: a context that gets words while an older one, already closed, is still speaking takes
     # the voice (the older is cancelled). Its clients close a context to interrupt it and open the next.
@@ -88,33 +89,37 @@ class ContextSocket(Connection[Frame]):
         transport = WebSocketTransport.of(ws, service, f"{self.name}={connection_id}")
         super().__init__(transport, service, connection_id)
         self.ws = ws
-        self.open: dict[str, Context] = {}  # taking text
+        self.open: dict[str, Context[S]] = {}  # taking text
         # ids of the last contexts closed (bounded: CLOSED_IDS), oldest first, and why: "cancelled" or "ended"
         self.closed: dict[str, str] = {}
 
     # -- the wire's side ----------------------------------------------------------------------------
+    def new_state(self) -> S:
+        """A new context's state of the wire's own."""
+        raise NotImplementedError
+
     async def on_object(self, obj: dict[str, Any]) -> bool:
         """One parsed client frame; True when the client asked to close (after what is queued)."""
         raise NotImplementedError
 
-    def audio_frames(self, ctx: Context, data: bytes, samples: int) -> list[Frame]:
+    def audio_frames(self, ctx: Context[S], data: bytes, samples: int) -> list[Frame]:
         """``data`` encoded, covering ``samples`` at the model's rate after ``ctx.sent_samples``."""
         return list(audio_frames(data))
 
-    def words_frame(self, ctx: Context, times: list[WordTime]) -> Frame | None:
+    def words_frame(self, ctx: Context[S], times: list[WordTime]) -> Frame | None:
         return None
 
-    def done_frame(self, ctx: Context) -> Frame | None:
+    def done_frame(self, ctx: Context[S]) -> Frame | None:
         return None
 
-    def flushed_frame(self, ctx: Context, label: int) -> Frame | None:
+    def flushed_frame(self, ctx: Context[S], label: int) -> Frame | None:
         """The audio of everything before the ``label``-th flush has been sent."""
         return None
 
-    def cancelled_frame(self, ctx: Context) -> Frame | None:
+    def cancelled_frame(self, ctx: Context[S]) -> Frame | None:
         return None
 
-    def failed_frame(self, ctx: Context, error: ProtocolError) -> Frame | None:
+    def failed_frame(self, ctx: Context[S], error: ProtocolError) -> Frame | None:
         return self.error_frame(error, ctx.id)
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
@@ -163,7 +168,7 @@ class ContextSocket(Connection[Frame]):
         self.count_error(error)
         self.notice(self.error_frame(error, context_id))
 
-    def start(self, cid: str, request: ResolvedRequest) -> Context | None:
+    def start(self, cid: str, request: ResolvedRequest) -> Context[S] | None:
         """Open a context (or answer why not, in the wire's shape, and return None)."""
         refused = self.refusal(
             "contexts", "close or cancel one, or wait for one to finish, before opening another"
@@ -177,12 +182,12 @@ class ContextSocket(Connection[Frame]):
             return None
         previous = self.previous()
         utterance = self.utterances.start(request, cid, gate=lambda: self.gate(previous))
-        ctx = Context(cid, request, utterance, time.monotonic())
+        ctx = Context(cid, request, utterance, time.monotonic(), wire=self.new_state())
         self.open[cid] = ctx
         utterance.on_idle = lambda: self._close(ctx)  # no text for a while: ended as it stood
         return self.open_answer(ctx)
 
-    def append(self, ctx: Context, text: str) -> None:
+    def append(self, ctx: Context[S], text: str) -> None:
         """Text for a context (the utterance bounds it: ``StreamBounds``; past its characters it ends)."""
         check_text(text, self.service.config.limits, ctx.id, speakable=False)
         if not ctx.spoken and text.strip():
@@ -202,10 +207,10 @@ class ContextSocket(Connection[Frame]):
             self._close(ctx)
             raise
 
-    def flush(self, ctx: Context) -> None:
+    def flush(self, ctx: Context[S]) -> None:
         ctx.utterance.flush()
 
-    def end(self, ctx: Context) -> None:
+    def end(self, ctx: Context[S]) -> None:
         """No more text for this context: what it has is spoken, then it is answered done."""
         ctx.utterance.end()
         self._close(ctx)
@@ -217,10 +222,10 @@ class ContextSocket(Connection[Frame]):
             self._close(_context(ctx))
         return cancelled
 
-    def contexts(self) -> list[Context]:
+    def contexts(self) -> list[Context[S]]:
         return [_context(a) for a in self.answering]
 
-    def _close(self, ctx: Context) -> None:
+    def _close(self, ctx: Context[S]) -> None:
         if self.open.get(ctx.cid) is ctx:
             del self.open[ctx.cid]
         self.closed[ctx.cid] = "cancelled" if ctx.utterance.cancelled else "ended"
@@ -228,7 +233,7 @@ class ContextSocket(Connection[Frame]):
             del self.closed[next(iter(self.closed))]
 
 
-def _context(answer: Answer) -> Context:
+def _context(answer: Answer) -> Context[Any]:
     assert isinstance(answer, Context)
     return answer
 
@@ -239,7 +244,7 @@ def _frames(frame: Frame | None) -> list[Frame]:
 
 async def serve(
     ws: WebSocket,
-    make: Callable[[WebSocket, SpeechService, str], ContextSocket],
+    make: Callable[[WebSocket, SpeechService, str], ContextSocket[Any]],
     refusal: Callable[[ProtocolError], Frame],
     browser: upgrade.BrowserKey,
 ) -> None:

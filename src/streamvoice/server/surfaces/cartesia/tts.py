@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -126,8 +127,20 @@ def error_event(error: ProtocolError, context_id: str | None) -> dict[str, Any]:
     }
 
 
-class CartesiaSocket(ContextSocket):
+@dataclass
+class CartesiaContext:
+    """What Cartesia's wire keeps per context."""
+
+    timestamps: bool = False  # ``add_timestamps``: word times are sent
+    flushes: int = 0  # ``flush`` messages so far (each answered ``flush_done`` with its number)
+    flush_id: int = 1  # the flush the chunks being sent belong to
+
+
+class CartesiaSocket(ContextSocket[CartesiaContext]):
     name = "cartesia"
+
+    def new_state(self) -> CartesiaContext:
+        return CartesiaContext()
 
     def __init__(self, ws: WebSocket, service: SpeechService, connection_id: str) -> None:
         super().__init__(ws, service, connection_id)
@@ -159,17 +172,17 @@ class CartesiaSocket(ContextSocket):
             ctx = self.start(cid, request)
             if ctx is None:
                 return False
-            ctx.wire["timestamps"] = obj.get("add_timestamps") is True
+            ctx.wire.timestamps = obj.get("add_timestamps") is True
         if transcript:
             self.append(ctx, transcript)
         if obj.get("flush") is True:  # answered flush_done once what came before it is spoken
-            ctx.wire["flushes"] = ctx.wire.get("flushes", 0) + 1
-            ctx.utterance.mark(ctx.wire["flushes"])
+            ctx.wire.flushes += 1
+            ctx.utterance.mark(ctx.wire.flushes)
         if obj.get("continue") is not True:
             self.end(ctx)
         return False
 
-    def audio_frames(self, ctx: Context, data: bytes, samples: int) -> list[Frame]:
+    def audio_frames(self, ctx: Context[CartesiaContext], data: bytes, samples: int) -> list[Frame]:
         body = {
             "type": "chunk",
             "data": b64(data),
@@ -177,12 +190,12 @@ class CartesiaSocket(ContextSocket):
             "status_code": 206,
             "step_time": round(samples * 1000 / self.service.sample_rate, 1),
             "context_id": ctx.id,
-            "flush_id": ctx.wire.get("flush_id", 1),
+            "flush_id": ctx.wire.flush_id,
         }
         return [json.dumps(body)]
 
-    def flushed_frame(self, ctx: Context, label: int) -> Frame | None:
-        ctx.wire["flush_id"] = label + 1  # the chunks after it belong to the next flush
+    def flushed_frame(self, ctx: Context[CartesiaContext], label: int) -> Frame | None:
+        ctx.wire.flush_id = label + 1  # the chunks after it belong to the next flush
         body = {
             "type": "flush_done",
             "done": False,
@@ -193,8 +206,8 @@ class CartesiaSocket(ContextSocket):
         }
         return json.dumps(body)
 
-    def words_frame(self, ctx: Context, times: list[WordTime]) -> Frame | None:
-        if not ctx.wire.get("timestamps"):
+    def words_frame(self, ctx: Context[CartesiaContext], times: list[WordTime]) -> Frame | None:
+        if not ctx.wire.timestamps:
             return None
         body = {
             "type": "timestamps",
@@ -205,7 +218,7 @@ class CartesiaSocket(ContextSocket):
         }
         return json.dumps(body)
 
-    def done_frame(self, ctx: Context) -> Frame | None:
+    def done_frame(self, ctx: Context[CartesiaContext]) -> Frame | None:
         return json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": ctx.id})
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:

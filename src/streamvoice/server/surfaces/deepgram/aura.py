@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.routing import Route, WebSocketRoute
@@ -39,14 +40,24 @@ from streamvoice.server.surfaces.deepgram.request import (
 DEFAULT_MODEL = "aura-2-thalia-en"
 
 
-class DeepgramSocket(ContextSocket):
+@dataclass
+class AuraContext:
+    """What Deepgram's v1 wire keeps per context: the ``Flush`` that ended it, which its ``Flushed`` names."""
+
+    sequence: int | None = None  # None: ended by the server (its text stopped), no Flush to answer
+
+
+class DeepgramSocket(ContextSocket[AuraContext]):
     name = "deepgram"
+
+    def new_state(self) -> AuraContext:
+        return AuraContext()
 
     def __init__(self, ws: WebSocket, service: SpeechService, connection_id: str) -> None:
         super().__init__(ws, service, connection_id)
         self.model = ws.query_params.get("model") or DEFAULT_MODEL
         self.request, _ = resolve(service, ws.query_params, True, DEFAULT_MODEL)
-        self.current: Context | None = None
+        self.current: Context[AuraContext] | None = None
         self.flushes = 0
         self.request_id = str(uuid.uuid4())
         self.send(
@@ -78,7 +89,7 @@ class DeepgramSocket(ContextSocket):
                 sequence = self.flushes
                 self.flushes += 1
                 if ctx is not None and ctx.taking_text:
-                    ctx.wire["sequence"] = sequence
+                    ctx.wire.sequence = sequence
                     self.end(ctx)
                 else:
                     self.send(json.dumps({"type": "Flushed", "sequence_id": sequence}))
@@ -96,12 +107,12 @@ class DeepgramSocket(ContextSocket):
                 )
         return False
 
-    def done_frame(self, ctx: Context) -> Frame | None:
-        if "sequence" not in ctx.wire:
+    def done_frame(self, ctx: Context[AuraContext]) -> Frame | None:
+        if ctx.wire.sequence is None:
             return None  # ended by the server (its text stopped, or passed the cap): no Flush to answer
-        return json.dumps({"type": "Flushed", "sequence_id": ctx.wire["sequence"]})
+        return json.dumps({"type": "Flushed", "sequence_id": ctx.wire.sequence})
 
-    def failed_frame(self, ctx: Context, error: ProtocolError) -> Frame | None:
+    def failed_frame(self, ctx: Context[AuraContext], error: ProtocolError) -> Frame | None:
         return json.dumps({"type": "Error", "description": error.message, "code": str(error.code).upper()})
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:

@@ -33,7 +33,7 @@ import json
 import math
 import secrets
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.routing import Route, WebSocketRoute
@@ -99,15 +99,25 @@ def interrupt_offset(obj: dict[str, Any]) -> tuple[float | None, str | None]:
     return float(value), None
 
 
-class FluxSocket(ContextSocket):
+@dataclass
+class FluxTurn:
+    """What Flux keeps per turn."""
+
+    flushed: bool = False  # ended by the client's Flush (answered Flushed), not by the server
+
+
+class FluxSocket(ContextSocket[FluxTurn]):
     name = "deepgram-flux"
+
+    def new_state(self) -> FluxTurn:
+        return FluxTurn()
 
     def __init__(self, ws: WebSocket, service: SpeechService, connection_id: str) -> None:
         super().__init__(ws, service, connection_id)
         self.model = ws.query_params.get("model") or DEFAULT_MODEL
         self.request, _ = resolve(service, ws.query_params, True, DEFAULT_MODEL, flux_speed)
         self.speed_set = "speed" in ws.query_params
-        self.current: Context | None = None  # the turn taking text
+        self.current: Context[FluxTurn] | None = None  # the turn taking text
         self.interrupted_at: float | None = None  # the last Interrupt's position, ms: the next must pass it
         self.input_chars = 0
         self.send(
@@ -157,7 +167,7 @@ class FluxSocket(ContextSocket):
     def _flush(self, quiet: bool = False) -> None:
         turn, self.current = self.current, None
         if turn is not None and turn.taking_text:
-            turn.wire["flushed"] = True
+            turn.wire.flushed = True
             self.end(turn)
         elif not quiet:
             self.notice(_warn("NO_ACTIVE_SPEECH", "Flush with no turn open: send Speak first"))
@@ -240,7 +250,7 @@ class FluxSocket(ContextSocket):
             return [why, *self._turn_end(answer)]
         return super().render_failed(answer, error)
 
-    def failed_frame(self, ctx: Context, error: ProtocolError) -> Frame | None:
+    def failed_frame(self, ctx: Context[FluxTurn], error: ProtocolError) -> Frame | None:
         return refusal(error)
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
@@ -248,7 +258,7 @@ class FluxSocket(ContextSocket):
 
     def _turn_end(self, answer: Answer) -> list[Frame]:
         frames: list[Frame] = [json.dumps({"type": "SpeechMetadata", **self._turn_metadata(answer)})]
-        if isinstance(answer, Context) and answer.wire.get("flushed"):
+        if isinstance(answer, Context) and isinstance(answer.wire, FluxTurn) and answer.wire.flushed:
             frames.append(json.dumps({"type": "Flushed", "speech_id": answer.id}))
         return frames
 

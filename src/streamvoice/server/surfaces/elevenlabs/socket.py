@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.websockets import WebSocket
@@ -19,7 +19,7 @@ from streamvoice.protocol import (
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
-from streamvoice.server.surfaces.elevenlabs.alignment import characters, message_chars, ws_alignment
+from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
 from streamvoice.server.surfaces.elevenlabs.request import resolve, voice_speed
 from streamvoice.server.surfaces.guards import caller
@@ -36,7 +36,16 @@ def ws_error(error: ProtocolError, context_id: str | None) -> str:
 BROWSER_KEY = BrowserKey(first_message=True)  # ``xi_api_key`` in the first message
 
 
-class ElevenLabsSocket(ContextSocket):
+@dataclass
+class ElevenLabsContext:
+    """What ElevenLabs' wire keeps per context: the characters whose times are not sent yet."""
+
+    pending: list[Char] = field(default_factory=list)
+    said: bool = False  # words were timed already (the next characters follow a space)
+    in_word: bool = False  # the last message ended inside a word
+
+
+class ElevenLabsSocket(ContextSocket[ElevenLabsContext]):
     name = "elevenlabs"
     newest_takes_over = True
 
@@ -51,6 +60,9 @@ class ElevenLabsSocket(ContextSocket):
         self._single_done = False
         self._caller = caller(ws)  # whose dictionaries its locators name (a first message's key: below)
         self._key_seen = False
+
+    def new_state(self) -> ElevenLabsContext:
+        return ElevenLabsContext()
 
     def first_frame_key(self, frame: Frame) -> object:
         obj = decode_control_frame(frame)
@@ -98,7 +110,6 @@ class ElevenLabsSocket(ContextSocket):
             if ctx is None:
                 return False
             self._single_done = not self.multi
-            ctx.wire["pending"] = []
         if text:
             self.append(ctx, text)
         if obj.get("flush") is True:
@@ -107,19 +118,17 @@ class ElevenLabsSocket(ContextSocket):
             self.end(ctx)  # stream-input: the empty text ends the stream (multi-stream: a keep-alive)
         return False
 
-    def words_frame(self, ctx: Context, times: list[WordTime]) -> Frame | None:
-        ctx.wire["pending"] = ctx.wire.get("pending", []) + characters(times, bool(ctx.wire.get("said")))
-        ctx.wire["said"] = True
+    def words_frame(self, ctx: Context[ElevenLabsContext], times: list[WordTime]) -> Frame | None:
+        ctx.wire.pending += characters(times, ctx.wire.said)
+        ctx.wire.said = True
         return None
 
-    def audio_frames(self, ctx: Context, data: bytes, samples: int) -> list[Frame]:
+    def audio_frames(self, ctx: Context[ElevenLabsContext], data: bytes, samples: int) -> list[Frame]:
         rate = self.service.sample_rate
         start_ms = ctx.sent_samples * 1000 / rate
         end_ms = start_ms + samples * 1000 / rate
-        now, ctx.wire["pending"] = message_chars(
-            ctx.wire.get("pending", []), end_ms, ctx.wire.get("in_word", False)
-        )
-        ctx.wire["in_word"] = bool(now) and now[-1].char != " "
+        now, ctx.wire.pending = message_chars(ctx.wire.pending, end_ms, ctx.wire.in_word)
+        ctx.wire.in_word = bool(now) and now[-1].char != " "
         alignment = ws_alignment(now, start_ms, end_ms)  # on every message: the client's clock moves by it
         body: dict[str, Any] = {
             "audio": b64(data),
@@ -131,13 +140,13 @@ class ElevenLabsSocket(ContextSocket):
             body["contextId"] = ctx.id
         return [json.dumps(body)]
 
-    def done_frame(self, ctx: Context) -> Frame | None:
+    def done_frame(self, ctx: Context[ElevenLabsContext]) -> Frame | None:
         body: dict[str, Any] = {"isFinal": True}
         if self.multi:
             body["contextId"] = ctx.id
         return json.dumps(body)
 
-    def cancelled_frame(self, ctx: Context) -> Frame | None:
+    def cancelled_frame(self, ctx: Context[ElevenLabsContext]) -> Frame | None:
         return self.done_frame(ctx)
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
