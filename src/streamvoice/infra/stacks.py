@@ -75,7 +75,23 @@ def container_image(
         directory=str(REPO_ROOT),
         file=dockerfile,
         platform=platform,
-        exclude=[".venv", ".git", "results", "cdk.out", "tests", "**/__pycache__"],
+        # What the image never needs, and what other processes write while a deploy copies the tree
+        # (the type checker's cache changing under the copy failed it: ENOENT on cache.1.db-shm).
+        exclude=[
+            ".venv",
+            ".venv-pipecat",
+            ".git",
+            "results",
+            "cdk.out",
+            "tests",
+            "tests_pipecat",
+            "demo-out",
+            "**/__pycache__",
+            ".mypy_cache",
+            ".ruff_cache",
+            ".pytest_cache",
+            "**/*.egg-info",
+        ],  # fmt: skip
     )
     image.repository.grant_pull(role)
     return image.image_uri
