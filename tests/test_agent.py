@@ -336,3 +336,27 @@ async def test_agent_caps_concurrent_turns(speech_server: RunningServer) -> None
             assert again.status_code == 200
     finally:
         await asyncio.to_thread(agent.stop)
+
+
+def test_an_unknown_agentcore_release_fails_loudly() -> None:
+    """The agent replaces bedrock-agentcore's private turn bridge; a release that routes /invocations
+    elsewhere must stop the start, not leave the replacement dead."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from streamvoice.agent.app import AgentConfig, check_framework, create_agent_app
+    from streamvoice.agent.llm import ScriptedTextSource
+
+    check_framework(create_agent_app(ScriptedTextSource("Hi."), AgentConfig()))  # the locked release passes
+
+    async def elsewhere(request: object) -> PlainTextResponse:
+        return PlainTextResponse("")
+
+    class Renamed(Starlette):
+        async def _handle_invocation(self, request: object) -> PlainTextResponse:
+            return PlainTextResponse("")
+
+    moved = Renamed(routes=[Route("/invocations", elsewhere, methods=["POST"])])
+    with pytest.raises(RuntimeError, match="requirements.lock"):
+        check_framework(moved)

@@ -197,6 +197,23 @@ def to_sse_payload(event: Event) -> Event:
     return event
 
 
+def check_framework(app: Any) -> None:
+    """``AgentApp`` replaces two private methods of ``bedrock-agentcore``'s app (its turn bridge spins on a
+    caller that reads nothing). A release that renames them would leave the replacement dead and the old
+    bridge serving, silently: refuse to start instead, naming the version to pin
+    (``tests/test_agent.py::test_an_unknown_agentcore_release_fails_loudly``)."""
+    from importlib.metadata import version
+
+    route = next((r for r in app.routes if getattr(r, "path", None) == "/invocations"), None)
+    ours = route is not None and getattr(route, "endpoint", None) == getattr(app, "_handle_invocation", None)
+    if not ours or not callable(getattr(BedrockAgentCoreApp, "_convert_to_sse", None)):
+        raise RuntimeError(
+            f"bedrock-agentcore {version('bedrock-agentcore')} no longer routes /invocations through "
+            "_handle_invocation (or has no _convert_to_sse): the agent's safe turn handling would not run. "
+            "Install the version in requirements.lock (pip install -c requirements.lock ...)."
+        )
+
+
 class AgentApp(BedrockAgentCoreApp):
     """AgentCore's app with safe request parsing: callers never see raw exception text."""
 
@@ -204,6 +221,7 @@ class AgentApp(BedrockAgentCoreApp):
         super().__init__(middleware=middleware)
         self.config = config
         self.turns = 0  # turns in progress, over both routes
+        check_framework(self)
 
     def check_room(self) -> None:
         """Raise ``server_busy`` when the agent already answers as many callers as it may."""

@@ -91,7 +91,7 @@ def container_image(
             ".ruff_cache",
             ".pytest_cache",
             "**/*.egg-info",
-        ],  # fmt: skip
+        ],
     )
     image.repository.grant_pull(role)
     return image.image_uri
