@@ -358,5 +358,5 @@ def test_an_unknown_agentcore_release_fails_loudly() -> None:
             return PlainTextResponse("")
 
     moved = Renamed(routes=[Route("/invocations", elsewhere, methods=["POST"])])
-    with pytest.raises(RuntimeError, match="requirements.lock"):
+    with pytest.raises(RuntimeError, match=r"requirements\.lock"):
         check_framework(moved)

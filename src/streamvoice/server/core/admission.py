@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.core.listener import Listener
+from streamvoice.server.core.holder import Holder
 
 Mode = Literal["off", "refuse", "queue"]
 Decision = Literal["admitted", "queued", "refused"]
@@ -68,7 +68,7 @@ class DecodeSpeed:
         self._work, self._audio = rtf, 1.0
 
 
-class Admission:
+class Admission[H: Holder]:
     """Slots for listeners, a bounded FIFO of waiting ones, and the figures /metrics shows."""
 
     def __init__(
@@ -91,13 +91,13 @@ class Admission:
         # (``test_a_long_held_slot_goes_at_its_pause_while_others_wait``).
         self.max_hold_s = max_hold_s
         self._clock = clock or _loop_time
-        self._since: dict[Listener, float] = {}
+        self._since: dict[H, float] = {}
         self._contended_until = float("-inf")  # someone was refused or queued until about then
         # When the last caller that found every slot taken could expect one (seconds; None: unknown).
         self._frees_in: float | None = None
-        self._holders: set[Listener] = set()
-        self._waiting: OrderedDict[Listener, asyncio.Future[None]] = OrderedDict()
-        self._release_timers: dict[Listener, asyncio.TimerHandle] = {}
+        self._holders: set[H] = set()
+        self._waiting: OrderedDict[H, asyncio.Future[None]] = OrderedDict()
+        self._release_timers: dict[H, asyncio.TimerHandle] = {}
         self.refused = 0
         # After a slowdown made the server shed a listener: at most this many held, until then (``lower``).
         self._ceiling: tuple[int, float] | None = None
@@ -118,7 +118,7 @@ class Admission:
         measure says (it follows a slower machine over tens of seconds; newcomers must be told now)."""
         self._ceiling = (ceiling, self._clock() + for_s)
 
-    def oldest_first(self) -> list[Listener]:
+    def oldest_first(self) -> list[H]:
         """The holders in the order they were admitted: whom a slowdown protects first."""
         return sorted(self._holders, key=lambda who: self._since.get(who, 0.0))
 
@@ -132,7 +132,7 @@ class Admission:
 
     @property
     def headroom(self) -> int:
-        """Listeners that could start now without waiting (negative: callers are queued)."""
+        """Hs that could start now without waiting (negative: callers are queued)."""
         return self.capacity - self.admitted - self.queued
 
     def retry_after_s(self) -> float:
@@ -165,10 +165,10 @@ class Admission:
         return ends[needed] - now if needed < len(ends) else None
 
     # -- decisions ------------------------------------------------------------------------------------
-    def holds(self, who: Listener) -> bool:
+    def holds(self, who: H) -> bool:
         return self.mode == "off" or who in self._holders
 
-    def enter(self, who: Listener, can_wait: bool = True) -> Decision:
+    def enter(self, who: H, can_wait: bool = True) -> Decision:
         """A listener wants to speak: take a slot, wait for one (told now), or be refused (told now).
         ``can_wait=False`` for callers that cannot be told they wait (an HTTP answer has no headers yet):
         queued only when a slot is known to free within ``max_wait_s``, else refused at once."""
@@ -195,7 +195,7 @@ class Admission:
         self.refused += 1
         return "refused"
 
-    def _hold(self, who: Listener) -> None:
+    def _hold(self, who: H) -> None:
         self._holders.add(who)
         self._since[who] = self._clock()
 
@@ -203,26 +203,26 @@ class Admission:
         """Someone waits for a slot now, or was refused one within the last ``max_wait_s``."""
         return bool(self._waiting) or self._clock() < self._contended_until
 
-    def position(self, who: Listener) -> int:
+    def position(self, who: H) -> int:
         """1-based place in the queue (0: not waiting)."""
         for i, key in enumerate(self._waiting, 1):
             if key is who:
                 return i
         return 0
 
-    def overdue(self, who: Listener) -> bool:
+    def overdue(self, who: H) -> bool:
         """``who`` has held its slot past ``max_hold_s`` while another caller waits in the queue: its turn is
         over (a caller refused earlier is served by the release at the holder's next pause, ``idle``)."""
         held_s = self._clock() - self._since.get(who, self._clock())
         return who in self._holders and held_s >= self.max_hold_s and bool(self._waiting)
 
-    def hand_over(self, who: Listener) -> Decision:
+    def hand_over(self, who: H) -> Decision:
         """``who``'s turn is over (``overdue``): its slot goes to the first waiting, and it waits again at the
         back of the queue (admitted again at once if nobody waits after all)."""
         self.leave(who)
         return self.enter(who)
 
-    async def wait(self, who: Listener, timeout_s: float | None = None) -> None:
+    async def wait(self, who: H, timeout_s: float | None = None) -> None:
         """Until ``who`` holds a slot; ``server_busy`` after ``max_wait_s`` (or ``timeout_s``; the caller was
         told it waits)."""
         ticket = self._waiting.get(who)
@@ -242,7 +242,7 @@ class Admission:
             f"retry in about {self.retry_after_s():g} s or on another instance",
         )
 
-    def idle(self, who: Listener) -> None:
+    def idle(self, who: H) -> None:
         """``who`` has no work now: release its slot after ``idle_release_s`` unless it speaks again."""
         if who not in self._holders or who in self._release_timers:
             return
@@ -253,7 +253,7 @@ class Admission:
         loop = asyncio.get_running_loop()
         self._release_timers[who] = loop.call_later(self.idle_release_s, self.leave, who)
 
-    def leave(self, who: Listener) -> None:
+    def leave(self, who: H) -> None:
         """``who`` is gone (or idle long enough): free its slot or its place in the queue."""
         self._keep(who)
         self._holders.discard(who)
@@ -263,7 +263,7 @@ class Admission:
             ticket.cancel()
         self._admit_waiting()
 
-    def _keep(self, who: Listener) -> None:
+    def _keep(self, who: H) -> None:
         timer = self._release_timers.pop(who, None)
         if timer is not None:
             timer.cancel()

@@ -67,7 +67,7 @@ class SpeechService:
         self.draining = False
         self.load = Load(config.synth_workers, config.admission_listeners)
         self.connections: set[LiveConnection] = set()  # live connections, told to wind down on drain
-        self.admission = Admission(
+        self.admission: Admission[Listener] = Admission(
             config.admission,
             self.load.capacity,
             queue_bound=config.admission_queue,

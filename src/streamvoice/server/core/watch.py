@@ -45,7 +45,7 @@ log = logging.getLogger("streamvoice.admission")
 
 @dataclass
 class Watch:
-    admission: Admission
+    admission: Admission[Listener]
     metrics: Metrics
     load: Load | None = None  # its pace raises the threshold in a slowdown (without: ``low_s`` alone)
     period_s: float = 0.2
