@@ -91,6 +91,24 @@ def test_elevenlabs_sdk_makes_reads_versions_and_downloads(server: RunningServer
     }
 
 
+def test_word_timings_name_the_callers_words_not_the_dictionarys(server: RunningServer) -> None:
+    client = eleven(server)
+    made = client.pronunciation_dictionaries.create_from_rules(rules=[ALIAS], name="timed")
+    locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id, version_id=None)
+    plain = client.text_to_speech.convert_with_timestamps(
+        "af_heart", text="The UN met.", output_format="pcm_24000"
+    )
+    timed = client.text_to_speech.convert_with_timestamps(
+        "af_heart", text="The UN met.", output_format="pcm_24000", pronunciation_dictionary_locators=[locator]
+    )
+    assert timed.alignment is not None and plain.alignment is not None
+    assert "".join(timed.alignment.characters) == "The UN met."  # the caller's text, not "United Nations"
+    assert (
+        timed.alignment.character_end_times_seconds[-1]
+        > plain.alignment.character_end_times_seconds[-1] + 0.3
+    )
+
+
 def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
     api = eleven(server).pronunciation_dictionaries
     for rules, says in (

@@ -15,19 +15,21 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from streamvoice.asgi import free_port
 from streamvoice.client import AudioChunk, SpeechClient
-from tests.helpers import wait_for
+from tests.helpers import pcm16, wait_for
+from tests.redis_server import RedisServer
 
 LONG = " ".join(["The courier left the depot at nine and will reach your street before noon."] * 3)
 
 
 class Replica:
-    def __init__(self, kokoro_dir: Path, log: Path) -> None:
+    def __init__(self, kokoro_dir: Path, log: Path, store_url: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {
@@ -36,6 +38,7 @@ class Replica:
             "STREAMVOICE_SYNTH_WORKERS": "1",
             "STREAMVOICE_WARM_UP": "0",
             "STREAMVOICE_ADMISSION_LISTENERS": "4",
+            "STREAMVOICE_STORE_URL": store_url,  # one Redis for both, as the Helm chart's store.redis
         }  # as tests.helpers does
         cli = Path(sys.executable).parent / "streamvoice"
         self.log = log.open("w")
@@ -86,13 +89,13 @@ backend replicas
 
 @pytest.fixture(scope="module")
 def cluster(
-    kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
 ) -> Iterator[tuple[str, list[Replica]]]:
     haproxy = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
     if haproxy is None:
         pytest.fail("haproxy not found: `make test` installs Debian's haproxy (apt-get install haproxy)")
     folder = tmp_path_factory.mktemp("cluster")
-    replicas = [Replica(kokoro_dir, folder / f"replica-{i}.log") for i in range(2)]
+    replicas = [Replica(kokoro_dir, folder / f"replica-{i}.log", redis_server.url) for i in range(2)]
     port = free_port()
     cfg = folder / "haproxy.cfg"
     cfg.write_text(HAPROXY_CFG.format(port=port, a=replicas[0].port, b=replicas[1].port))
@@ -128,6 +131,36 @@ async def test_sessions_spread_over_both_replicas(cluster: tuple[str, list[Repli
         await first.aclose()
         await second.aclose()
     await wait_for(lambda: sum(r.gauge("streamvoice_active_sessions") for r in replicas) == 0)
+
+
+def test_a_dictionary_made_on_one_replica_process_is_spoken_by_the_other(
+    cluster: tuple[str, list[Replica]], transcriber: Any
+) -> None:
+    """Two real server processes sharing one real Redis: the ElevenLabs SDK makes a dictionary on one and
+    the other speaks with it (Whisper hears the alias and the IPA rule); a second key does not see it."""
+    from elevenlabs import ElevenLabs, PronunciationDictionaryVersionLocator
+
+    _, (one, two) = cluster
+    rules: list[Any] = [
+        {"type": "alias", "string_to_replace": "UN", "alias": "United Nations"},
+        {"type": "phoneme", "string_to_replace": "zorblax", "phoneme": "ˈtoʊstɚ", "alphabet": "ipa"},
+    ]
+    made = ElevenLabs(api_key="alice", base_url=one.url).pronunciation_dictionaries.create_from_rules(
+        rules=rules, name="brands"
+    )
+    locator = PronunciationDictionaryVersionLocator(
+        pronunciation_dictionary_id=made.id, version_id=made.version_id
+    )
+    audio = b"".join(
+        ElevenLabs(api_key="alice", base_url=two.url).text_to_speech.convert(
+            "af_heart", text="The UN bought a zorblax.", output_format="pcm_24000",
+            pronunciation_dictionary_locators=[locator],
+        )
+    )  # fmt: skip
+    heard = transcriber.transcribe(pcm16(audio)).lower()
+    assert "united nations" in heard and "toaster" in heard, heard
+    listed = ElevenLabs(api_key="mallory", base_url=two.url).pronunciation_dictionaries.list()
+    assert made.id not in {d.id for d in listed.pronunciation_dictionaries}
 
 
 @pytest.mark.slow
