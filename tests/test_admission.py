@@ -357,7 +357,7 @@ async def test_a_holder_that_never_pauses_hands_its_slot_over_at_a_piece_end(eng
     )  # fmt: skip
     try:
         async with connect(server.ws_url, max_size=None) as holder, connect(server.ws_url) as newcomer:
-            await holder.send(json.dumps({"type": "synthesize", "id": "book", "text": (SENTENCE + " ") * 8}))
+            await holder.send(json.dumps({"type": "synthesize", "id": "book", "text": (SENTENCE + " ") * 4}))
             assert (await first_event(holder))["type"] == "synthesis_started"
             await newcomer.send(json.dumps({"text": "May I?", "id": "n"}))
             queued = await first_event(newcomer)

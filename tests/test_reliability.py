@@ -284,7 +284,7 @@ FRAMES = st.one_of(
 
 
 @settings(
-    max_examples=30,
+    max_examples=15,
     derandomize=True,  # the same frames on every run and machine: a failure is reproduced by rerunning
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
