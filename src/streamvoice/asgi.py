@@ -21,7 +21,6 @@ from streamvoice.protocol import (
     UNAUTHORIZED_HINT,
     ErrorCode,
     ProtocolError,
-    error_body,
     key_authorized,
     whole_number,
 )
@@ -42,13 +41,23 @@ def header_value(text: str, limit: int = 200) -> str:
     return quote(text, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")[:limit]
 
 
+def error_body(
+    code: ErrorCode | str, message: str, param: str | None = None, status: int = 400
+) -> dict[str, Any]:
+    """The HTTP error shape, OpenAI's: {"error": {"message", "type", "param", "code"}}, so the OpenAI SDK
+    (and anything written for it) raises a typed error with our message and stable code."""
+    kind = "server_error" if status >= 500 else "authentication_error" if status == 401 else ""
+    kind = kind or ("rate_limit_error" if status == 429 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": param, "code": str(code)}}
+
+
 def _retry_after(exc: ProtocolError) -> dict[str, str]:
     """A full server says when to try again."""
     return {"retry-after": "1"} if exc.code == ErrorCode.SERVER_BUSY else {}
 
 
 def error_response(exc: ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The services' HTTP error (``protocol.error_body``) with the status the code implies."""
+    """The services' HTTP error (``error_body``) with the status the code implies."""
     body = error_body(exc.code, exc.message, exc.param, exc.http_status)
     return JSONResponse(body, status_code=exc.http_status, headers={**_retry_after(exc), **(headers or {})})
 

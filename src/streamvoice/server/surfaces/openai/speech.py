@@ -9,7 +9,7 @@
   its users switch without code changes.
 
 The same service, scheduler, limits and bearer token as every other route; errors in OpenAI's shape with
-our stable codes (``protocol.error_body``), and ``x-request-id`` on every answer.
+our stable codes (``asgi.error_body``), and ``x-request-id`` on every answer.
 """
 
 from __future__ import annotations

@@ -1,0 +1,82 @@
+"""What the speech server and its clients share, in four rooms: the session protocol's vocabulary
+(``session``), what every wire checks the same way (``fields``), the one error type (``errors``) and where
+callers put the key (``keys``). Pure: no I/O, no engine. Names are re-exported here, so
+``from streamvoice.protocol import ProtocolError`` reads as before."""
+
+from streamvoice.protocol.errors import HTTP_STATUS, ErrorCode, ProtocolError
+from streamvoice.protocol.fields import (
+    AUDIO_FORMATS,
+    DEFAULT_FORMAT,
+    DEFAULT_PAUSES,
+    DEFAULT_VOICE,
+    G711_FORMATS,
+    MAX_ID_CHARS,
+    MAX_PAUSE_MS,
+    MAX_PLAYED_MS,
+    MAX_SPEED,
+    MAX_VOICE_CHARS,
+    MIN_SPEED,
+    OPUS_RATES,
+    SAMPLE_RATE,
+    SAMPLE_RATES,
+    TELEPHONY_RATE,
+    Limits,
+    Pauses,
+    check_rate_for_format,
+    check_text,
+    lexicon_name,
+    output_rate,
+    parse_json_object,
+    played_ms,
+    required_text,
+    text_field,
+    validate_format,
+    validate_lexicon,
+    validate_pauses,
+    validate_sample_rate,
+    validate_speed,
+    validate_voice,
+    whole_number,
+)
+from streamvoice.protocol.keys import (
+    KEY_HEADERS,
+    UNAUTHORIZED_HINT,
+    bearer_authorized,
+    key_authorized,
+    key_matches,
+)
+from streamvoice.protocol.session import (
+    MESSAGE_TYPES,
+    WS_PATH,
+    Ack,
+    Alignment,
+    Append,
+    Cancel,
+    ClientMessage,
+    Close,
+    Configure,
+    End,
+    ErrorEvent,
+    Flush,
+    ServerEvent,
+    SynthesisComplete,
+    SynthesisStarted,
+    Synthesize,
+    decode_client_frame,
+    decode_control_frame,
+    encode_event,
+    message_from_object,
+)
+
+__all__ = [
+    "AUDIO_FORMATS", "DEFAULT_FORMAT", "DEFAULT_PAUSES", "DEFAULT_VOICE", "G711_FORMATS", "HTTP_STATUS",
+    "KEY_HEADERS", "MAX_ID_CHARS", "MAX_PAUSE_MS", "MAX_PLAYED_MS", "MAX_SPEED", "MAX_VOICE_CHARS",
+    "MESSAGE_TYPES", "MIN_SPEED", "OPUS_RATES", "SAMPLE_RATE", "SAMPLE_RATES", "TELEPHONY_RATE",
+    "UNAUTHORIZED_HINT", "WS_PATH", "Ack", "Alignment", "Append", "Cancel", "ClientMessage", "Close",
+    "Configure", "End", "ErrorCode", "ErrorEvent", "Flush", "Limits", "Pauses", "ProtocolError", "ServerEvent",
+    "SynthesisComplete", "SynthesisStarted", "Synthesize", "bearer_authorized", "check_rate_for_format",
+    "check_text", "decode_client_frame", "decode_control_frame", "encode_event", "key_authorized",
+    "key_matches", "lexicon_name", "message_from_object", "output_rate", "parse_json_object", "played_ms",
+    "required_text", "text_field", "validate_format", "validate_lexicon", "validate_pauses",
+    "validate_sample_rate", "validate_speed", "validate_voice", "whole_number",
+]  # fmt: skip
