@@ -127,6 +127,12 @@ def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
     assert caught.value.status_code == 404 and "GET /v1/pronunciation-dictionaries" in json.dumps(
         caught.value.body
     )
+    bogus = httpx.post(
+        server.url + "/v1/pronunciation-dictionaries/x/rename-rules", json={}, headers={"xi-api-key": "a"}
+    )
+    assert (
+        bogus.status_code == 404 and "no such route" in bogus.json()["detail"]["message"]
+    )  # ElevenLabs' shape
 
 
 def test_cartesia_sdk_creates_lists_updates_and_deletes(server: RunningServer) -> None:
@@ -221,19 +227,14 @@ async def stream_input(server: RunningServer, dictionary: Any, key: str = "alice
     return bytes(audio)
 
 
-async def livekit_multi_stream(server: RunningServer, dictionary: Any) -> tuple[np.ndarray, int]:
-    """LiveKit's ElevenLabs plugin (unmodified) puts the locators in each context's first message."""
+async def livekit_said(make: Any) -> tuple[np.ndarray, int]:
+    """The sentence through a LiveKit plugin (unmodified) that ``make(http)`` builds: its audio and rate."""
     import aiohttp
-    from livekit.plugins import elevenlabs
 
     from tests.helpers import livekit_audio
 
-    locator = elevenlabs.PronunciationDictionaryLocator(dictionary.id, dictionary.version_id)
     async with aiohttp.ClientSession() as http:
-        plugin = elevenlabs.TTS(
-            base_url=f"{server.url}/v1", api_key="alice", http_session=http,
-            pronunciation_dictionary_locators=[locator],
-        )  # fmt: skip
+        plugin = make(http)
         stream = plugin.stream()
         stream.push_text(SPOKEN)
         stream.end_input()
@@ -241,27 +242,43 @@ async def livekit_multi_stream(server: RunningServer, dictionary: Any) -> tuple[
         await stream.aclose()
         await plugin.aclose()
     return audio, plugin.sample_rate
+
+
+async def livekit_multi_stream(server: RunningServer, dictionary: Any) -> tuple[np.ndarray, int]:
+    """LiveKit's ElevenLabs plugin puts the locators in each context's first message."""
+    from livekit.plugins import elevenlabs
+
+    locator = elevenlabs.PronunciationDictionaryLocator(dictionary.id, dictionary.version_id)
+    return await livekit_said(
+        lambda http: elevenlabs.TTS(
+            base_url=f"{server.url}/v1", api_key="alice", http_session=http,
+            pronunciation_dictionary_locators=[locator],
+        )
+    )  # fmt: skip
 
 
 async def livekit_cartesia(server: RunningServer, dictionary_id: str) -> tuple[np.ndarray, int]:
-    """LiveKit's Cartesia plugin (unmodified) sends ``pronunciation_dict_id`` with sonic-3 models."""
-    import aiohttp
+    """LiveKit's Cartesia plugin sends ``pronunciation_dict_id`` with sonic-3 models."""
     from livekit.plugins import cartesia as lk_cartesia
 
-    from tests.helpers import livekit_audio
-
-    async with aiohttp.ClientSession() as http:
-        plugin = lk_cartesia.TTS(
+    return await livekit_said(
+        lambda http: lk_cartesia.TTS(
             model="sonic-3", voice="af_heart", base_url=server.url, api_key="alice", http_session=http,
             pronunciation_dict_id=dictionary_id,
-        )  # fmt: skip
-        stream = plugin.stream()
-        stream.push_text(SPOKEN)
-        stream.end_input()
-        audio, _ = await livekit_audio(stream)
-        await stream.aclose()
-        await plugin.aclose()
-    return audio, plugin.sample_rate
+        )
+    )  # fmt: skip
+
+
+def converted(server: RunningServer, *locators: Any) -> bytes:
+    """The sentence through the ElevenLabs SDK's ``convert`` (24 kHz PCM), with these locators."""
+    return b"".join(
+        eleven(server).text_to_speech.convert(
+            "af_heart",
+            text=SPOKEN,
+            output_format="pcm_24000",
+            pronunciation_dictionary_locators=list(locators),
+        )
+    )
 
 
 @pytest.mark.slow
@@ -271,23 +288,14 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
     one = start_speech_server(engine, store_url=redis_server.url)
     two = start_speech_server(engine, store_url=redis_server.url)
     try:
-        without = b"".join(
-            eleven(two).text_to_speech.convert("af_heart", text=SPOKEN, output_format="pcm_24000")
-        )
+        without = converted(two)
         assert not says_both(heard(transcriber, without))  # what the words are without the dictionary
 
         made = eleven(one).pronunciation_dictionaries.create_from_rules(rules=[ALIAS, IPA], name="brands")
         locator = PronunciationDictionaryVersionLocator(
             pronunciation_dictionary_id=made.id, version_id=made.version_id
         )
-        over_http = b"".join(
-            eleven(two).text_to_speech.convert(
-                "af_heart",
-                text=SPOKEN,
-                output_format="pcm_24000",
-                pronunciation_dictionary_locators=[locator],
-            )
-        )
+        over_http = converted(two, locator)
         assert says_both(heard(transcriber, over_http)), heard(transcriber, over_http)
         over_socket = await stream_input(two, made)
         assert says_both(heard(transcriber, over_socket)), heard(transcriber, over_socket)
@@ -321,14 +329,7 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
             "UN",
             "zorblax",
         ]
-        again = b"".join(
-            eleven(one).text_to_speech.convert(
-                "af_heart",
-                text=SPOKEN,
-                output_format="pcm_24000",
-                pronunciation_dictionary_locators=[locator],
-            )
-        )
+        again = converted(one, locator)
         assert says_both(heard(transcriber, again))
         assert cartesia(one).pronunciation_dicts.retrieve(pdict.id).name == "brands"
     finally:
@@ -351,14 +352,7 @@ def test_the_embedded_store_keeps_dictionaries_across_a_restart(engine, tmp_path
     try:
         assert cartesia(second).pronunciation_dicts.retrieve(pdict.id).items[0].alias == "United Nations"
         locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id, version_id=None)
-        audio = b"".join(
-            eleven(second).text_to_speech.convert(
-                "af_heart",
-                text=SPOKEN,
-                output_format="pcm_24000",
-                pronunciation_dictionary_locators=[locator],
-            )
-        )
+        audio = converted(second, locator)
         assert says_both(heard(transcriber, audio)), heard(transcriber, audio)
     finally:
         second.stop()

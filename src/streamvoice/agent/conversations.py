@@ -26,17 +26,16 @@ bound on all conversations a new one is refused. Checked by ``pytest tests/test_
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.store import Store, StoreError
+from streamvoice.store import Store
 from streamvoice.text.heard import split_written
 
 MAX_ID_CHARS = 128
@@ -117,15 +116,6 @@ def decode_history(raw: bytes) -> list[Entry]:
     return [Entry(role, text, bool(cut)) for role, text, cut in json.loads(raw)]
 
 
-@contextlib.contextmanager
-def reaching() -> Iterator[None]:
-    """A store that cannot be reached is the caller's 503 (retry), not a failed agent."""
-    try:
-        yield
-    except StoreError as exc:
-        raise ProtocolError(ErrorCode.STORE_UNAVAILABLE, str(exc)) from None
-
-
 def conversation_id(raw: object) -> str | None:
     """A caller's conversation id, checked: text of at most 128 printable characters, or None."""
     if raw is None:
@@ -160,8 +150,7 @@ class Conversations:
         self._expire(now)
         cid = cid or secrets.token_urlsafe(16)
         key = (owner, cid)
-        with reaching():
-            stored = await self.store.get(KIND, owner, cid)
+        stored = await self.store.get(KIND, owner, cid)
         conversation = self._held.pop(key, None)
         if conversation is None:
             if self._per_caller[owner] >= self.bounds.max_per_caller:
@@ -189,22 +178,20 @@ class Conversations:
     async def _room_in_store(self, owner: str) -> None:
         """The bounds across replicas: the caller's own oldest goes past its bound; past the bound on all
         conversations a new one is refused (never another caller's evicted)."""
-        with reaching():
-            mine = await self.store.keys(KIND, owner)
-            for oldest in mine[: max(0, len(mine) - self.bounds.max_per_caller + 1)]:
-                await self.store.delete(KIND, owner, oldest)
-            if await self.store.count(KIND) >= self.bounds.max_conversations:
-                raise self._full()
+        mine = await self.store.keys(KIND, owner)
+        for oldest in mine[: max(0, len(mine) - self.bounds.max_per_caller + 1)]:
+            await self.store.delete(KIND, owner, oldest)
+        if await self.store.count(KIND) >= self.bounds.max_conversations:
+            raise self._full()
 
     async def _save(self, conversation: Conversation) -> None:
-        with reaching():
-            await self.store.put(
-                KIND,
-                conversation.owner,
-                conversation.id,
-                encode_history(conversation.history),
-                ttl_s=self.bounds.idle_s,
-            )
+        await self.store.put(
+            KIND,
+            conversation.owner,
+            conversation.id,
+            encode_history(conversation.history),
+            ttl_s=self.bounds.idle_s,
+        )
 
     def find(self, owner: str, cid: str | None) -> Conversation | None:
         """The caller's conversation with this id if this replica holds it: an interrupt never creates one,

@@ -13,12 +13,18 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlparse
 
+from streamvoice.protocol.errors import ErrorCode, ProtocolError
+
 MAX_VALUE_BYTES = 512 * 1024  # one record; a caller's input is checked smaller than this before it gets here
 MAX_NAME_CHARS = 200  # kind, owner and key each
 
 
-class StoreError(RuntimeError):
-    """The store cannot be reached or read; the message says which store and what to check."""
+class StoreError(ProtocolError):
+    """The store cannot be reached or read; the message says which store and what to check. A
+    ``ProtocolError`` (``store_unavailable``, 503: retry), so every surface answers it in its own shape."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.STORE_UNAVAILABLE, message)
 
 
 class Store(Protocol):

@@ -12,16 +12,15 @@ dictionaries per caller, rules per dictionary, dictionaries per request. Checked
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.store import Store, StoreError
+from streamvoice.store import Store
 
 MAX_PER_CALLER = 100
 MAX_VERSIONS = 8
@@ -52,6 +51,19 @@ class Dictionary:
     def latest(self) -> Version:
         return self.versions[-1]
 
+    def version(self, version_id: object) -> Version:
+        """The version a locator names (None: the latest), or ``not_found`` saying which are kept."""
+        if version_id is None:
+            return self.latest
+        found = next((v for v in self.versions if v.id == version_id), None)
+        if found is None:
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"dictionary {self.id!r} keeps no version {str(version_id)[:64]!r} (the last "
+                f"{MAX_VERSIONS} are kept): its latest is {self.latest.id!r}",
+            )
+        return found
+
     def encode(self) -> bytes:
         return json.dumps(asdict(self), ensure_ascii=False).encode()
 
@@ -69,15 +81,6 @@ def checked_name(raw: object, field_name: str = "name") -> str:
     if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_NAME_CHARS or not raw.isprintable():
         raise _bad(f'"{field_name}" must be text of 1-{MAX_NAME_CHARS} printable characters')
     return raw.strip()
-
-
-@contextlib.contextmanager
-def reaching() -> Iterator[None]:
-    """A store that cannot be reached is the caller's 503 (retry), not a server error."""
-    try:
-        yield
-    except StoreError as exc:
-        raise ProtocolError(ErrorCode.STORE_UNAVAILABLE, str(exc)) from None
 
 
 def _new_id(prefix: str) -> str:
@@ -103,8 +106,7 @@ class Dictionaries:
         id_prefix: str = "",
         extra: Mapping[str, Any] | None = None,
     ) -> Dictionary:
-        with reaching():
-            held = await self.store.count(self._kind(vendor), owner)
+        held = await self.store.count(self._kind(vendor), owner)
         if held >= MAX_PER_CALLER:
             raise ProtocolError(
                 ErrorCode.INVALID_FIELD,
@@ -125,8 +127,7 @@ class Dictionaries:
     async def get(self, owner: str, vendor: str, dictionary_id: object) -> Dictionary:
         raw = None
         if isinstance(dictionary_id, str) and 0 < len(dictionary_id) <= 100:
-            with reaching():
-                raw = await self.store.get(self._kind(vendor), owner, dictionary_id)
+            raw = await self.store.get(self._kind(vendor), owner, dictionary_id)
         if raw is None:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
@@ -141,8 +142,7 @@ class Dictionaries:
 
     async def all(self, owner: str, vendor: str) -> list[Dictionary]:
         kind = self._kind(vendor)
-        with reaching():
-            found = [await self.store.get(kind, owner, key) for key in await self.store.keys(kind, owner)]
+        found = [await self.store.get(kind, owner, key) for key in await self.store.keys(kind, owner)]
         return sorted(
             (Dictionary.decode(raw) for raw in found if raw is not None), key=lambda d: d.created_unix
         )
@@ -167,8 +167,7 @@ class Dictionaries:
 
     async def delete(self, owner: str, vendor: str, dictionary_id: str) -> None:
         await self.get(owner, vendor, dictionary_id)  # not_found when it is not the caller's
-        with reaching():
-            await self.store.delete(self._kind(vendor), owner, dictionary_id)
+        await self.store.delete(self._kind(vendor), owner, dictionary_id)
 
     async def lexicon(
         self, owner: str, vendor: str, locators: Sequence[tuple[object, object]]
@@ -180,30 +179,18 @@ class Dictionaries:
         merged: dict[str, str] = {}
         for dictionary_id, version_id in locators:
             dictionary = await self.get(owner, vendor, dictionary_id)
-            if version_id is None:
-                version = dictionary.latest
-            else:
-                version = next((v for v in dictionary.versions if v.id == version_id), None)  # type: ignore[assignment]
-                if version is None:
-                    raise ProtocolError(
-                        ErrorCode.NOT_FOUND,
-                        f"dictionary {dictionary.id!r} keeps no version {str(version_id)[:64]!r} (the last "
-                        f"{MAX_VERSIONS} are kept): its latest is {dictionary.latest.id!r}",
-                    )
-            merged.update(version.lexicon)
+            merged.update(dictionary.version(version_id).lexicon)
         return merged
 
     async def keep_lexicon(self, owner: str, name: str, lexicon: dict[str, str]) -> None:
         """A session's lexicon kept under a name of the caller's (``configure`` with ``lexicon_name``)."""
-        with reaching():
-            new = await self.store.get(LEXICONS, owner, name) is None
-            if new and await self.store.count(LEXICONS, owner) >= MAX_PER_CALLER:
-                raise _bad(f"you keep {MAX_PER_CALLER} named lexicons, the most one key may: reuse a name")
-            await self.store.put(LEXICONS, owner, name, json.dumps(lexicon, ensure_ascii=False).encode())
+        new = await self.store.get(LEXICONS, owner, name) is None
+        if new and await self.store.count(LEXICONS, owner) >= MAX_PER_CALLER:
+            raise _bad(f"you keep {MAX_PER_CALLER} named lexicons, the most one key may: reuse a name")
+        await self.store.put(LEXICONS, owner, name, json.dumps(lexicon, ensure_ascii=False).encode())
 
     async def kept_lexicon(self, owner: str, name: str) -> dict[str, str]:
-        with reaching():
-            raw = await self.store.get(LEXICONS, owner, name)
+        raw = await self.store.get(LEXICONS, owner, name)
         if raw is None:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
@@ -214,8 +201,7 @@ class Dictionaries:
         return found
 
     async def _put(self, owner: str, vendor: str, dictionary: Dictionary) -> None:
-        with reaching():
-            await self.store.put(self._kind(vendor), owner, dictionary.id, dictionary.encode())
+        await self.store.put(self._kind(vendor), owner, dictionary.id, dictionary.encode())
 
     async def close(self) -> None:
         await self.store.close()

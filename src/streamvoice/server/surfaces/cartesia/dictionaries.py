@@ -16,16 +16,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from streamvoice.protocol import ErrorCode, Limits, ProtocolError, parse_json_object
+from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.dictionaries import Dictionary, checked_name
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
-from streamvoice.server.surfaces.guards import caller, listing_service
+from streamvoice.server.surfaces.kept import json_body, kept_route
 from streamvoice.text.dictionary_rules import RuleError, cartesia_entry, lexicon_of
 
 VENDOR = "cartesia"
-MAX_BODY_BYTES = 256 * 1024
 
 
 def _bad(message: str) -> ProtocolError:
@@ -71,73 +70,50 @@ def _shown(d: Dictionary, who: str) -> dict[str, Any]:
     }
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    return parse_json_object(await request.body(), Limits(max_message_bytes=MAX_BODY_BYTES))
-
-
-async def create(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        obj = await _body(request)
-        items, lexicon = checked_items(obj.get("items"))
-        made = await service.dictionaries.create(who, VENDOR, checked_name(obj.get("name")), items, lexicon,
-                                                 id_prefix="pdict_")  # fmt: skip
-    except ProtocolError as exc:
-        return http_error(exc)
+async def create(request: Request, service: SpeechService, who: str) -> Response:
+    obj = await json_body(request)
+    items, lexicon = checked_items(obj.get("items"))
+    made = await service.dictionaries.create(who, VENDOR, checked_name(obj.get("name")), items, lexicon,
+                                             id_prefix="pdict_")  # fmt: skip
     return JSONResponse(_shown(made, who))
 
 
-async def list_dicts(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        found = [_shown(d, who) for d in await service.dictionaries.all(who, VENDOR)]
-    except ProtocolError as exc:
-        return http_error(exc)
+async def list_dicts(request: Request, service: SpeechService, who: str) -> Response:
+    found = [_shown(d, who) for d in await service.dictionaries.all(who, VENDOR)]
     page, more = cursor_page(found, request.query_params)
     return JSONResponse({"data": page, "has_more": more})
 
 
-async def retrieve(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        found = await service.dictionaries.get(who, VENDOR, request.path_params["dict_id"])
-    except ProtocolError as exc:
-        return http_error(exc)
+async def retrieve(request: Request, service: SpeechService, who: str) -> Response:
+    found = await service.dictionaries.get(who, VENDOR, request.path_params["dict_id"])
     return JSONResponse(_shown(found, who))
 
 
-async def update(request: Request) -> Response:
+async def update(request: Request, service: SpeechService, who: str) -> Response:
     """A new name and/or new items (the items replace the old ones)."""
-    try:
-        service, who = listing_service(request), caller(request)
-        obj = await _body(request)
-        found = await service.dictionaries.get(who, VENDOR, request.path_params["dict_id"])
-        if obj.get("name") is not None:
-            found = replace(found, name=checked_name(obj["name"]))
-            await service.dictionaries.save(who, VENDOR, found)
-        if obj.get("items") is not None:
-            items, lexicon = checked_items(obj["items"])
-            found = await service.dictionaries.revise(who, VENDOR, found, items, lexicon)
-    except ProtocolError as exc:
-        return http_error(exc)
+    obj = await json_body(request)
+    found = await service.dictionaries.get(who, VENDOR, request.path_params["dict_id"])
+    if obj.get("name") is not None:
+        found = replace(found, name=checked_name(obj["name"]))
+    if obj.get("items") is not None:  # new items are a new version (the name with them: one write)
+        items, lexicon = checked_items(obj["items"])
+        found = await service.dictionaries.revise(who, VENDOR, found, items, lexicon)
+    else:
+        await service.dictionaries.save(who, VENDOR, found)
     return JSONResponse(_shown(found, who))
 
 
-async def delete(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        await service.dictionaries.delete(who, VENDOR, request.path_params["dict_id"])
-    except ProtocolError as exc:
-        return http_error(exc)
+async def delete(request: Request, service: SpeechService, who: str) -> Response:
+    await service.dictionaries.delete(who, VENDOR, request.path_params["dict_id"])
     return Response(status_code=204)
 
 
 ROUTES = [
-    Route("/pronunciation-dicts", create, methods=["POST"]),
-    Route("/pronunciation-dicts/", create, methods=["POST"]),
-    Route("/pronunciation-dicts", list_dicts, methods=["GET"]),
-    Route("/pronunciation-dicts/", list_dicts, methods=["GET"]),
-    Route("/pronunciation-dicts/{dict_id}", retrieve, methods=["GET"]),
-    Route("/pronunciation-dicts/{dict_id}", update, methods=["PATCH"]),
-    Route("/pronunciation-dicts/{dict_id}", delete, methods=["DELETE"]),
+    Route("/pronunciation-dicts", kept_route(http_error, create), methods=["POST"]),
+    Route("/pronunciation-dicts/", kept_route(http_error, create), methods=["POST"]),
+    Route("/pronunciation-dicts", kept_route(http_error, list_dicts), methods=["GET"]),
+    Route("/pronunciation-dicts/", kept_route(http_error, list_dicts), methods=["GET"]),
+    Route("/pronunciation-dicts/{dict_id}", kept_route(http_error, retrieve), methods=["GET"]),
+    Route("/pronunciation-dicts/{dict_id}", kept_route(http_error, update), methods=["PATCH"]),
+    Route("/pronunciation-dicts/{dict_id}", kept_route(http_error, delete), methods=["DELETE"]),
 ]

@@ -15,22 +15,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from streamvoice.protocol import ErrorCode, Limits, ProtocolError, parse_json_object, whole_number
+from streamvoice.protocol import ErrorCode, ProtocolError, whole_number
 from streamvoice.server.core.dictionaries import Dictionary, checked_name
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.elevenlabs.request import http_error
-from streamvoice.server.surfaces.guards import caller, listing_service
+from streamvoice.server.surfaces.kept import MAX_BODY_BYTES, json_body, kept_route
 from streamvoice.text.dictionary_rules import RuleError, elevenlabs_entry, lexicon_of, pls_document, pls_rules
 
 VENDOR = "elevenlabs"
-MAX_BODY_BYTES = 256 * 1024
 RULE_FIELDS = (
     "type",
     "string_to_replace",
@@ -118,10 +118,6 @@ def _rules_changed(d: Dictionary) -> dict[str, Any]:
 # --- routes ---------------------------------------------------------------------------------------------
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    return parse_json_object(await request.body(), Limits(max_message_bytes=MAX_BODY_BYTES))
-
-
 def _description(raw: object) -> str | None:
     if raw is None:
         return None
@@ -130,61 +126,52 @@ def _description(raw: object) -> str | None:
     return raw
 
 
-async def add_from_rules(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        obj = await _body(request)
-        rules, lexicon = checked_rules(obj.get("rules"))
-        made = await service.dictionaries.create(
-            who, VENDOR, checked_name(obj.get("name")), rules, lexicon, _description(obj.get("description"))
-        )
-    except ProtocolError as exc:
-        return http_error(exc)
+async def add_from_rules(request: Request, service: SpeechService, who: str) -> Response:
+    obj = await json_body(request)
+    rules, lexicon = checked_rules(obj.get("rules"))
+    made = await service.dictionaries.create(
+        who, VENDOR, checked_name(obj.get("name")), rules, lexicon, _description(obj.get("description"))
+    )
     return JSONResponse(_added(made, who))
 
 
-async def add_from_file(request: Request) -> Response:
+async def add_from_file(request: Request, service: SpeechService, who: str) -> Response:
+    async with request.form(max_files=1, max_fields=8, max_part_size=MAX_BODY_BYTES) as form:
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise _bad('send the PLS lexicon as the multipart field "file"')
+        document = await upload.read(MAX_BODY_BYTES + 1)
+        name, description = form.get("name"), form.get("description")
     try:
-        service, who = listing_service(request), caller(request)
-        async with request.form(max_files=1, max_fields=8, max_part_size=MAX_BODY_BYTES) as form:
-            upload = form.get("file")
-            if upload is None or isinstance(upload, str):
-                raise _bad('send the PLS lexicon as the multipart field "file"')
-            document = await upload.read(MAX_BODY_BYTES + 1)
-            name, description = form.get("name"), form.get("description")
-        try:
-            raw_rules: list[Any] = list(pls_rules(document))
-        except RuleError as exc:
-            raise _bad(str(exc)) from None
-        rules, lexicon = checked_rules(raw_rules)
-        made = await service.dictionaries.create(
-            who, VENDOR, checked_name(name), rules, lexicon, _description(description)
-        )
-    except ProtocolError as exc:
-        return http_error(exc)
+        raw_rules: list[Any] = list(pls_rules(document))
+    except RuleError as exc:
+        raise _bad(str(exc)) from None
+    rules, lexicon = checked_rules(raw_rules)
+    made = await service.dictionaries.create(
+        who, VENDOR, checked_name(name), rules, lexicon, _description(description)
+    )
     return JSONResponse(_added(made, who))
 
 
-async def list_dictionaries(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        query = request.query_params
-        size = whole_number(query.get("page_size", "30"))
-        if size is None or not 1 <= size <= 100:
-            raise _bad('"page_size" must be 1-100')
-        start = whole_number(query.get("cursor") or "0")
-        if start is None:
-            raise _bad('"cursor" must be the next_cursor of the page before')
-        found = await service.dictionaries.all(who, VENDOR)
-    except ProtocolError as exc:
-        return http_error(exc)
+async def list_dictionaries(request: Request, service: SpeechService, who: str) -> Response:
+    query = request.query_params
+    size = whole_number(query.get("page_size", "30"))
+    if size is None or not 1 <= size <= 100:
+        raise _bad('"page_size" must be 1-100')
+    start = whole_number(query.get("cursor") or "0")
+    if start is None:
+        raise _bad('"cursor" must be the next_cursor of the page before')
+    found = await service.dictionaries.all(who, VENDOR)
     if query.get("include_archived", "false").lower() != "true":
         found = [d for d in found if d.archived_unix is None]
     by_name = query.get("sort") == "name"
     descending = (
         query.get("sort_direction", "descending" if not by_name else "ascending").lower() == "descending"
     )
-    found.sort(key=lambda d: d.name.lower() if by_name else d.created_unix, reverse=descending)  # type: ignore[return-value]
+    if by_name:
+        found.sort(key=lambda d: d.name.lower(), reverse=descending)
+    else:
+        found.sort(key=lambda d: d.created_unix, reverse=descending)
     page = found[start : start + size]
     more = start + size < len(found)
     return JSONResponse(
@@ -196,96 +183,70 @@ async def list_dictionaries(request: Request) -> Response:
     )
 
 
-async def get_dictionary(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
-    except ProtocolError as exc:
-        return http_error(exc)
+async def get_dictionary(request: Request, service: SpeechService, who: str) -> Response:
+    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
     return JSONResponse({**_metadata(found, who), "rules": found.latest.rules})
 
 
-async def update_dictionary(request: Request) -> Response:
+async def update_dictionary(request: Request, service: SpeechService, who: str) -> Response:
     """``PATCH``: a new name, or archived (or not); the rules and their version stay."""
-    try:
-        service, who = listing_service(request), caller(request)
-        obj = await _body(request)
-        found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
-        if obj.get("name") is not None:
-            found = replace(found, name=checked_name(obj["name"]))
-        if (archived := obj.get("archived")) is not None:
-            if not isinstance(archived, bool):
-                raise _bad('"archived" must be true or false')
-            found = replace(
-                found, archived_unix=(found.archived_unix or int(time.time())) if archived else None
-            )
-        await service.dictionaries.save(who, VENDOR, found)
-    except ProtocolError as exc:
-        return http_error(exc)
+    obj = await json_body(request)
+    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
+    if obj.get("name") is not None:
+        found = replace(found, name=checked_name(obj["name"]))
+    if (archived := obj.get("archived")) is not None:
+        if not isinstance(archived, bool):
+            raise _bad('"archived" must be true or false')
+        found = replace(found, archived_unix=(found.archived_unix or int(time.time())) if archived else None)
+    await service.dictionaries.save(who, VENDOR, found)
     return JSONResponse(_metadata(found, who))
 
 
-async def change_rules(request: Request) -> Response:
+async def change_rules(request: Request, service: SpeechService, who: str, how: str) -> Response:
     """``add-rules`` (a rule for a word already there replaces it), ``remove-rules`` (``rule_strings``),
     ``set-rules``: each a new version."""
-    how = request.path_params["change"]
-    try:
-        if how not in ("add-rules", "remove-rules", "set-rules"):
-            raise ProtocolError(
-                ErrorCode.NOT_FOUND, f"POST {PREFIX}/ID/{how[:40]}: this server has no such route"
+    obj = await json_body(request)
+    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
+    current = found.latest.rules
+    if how == "remove-rules":
+        strings = obj.get("rule_strings")
+        if not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
+            raise _bad('"rule_strings" must be a list of the strings whose rules go')
+        kept = [r for r in current if r.get("string_to_replace") not in strings]
+        if not kept:
+            raise _bad(
+                "a dictionary keeps at least one rule: delete what is left with set-rules, or archive it"
             )
-        service, who = listing_service(request), caller(request)
-        obj = await _body(request)
-        found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
-        current = found.latest.rules
-        if how == "remove-rules":
-            strings = obj.get("rule_strings")
-            if not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
-                raise _bad('"rule_strings" must be a list of the strings whose rules go')
-            kept = [r for r in current if r.get("string_to_replace") not in strings]
-            if not kept:
-                raise _bad(
-                    "a dictionary keeps at least one rule: delete what is left with set-rules, or archive it"
-                )
-            rules, lexicon = checked_rules(kept)
-        else:
-            new, _ = checked_rules(obj.get("rules"))
-            replaced = {r["string_to_replace"] for r in new}
-            base = (
-                []
-                if how == "set-rules"
-                else [r for r in current if r.get("string_to_replace") not in replaced]
-            )
-            rules, lexicon = checked_rules([*base, *new])
-        revised = await service.dictionaries.revise(who, VENDOR, found, rules, lexicon)
-    except ProtocolError as exc:
-        return http_error(exc)
+        rules, lexicon = checked_rules(kept)
+    else:
+        new, _ = checked_rules(obj.get("rules"))
+        replaced = {r["string_to_replace"] for r in new}
+        base = (
+            [] if how == "set-rules" else [r for r in current if r.get("string_to_replace") not in replaced]
+        )
+        rules, lexicon = checked_rules([*base, *new])
+    revised = await service.dictionaries.revise(who, VENDOR, found, rules, lexicon)
     return JSONResponse(_rules_changed(revised))
 
 
-async def download(request: Request) -> Response:
-    try:
-        service, who = listing_service(request), caller(request)
-        found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
-        wanted = request.path_params["version_id"]
-        version = next((v for v in found.versions if v.id == wanted), None)
-        if version is None:
-            raise ProtocolError(
-                ErrorCode.NOT_FOUND, f"dictionary {found.id!r} keeps no version {wanted[:64]!r}"
-            )
-    except ProtocolError as exc:
-        return http_error(exc)
+async def download(request: Request, service: SpeechService, who: str) -> Response:
+    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
+    version = found.version(request.path_params["version_id"])
     return Response(pls_document(version.rules), media_type="application/pls+xml")
 
 
 PREFIX = "/v1/pronunciation-dictionaries"
 ROUTES = [
-    Route(f"{PREFIX}/add-from-rules", add_from_rules, methods=["POST"]),
-    Route(f"{PREFIX}/add-from-file", add_from_file, methods=["POST"]),
-    Route(PREFIX, list_dictionaries, methods=["GET"]),
-    Route(PREFIX + "/", list_dictionaries, methods=["GET"]),
-    Route(PREFIX + "/{dictionary_id}", get_dictionary, methods=["GET"]),
-    Route(PREFIX + "/{dictionary_id}", update_dictionary, methods=["PATCH"]),
-    Route(PREFIX + "/{dictionary_id}/{change:str}", change_rules, methods=["POST"]),
-    Route(PREFIX + "/{dictionary_id}/{version_id}/download", download, methods=["GET"]),
-]
+    Route(f"{PREFIX}/add-from-rules", kept_route(http_error, add_from_rules), methods=["POST"]),
+    Route(f"{PREFIX}/add-from-file", kept_route(http_error, add_from_file), methods=["POST"]),
+    Route(PREFIX, kept_route(http_error, list_dictionaries), methods=["GET"]),
+    Route(PREFIX + "/", kept_route(http_error, list_dictionaries), methods=["GET"]),
+    Route(PREFIX + "/{dictionary_id}", kept_route(http_error, get_dictionary), methods=["GET"]),
+    Route(PREFIX + "/{dictionary_id}", kept_route(http_error, update_dictionary), methods=["PATCH"]),
+    *(
+        Route(f"{PREFIX}/{{dictionary_id}}/{how}", kept_route(http_error, partial(change_rules, how=how)),
+              methods=["POST"])
+        for how in ("add-rules", "remove-rules", "set-rules")
+    ),
+    Route(PREFIX + "/{dictionary_id}/{version_id}/download", kept_route(http_error, download), methods=["GET"]),
+]  # fmt: skip
