@@ -75,7 +75,7 @@ def open_store(url: str | None) -> Store:
 
         return SqliteStore(Path(unquote(parsed.path)))
     raise ValueError(
-        f"STREAMVOICE_STORE_URL {url[:80]!r} names no store: use redis://HOST:6379/0 (replicas share it) or "
+        f"STREAMVOICE_STORE_URL (scheme {parsed.scheme[:20]!r}; the URL is not shown: it may hold a password) names no store: use redis://HOST:6379/0 (replicas share it) or "
         "sqlite:///path/to/store.sqlite3 (one machine); leave it unset for the embedded default"
     )
 

@@ -20,9 +20,9 @@ from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 from streamvoice.server.core.admission import Mode
 from streamvoice.server.core.scheduler import Policy
+from streamvoice.store import open_store
 from streamvoice.text.chunker import QUIET_CUT_S
 
-STORE_SCHEMES = ("redis", "rediss", "unix", "sqlite")
 MAX_DECODE_BATCH = 16  # each row is a model worker thread
 
 
@@ -220,11 +220,11 @@ class ServerConfig:
                 raise ConfigError(
                     f"{env_name(f.name)}={value!r} is out of range: it takes {allowed(f)} ({meta['meaning']})"
                 )
-        if self.store_url is not None and urlparse(self.store_url).scheme not in STORE_SCHEMES:
-            raise ConfigError(
-                f"STREAMVOICE_STORE_URL {self.store_url[:80]!r} names no store: use redis://HOST:6379/0 (replicas "
-                "share it) or sqlite:///path/to/store.sqlite3; leave it unset for the embedded default"
-            )
+        if self.store_url is not None:
+            try:
+                open_store(self.store_url)  # only reads the URL: nothing connects until first use
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if self.wyoming_uri is not None:
             uri = urlparse(self.wyoming_uri)
             tcp_ok = uri.scheme == "tcp" and uri.hostname is not None and _port(uri) is not None
