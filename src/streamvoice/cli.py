@@ -11,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE
 
 
@@ -20,7 +21,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         help="folder with kokoro-v1.0*.onnx and voices-v1.0.bin (default: $KOKORO_MODEL_DIR, then the user cache)",
     )
     p.add_argument(
-        "--variant", choices=["int8", "fp32"], help="which export to load when several are present"
+        "--variant",
+        choices=list(VARIANTS),
+        help="which export to load when several are present (int8-static: the int8 file, its decoder "
+        "derived as static int8)",
     )
 
 
@@ -119,6 +123,21 @@ def cmd_models_calibrate(args: argparse.Namespace) -> int:
         print("this model export has no streaming decoder or durations: nothing to calibrate")
         return 1
     print(f"wrote {path} ({len(engine.voice_names)} voices)")
+    return 0
+
+
+def cmd_models_derive(args: argparse.Namespace) -> int:
+    from streamvoice.engine import static_decoder
+    from streamvoice.engine.kokoro import KokoroEngine
+
+    engine = KokoroEngine.load(args.model_dir, "int8")
+    if engine.split is None:
+        print("this model export does not split into front and decoder: nothing to derive")
+        return 1
+    path = static_decoder.save(
+        static_decoder.derive(engine), engine.files.model, Path(args.out) if args.out else None
+    )
+    print(f"wrote {path}; serve it with STREAMVOICE_MODEL_VARIANT=int8-static")
     return 0
 
 
@@ -229,6 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_model_args(c)
     c.set_defaults(func=cmd_models_calibrate)
+    c = msub.add_parser(
+        "derive",
+        help="derive the static-int8 decoder from the int8 file once and cache it (MODEL_VARIANT=int8-static)",
+    )
+    c.add_argument(
+        "--out", help="folder for the file (default: the user cache; images put it beside the model)"
+    )
+    c.add_argument("--model-dir", help="folder with kokoro-v1.0.int8.onnx (default: as `serve` finds it)")
+    c.set_defaults(func=cmd_models_derive)
 
     from streamvoice.bench.registry import NAMES
 
@@ -250,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "command", None) == "models" and not getattr(args, "variant", None):
+    if getattr(args, "models_command", None) == "download" and not args.variant:
         args.variant = ["int8"]
     # Commands print their own output; library log lines (httpx requests, ...) only when asked for.
     # The services (serve, agent) log their own operational lines at their --log-level.

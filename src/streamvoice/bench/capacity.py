@@ -246,6 +246,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--options", default=",".join(OPTIONS), help=f"any of {', '.join(OPTIONS)}")
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
     parser.add_argument("--providers", default=None, help="ONNX Runtime execution providers, comma-separated")
+    parser.add_argument(
+        "--variant", default=None, help="MODEL_VARIANT: int8, int8-static, fp32 (default: as served)"
+    )
     parser.add_argument("--batch", type=int, default=2, help="windows per decoder call for deadline-batch")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each K on the same server")
     parser.add_argument(
@@ -274,6 +277,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "ks": ks,
         "repeat": args.repeat,
         "cpu_load": args.cpu_load,
+        "variant": args.variant,
         "rows": rows,
         "throughput": throughput,
         "raw": raw,
@@ -288,7 +292,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             from dataclasses import replace
 
             options = replace(options, providers=providers)
-        engine = KokoroEngine.load(None, None, options)
+        engine = KokoroEngine.load(None, args.variant, options)
         limit = single_call_limit(engine)
         app = create_app(config, engine=engine)
         with LoopbackServer(app) as server:

@@ -32,68 +32,10 @@ from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.static_decoder import CONTEXT, float_weights, keep_only_used
 
 TEXT = "The museum opens at nine, and tours start every half hour after that today, so please come early."
 VOICE = "af_heart"
-CONTEXT = 4  # frames each side, as the server's windows have
-
-
-def float_weights(model: Any) -> int:
-    """Replace each dynamically quantized Conv/MatMul chain by its float op on dequantized weights."""
-    from onnx import helper, numpy_helper
-
-    g = model.graph
-    inits = {i.name: i for i in g.initializer}
-    producer = {o: n for n in g.node for o in n.output}
-    consumers: dict[str, list[Any]] = {}
-    for n in g.node:
-        for name in n.input:
-            consumers.setdefault(name, []).append(n)
-
-    def array(name: str) -> np.ndarray[Any, Any]:
-        return numpy_helper.to_array(inits[name])
-
-    replaced: dict[int, Any] = {}
-    dropped: set[int] = set()
-    for n in list(g.node):
-        if n.op_type not in ("ConvInteger", "MatMulInteger"):
-            continue
-        x_q, w_q, _, w_zp = n.input
-        quantize = producer[x_q]  # DynamicQuantizeLinear(x) -> x_q, x_scale, x_zp
-        chain, bias = [n], None
-        while chain[-1].op_type != "Mul":  # [Add int32 bias] -> Cast -> Mul(x_scale * w_scale)
-            (nxt,) = consumers[chain[-1].output[0]]
-            if nxt.op_type == "Add":  # bias quantized at run time: Reshape(Cast(Floor(Div(bias, scale))))
-                other = next(i for i in nxt.input if i != chain[-1].output[0])
-                div = producer[producer[producer[producer[other].input[0]].input[0]].input[0]]
-                bias = array(div.input[0])
-            chain.append(nxt)
-        rescale = chain[-1]
-        scales = producer[next(i for i in rescale.input if i != chain[-2].output[0])]
-        w_scale = array(next(i for i in scales.input if i != quantize.output[1]))
-        w = array(w_q).astype(np.float32)
-        zero, scale = array(w_zp).astype(np.float32), w_scale.astype(np.float32)
-        if n.op_type == "ConvInteger":  # per output channel: the first axis
-            shape = (-1,) + (1,) * (w.ndim - 1)
-            zero = zero.reshape(shape) if zero.ndim else zero
-            scale = scale.reshape(shape) if scale.ndim else scale
-        weights = (w - zero) * scale
-        w_name = n.name + "/float_weight"
-        g.initializer.append(numpy_helper.from_array(weights.astype(np.float32), w_name))
-        inputs = [quantize.input[0], w_name]
-        if n.op_type == "ConvInteger":
-            if bias is not None:
-                g.initializer.append(numpy_helper.from_array(bias.astype(np.float32), n.name + "/float_bias"))
-                inputs.append(n.name + "/float_bias")
-            node = helper.make_node("Conv", inputs, [rescale.output[0]], name=n.name + "/float")
-            node.attribute.extend(n.attribute)
-        else:
-            node = helper.make_node("MatMul", inputs, [rescale.output[0]], name=n.name + "/float")
-        replaced[id(n)] = node
-        dropped.update(id(c) for c in chain)
-    nodes = [replaced.get(id(n), n) for n in g.node if id(n) in replaced or id(n) not in dropped]
-    _keep_only_used(g, nodes)
-    return len(replaced)
 
 
 def as_2d(model: Any) -> int:
@@ -123,7 +65,7 @@ def as_2d(model: Any) -> int:
         nodes.append(helper.make_node("Conv", [x4, n.input[1] + "/2d", *n.input[2:]], [y4], **new))
         nodes.append(helper.make_node("Squeeze", [y4, "as_2d/axis"], [n.output[0]]))
         count += 1
-    _keep_only_used(g, nodes)
+    keep_only_used(g, nodes)
     return count
 
 
@@ -144,23 +86,6 @@ def signed_weights(model: Any) -> int:
             inits[name].CopyFrom(numpy_helper.from_array(shifted, name))
             done.add(name)
     return len(done)
-
-
-def _keep_only_used(graph: Any, nodes: list[Any]) -> None:
-    """Set ``nodes`` without those whose outputs nothing uses, and drop unused initializers."""
-    outputs = {o.name for o in graph.output}
-    while True:
-        used = outputs | {i for n in nodes for i in n.input}
-        kept = [n for n in nodes if any(o in used for o in n.output)]
-        if len(kept) == len(nodes):
-            break
-        nodes = kept
-    del graph.node[:]
-    graph.node.extend(nodes)
-    used = {i for n in nodes for i in n.input}
-    initializers = [i for i in graph.initializer if i.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
 
 
 VARIANTS: dict[str, list[Callable[[Any], int]]] = {

@@ -65,6 +65,12 @@ BENCHMARKS = (
         ("--candidates", "conv_post", "--repeat", "1"),
     ),
     Benchmark(
+        "engine",
+        "10c. The engine: kokoro-onnx as shipped, the exported graph, the static-int8 decoder",
+        ("--repeat", "3"),
+        ("--repeat", "1", "--voices", "af_heart,zm_yunxia", "--no-asr"),
+    ),
+    Benchmark(
         "hostile", "12. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
     ),
 )

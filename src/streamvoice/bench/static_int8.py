@@ -29,12 +29,12 @@ import numpy as np
 import onnxruntime as ort
 
 from streamvoice.bench.common import table, write_result
-from streamvoice.bench.kernels import CONTEXT, float_weights
 from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.static_decoder import CONTEXT, float_weights
 
 # Calibration: ten voices, the nine languages; held out: two others.
 CALIBRATION = (

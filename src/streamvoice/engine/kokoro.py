@@ -13,9 +13,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import onnxruntime as ort
@@ -39,7 +39,13 @@ from streamvoice.engine.voices import (
     parse_voice_spec,
 )
 from streamvoice.engine.windows import COLD_PLAN, SAMPLES_PER_FRAME, WindowCap, WindowPlan
-from streamvoice.model_files import ModelFiles, resolve_model_files, verify_model_files
+from streamvoice.model_files import (
+    STATIC_DECODER_VARIANTS,
+    VARIANTS,
+    ModelFiles,
+    resolve_model_files,
+    verify_model_files,
+)
 from streamvoice.protocol import DEFAULT_PAUSES, DEFAULT_VOICE, SAMPLE_RATE, Pauses
 from streamvoice.text.normalize import warm as warm_rules
 
@@ -57,6 +63,12 @@ class EngineError(RuntimeError):
     pass
 
 
+# The decoder's graph: as exported (dynamic int8 in the int8 file) or derived as static int8 (CPU only).
+DecoderGraph = Literal["exported", "static-int8"]
+# The file the static-int8 decoder is derived from (and judged on: ``python -m streamvoice.bench.engine``).
+STATIC_SOURCE = VARIANTS["int8"]
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     intra_op_threads: int = 0  # 0: ONNX Runtime's default (all cores)
@@ -69,6 +81,9 @@ class EngineOptions:
     window_plan: WindowPlan = field(default_factory=WindowPlan)
     cold_window_plan: WindowPlan = COLD_PLAN  # a voice's first piece, before its statistics are known
     english_g2p: str = "misaki"  # or "espeak" (see ``engine.g2p``)
+    # None: static int8 for the official int8 file on a CPU (1.6-2x its exported decoder; the quality bar in
+    # ``static_decoder``), the graph as exported otherwise.
+    decoder: DecoderGraph | None = None
 
 
 def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
@@ -129,6 +144,32 @@ class KokoroEngine:
         self._style_cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._style_lock = threading.Lock()
         self.memory = VoiceMemory(self.voice_names)
+        self.decoder_graph: DecoderGraph = "exported"
+        if options.decoder == "static-int8" or (options.decoder is None and self._static_by_default()):
+            self._use_static_decoder()
+
+    def _static_by_default(self) -> bool:
+        return (
+            self._split is not None
+            and self.files.model.name == STATIC_SOURCE
+            and "CUDAExecutionProvider" not in self.providers
+        )
+
+    def _use_static_decoder(self) -> None:
+        from streamvoice.engine import static_decoder
+
+        if self._split is None:
+            raise EngineError(
+                "the static-int8 decoder replaces the split decoder, which this engine does not use "
+                "(in-piece streaming is off or the graph does not split); use the int8 variant"
+            )
+        if "CUDAExecutionProvider" in self.providers:  # QLinearConv is the CPU's kernel; a GPU runs float
+            log.warning("the static-int8 decoder is for CPUs; on CUDA the decoder stays as exported")
+            return
+        graph, source = static_decoder.prepare(self)
+        self._split.replace_decoder(graph)
+        self.decoder_graph = "static-int8"
+        log.info("static-int8 decoder: %s", source)
 
     @classmethod
     def load(
@@ -139,7 +180,12 @@ class KokoroEngine:
     ) -> KokoroEngine:
         files = resolve_model_files(model_dir, variant)
         verify_model_files(files)
-        return cls(files, options or EngineOptions())
+        options = options or EngineOptions()
+        if variant is not None:  # int8: the file as exported; int8-static: its decoder derived
+            options = replace(
+                options, decoder="static-int8" if variant in STATIC_DECODER_VARIANTS else "exported"
+            )
+        return cls(files, options)
 
     # -- voices ---------------------------------------------------------------------------------------
     def voices(self) -> list[VoiceInfo]:

@@ -57,6 +57,7 @@ class SplitKokoro:
         self.norms = graphs.norms
         self.batchable = graphs.batchable
         self.batcher: DecodeBatcher | None = None
+        self._options, self._providers = options, providers
         self.front = ort.InferenceSession(graphs.front, sess_options=options, providers=providers)
         self.decoder = ort.InferenceSession(graphs.decoder, sess_options=options, providers=providers)
         self._front_outputs = [o.name for o in self.front.get_outputs()]
@@ -65,6 +66,13 @@ class SplitKokoro:
         self._prior_names = [name for i in range(self.norms) for name in stat_names(i)[:2]]
         self._weight_shape = (1, 1, 1) if self.batchable else (1,)  # one blend weight per row
         self._local = threading.local()  # the RunStop of the piece this worker thread decodes
+
+    def replace_decoder(self, graph: bytes) -> None:
+        """Decode with another graph of the same decoder (same inputs and outputs: see ``static_decoder``)."""
+        decoder = ort.InferenceSession(graph, sess_options=self._options, providers=self._providers)
+        if [o.name for o in decoder.get_outputs()] != self._decoder_outputs:
+            raise RuntimeError("the replacement decoder's outputs differ from the exported decoder's")
+        self.decoder = decoder
 
     def enable_batching(self, max_rows: int, linger_s: float, busy: Callable[[], int] | None) -> None:
         """Let concurrent windows of one size share decoder calls (see ``decode_batcher``)."""

@@ -1,0 +1,293 @@
+"""The decoder as static int8: ONNX Runtime's ``QLinearConv`` kernels instead of the exported ``ConvInteger``.
+
+The official int8 file quantizes the decoder's convolutions dynamically: each call measures its activations'
+range and runs ``ConvInteger``, ONNX Runtime's generic integer path (~60% of a decoder call on this CPU).
+Static int8 fixes each activation's range beforehand, so ONNX Runtime fuses the QDQ pairs into
+``QLinearConv``, which has MLAS kernels for AVX-512 VNNI and AVX2; the weights are signed 8-bit per output
+channel. The graph is derived here from the official file (nothing new is downloaded):
+
+1. the decoder is split off as the engine splits it (prior-statistics norms, batch dimension);
+2. its dynamic-int8 convolutions become float ``Conv`` on the file's own dequantized weights;
+3. activation ranges are measured on every full window of ten voices in the nine languages: the
+   99.999th percentile of each tensor's magnitude (on the seven voices the graph serves worst, PESQ
+   against the exported graph 3.51 on average, lowest 3.22; 99.99th: 3.47 / 2.85; 99.9999th: 3.31 / 3.03;
+   99.9th: 2.53 / 2.01), and every convolution but ``conv_post`` (the last, which turns 128 channels into
+   the spectrum: in 8 bits the sound breaks, PESQ 1.4) is quantized. Keeping more of them in float buys
+   little (``resblocks.5``: lowest 2.96 for 25% of the gain).
+
+The result is cached beside the model or in the user cache, keyed by the model file's hash and this
+module's ``FORMAT``. ``python -m streamvoice.bench.engine`` measures speed and quality against the graph as
+exported (per voice, per language); ``python -m streamvoice.bench.static_int8`` compares the candidates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import logging
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from streamvoice.model_files import sha256_of, user_cache_dir
+
+if TYPE_CHECKING:
+    from streamvoice.engine.kokoro import KokoroEngine
+
+log = logging.getLogger("streamvoice.engine")
+
+FORMAT = 1  # bump when the derivation changes: old files then no longer match
+PERCENTILE = 99.999
+KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
+WINDOW_FRAMES = 40  # calibration windows: the server's steady size
+CONTEXT = 4  # frames of context each side, as the server's windows have
+# What the ranges are measured on: ten voices, the nine languages.
+CALIBRATION = (
+    ("af_heart", "The museum opens at nine, and tours start every half hour after that today."),
+    ("am_michael", "Please hold while I transfer your call to the next available agent."),
+    ("bf_emma", "It was a bright cold day in April, and the clocks were striking thirteen."),
+    ("ef_dora", "El tren a Lisboa sale del andén cuatro a las nueve y diez."),
+    ("ff_siwis", "Le train pour Lisbonne part du quai quatre à neuf heures dix."),
+    ("jf_alpha", "今日はいい天気ですね。"),
+    ("zf_xiaobei", "今天天气很好，我们去公园散步吧。"),
+    ("hf_alpha", "आज मौसम बहुत अच्छा है।"),
+    ("if_sara", "Il treno per Lisbona parte dal binario quattro."),
+    ("pf_dora", "O trem para Lisboa sai da plataforma quatro."),
+)
+
+
+def cache_name(model: Path) -> str:
+    return f"decoder-static-int8-v{FORMAT}-{sha256_of(model)[:16]}.onnx"
+
+
+def find(model: Path) -> Path | None:
+    """The derived decoder for this model file, beside it or in the user cache (None: not derived yet)."""
+    name = cache_name(model)
+    for folder in (model.parent, user_cache_dir()):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def calibration_windows(
+    engine: KokoroEngine, said: tuple[tuple[str, str], ...] = CALIBRATION, frames: int = WINDOW_FRAMES
+) -> list[dict[str, Any]]:
+    """The decoder's feeds for every full window of each sentence's pieces, as the server cuts them."""
+    split = engine.split
+    if split is None:
+        raise RuntimeError("static int8 needs the split decoder; this export does not split")
+    out: list[dict[str, Any]] = []
+    for voice, text in said:
+        spec = engine.parse_voice(voice)
+        if engine.voice_stats(voice) is None:
+            engine.calibrate(voice)
+        for piece in engine.planner.plan(text, engine.resolve_lang(spec, None)):
+            feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+            feats = split.features(feeds)
+            total = split.frames(feats)
+            for start in range(0, total - frames - 2 * CONTEXT + 1, frames):
+                out.append(
+                    split.decoder_feeds(
+                        feats, style, start, start + frames + 2 * CONTEXT, engine.voice_stats(voice), 0.5
+                    )
+                )
+    return out
+
+
+def derive_graph(
+    decoder: bytes,
+    windows: list[dict[str, Any]],
+    keep_float: str = KEEP_FLOAT,
+    percentile: float = PERCENTILE,
+) -> bytes:
+    """The exported decoder graph with its convolutions in static int8, ranges measured on ``windows`` (the
+    ``percentile`` of each activation's magnitude); convolutions whose names match ``keep_float`` stay float
+    (``bench.static_int8`` tries others)."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    model = onnx.load_from_string(decoder)
+    float_weights(model)
+    convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
+    keep = [c for c in convs if re.search(keep_float, c)]
+    # ONNX Runtime's quantizer prints its progress and advises pre-processing (shape inference, which the
+    # windows' dynamic length makes moot): neither is for a server's log.
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), _quiet_root():
+        source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
+        onnx.save(model, str(source))
+        quantize_static(
+            str(source), str(target), _Reader(windows),  # type: ignore[arg-type]
+            quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_exclude=keep,
+            calibrate_method=CalibrationMethod.Percentile,
+            extra_options={
+                "ActivationSymmetric": False, "WeightSymmetric": True, "CalibPercentile": percentile,
+                # One window per pass: the histograms merge, every tensor of a pass is held until it ends
+                # (~0.4 GB a window; all at once, 32 windows took ~8 GB), and windows may differ in length.
+                "CalibStridedMinMax": 1,
+            },
+        )  # fmt: skip
+        return target.read_bytes()
+
+
+def derive(engine: KokoroEngine) -> bytes:
+    """The static-int8 decoder for ``engine``'s model, from its split decoder as exported (~1 min on 2 cores)."""
+    from streamvoice.engine.graph_split import split_model
+
+    started = time.perf_counter()
+    graph = derive_graph(split_model(engine.files.model).decoder, calibration_windows(engine))
+    log.info("derived the static-int8 decoder in %.0f s", time.perf_counter() - started)
+    return graph
+
+
+def save(graph: bytes, model: Path, folder: Path | None = None) -> Path:
+    """Write a derived decoder where ``find`` looks (the user cache unless ``folder``)."""
+    path = (folder or user_cache_dir()) / cache_name(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(graph)
+    os.replace(tmp, path)  # readers never see half a file
+    return path
+
+
+def prepare(engine: KokoroEngine) -> tuple[bytes, str]:
+    """The derived decoder for ``engine``'s model, and where it came from: the cache, else derived now and
+    saved (a read-only cache keeps it in memory for this process). Processes starting together derive it
+    once: the others wait on a lock beside the cache and then load the file."""
+    model = engine.files.model
+    with _derivation_lock(model):
+        found = find(model)
+        if found is not None:
+            return found.read_bytes(), f"loaded {found}"
+        log.info("no static-int8 decoder for this model yet: deriving it once (~75 s on 2 cores)")
+        graph = derive(engine)
+        try:
+            return graph, f"derived, saved {save(graph, model)}"
+        except OSError as exc:
+            log.warning("could not save the static-int8 decoder (%s); it is derived again next start", exc)
+            return graph, "derived (not saved)"
+
+
+@contextlib.contextmanager
+def _derivation_lock(model: Path) -> Iterator[None]:
+    path = user_cache_dir() / (cache_name(model) + ".lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("w")
+    except OSError:  # a read-only cache: nothing to share, nothing to lock
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def _quiet_root() -> Iterator[None]:
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+class _Reader:
+    """ONNX Runtime's calibration data reader over a list of feeds, read in strides (``set_range``)."""
+
+    def __init__(self, feeds: list[dict[str, Any]]) -> None:
+        self._feeds = feeds
+        self._it = iter(feeds)
+
+    def __len__(self) -> int:
+        return len(self._feeds)
+
+    def set_range(self, start_index: int, end_index: int) -> None:
+        self._it = iter(self._feeds[start_index:end_index])
+
+    def get_next(self) -> dict[str, Any] | None:
+        return next(self._it, None)
+
+
+def float_weights(model: Any) -> int:
+    """Replace each dynamically quantized Conv/MatMul chain by its float op on the dequantized weights."""
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    inits = {i.name: i for i in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    consumers: dict[str, list[Any]] = {}
+    for n in g.node:
+        for name in n.input:
+            consumers.setdefault(name, []).append(n)
+
+    def array(name: str) -> np.ndarray[Any, Any]:
+        return numpy_helper.to_array(inits[name])
+
+    replaced: dict[int, Any] = {}
+    dropped: set[int] = set()
+    for n in list(g.node):
+        if n.op_type not in ("ConvInteger", "MatMulInteger"):
+            continue
+        x_q, w_q, _, w_zp = n.input
+        quantize = producer[x_q]  # DynamicQuantizeLinear(x) -> x_q, x_scale, x_zp
+        chain, bias = [n], None
+        while chain[-1].op_type != "Mul":  # [Add int32 bias] -> Cast -> Mul(x_scale * w_scale)
+            (nxt,) = consumers[chain[-1].output[0]]
+            if nxt.op_type == "Add":  # bias quantized at run time: Reshape(Cast(Floor(Div(bias, scale))))
+                other = next(i for i in nxt.input if i != chain[-1].output[0])
+                div = producer[producer[producer[producer[other].input[0]].input[0]].input[0]]
+                bias = array(div.input[0])
+            chain.append(nxt)
+        rescale = chain[-1]
+        scales = producer[next(i for i in rescale.input if i != chain[-2].output[0])]
+        w_scale = array(next(i for i in scales.input if i != quantize.output[1]))
+        w = array(w_q).astype(np.float32)
+        zero, scale = array(w_zp).astype(np.float32), w_scale.astype(np.float32)
+        if n.op_type == "ConvInteger":  # per output channel: the first axis
+            shape = (-1,) + (1,) * (w.ndim - 1)
+            zero = zero.reshape(shape) if zero.ndim else zero
+            scale = scale.reshape(shape) if scale.ndim else scale
+        weights = (w - zero) * scale
+        w_name = n.name + "/float_weight"
+        g.initializer.append(numpy_helper.from_array(weights.astype(np.float32), w_name))
+        inputs = [quantize.input[0], w_name]
+        if n.op_type == "ConvInteger":
+            if bias is not None:
+                g.initializer.append(numpy_helper.from_array(bias.astype(np.float32), n.name + "/float_bias"))
+                inputs.append(n.name + "/float_bias")
+            node = helper.make_node("Conv", inputs, [rescale.output[0]], name=n.name + "/float")
+            node.attribute.extend(n.attribute)
+        else:
+            node = helper.make_node("MatMul", inputs, [rescale.output[0]], name=n.name + "/float")
+        replaced[id(n)] = node
+        dropped.update(id(c) for c in chain)
+    nodes = [replaced.get(id(n), n) for n in g.node if id(n) in replaced or id(n) not in dropped]
+    keep_only_used(g, nodes)
+    return len(replaced)
+
+
+def keep_only_used(graph: Any, nodes: list[Any]) -> None:
+    """Set ``nodes`` without those whose outputs nothing uses, and drop unused initializers."""
+    outputs = {o.name for o in graph.output}
+    while True:
+        used = outputs | {i for n in nodes for i in n.input}
+        kept = [n for n in nodes if any(o in used for o in n.output)]
+        if len(kept) == len(nodes):
+            break
+        nodes = kept
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {i for n in nodes for i in n.input}
+    initializers = [i for i in graph.initializer if i.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)

@@ -1,0 +1,104 @@
+"""The static-int8 decoder (``engine.static_decoder``): derived from the official file, cached by its hash,
+selected by ``int8-static``, and the same speech as the graph as exported. Its speed and the judgement on
+every voice and language are ``python -m streamvoice.bench.engine``'s (a benchmark, not a test's clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from streamvoice.bench.quality import pesq_score
+from streamvoice.engine import KokoroEngine, static_decoder
+from streamvoice.engine.graph_split import split_model
+from streamvoice.model_files import resolve_model_files
+
+SENTENCE = "Your package left our warehouse on Monday and is now with the courier."
+
+
+@pytest.fixture(scope="module")
+def derived(engine: KokoroEngine) -> bytes:
+    """Derived as ``streamvoice models derive`` does, on two of its ten calibration sentences (the ranges
+    of a short run; the shipped derivation measures all ten)."""
+    windows = static_decoder.calibration_windows(engine, static_decoder.CALIBRATION[:2])
+    return static_decoder.derive_graph(split_model(engine.files.model).decoder, windows)
+
+
+def test_every_convolution_but_the_last_is_static_int8(derived: bytes) -> None:
+    """Each convolution reads a dequantized activation and weight (the QDQ pair ONNX Runtime fuses into
+    ``QLinearConv``) except ``conv_post``; nothing is quantized at run time any more."""
+    graph = onnx.load_from_string(derived).graph
+    produced_by = {o: n.op_type for n in graph.node for o in n.output}
+    convs = [n for n in graph.node if n.op_type == "Conv"]
+    floating = [n.name for n in convs if produced_by.get(n.input[0]) != "DequantizeLinear"]
+    assert not any(n.op_type in ("ConvInteger", "DynamicQuantizeLinear") for n in graph.node)
+    assert len(convs) > 60 and len(floating) == 1 and "conv_post" in floating[0]
+
+
+@pytest.fixture(scope="module")
+def exported(kokoro_dir: Path, engine: KokoroEngine) -> KokoroEngine:
+    """The int8 file as exported (``MODEL_VARIANT=int8``), with the session engine's voice statistics."""
+    exported = KokoroEngine.load(kokoro_dir, "int8")
+    for name in ("af_heart",):
+        exported.set_voice_stats(
+            name, engine.voice_stats(name), engine.memory.silence(engine.parse_voice(name))
+        )
+    return exported
+
+
+def test_the_static_decoder_says_what_the_exported_one_says(exported: KokoroEngine, derived: bytes) -> None:
+    """Same front, same phonemes: the static graph's whole piece sounds like the exported graph's (PESQ
+    against it), is as long and audible; its streamed windows are as close to its whole piece as the
+    exported graph's are to theirs (windowing alone costs the exported graph PESQ ~2.5-2.8:
+    ``bench.quality``), within half a point."""
+    assert exported.decoder_graph == "exported" and exported.split is not None
+    static = KokoroEngine.load(exported.files.model.parent, "int8")
+    assert static.split is not None
+    static.split.replace_decoder(derived)
+    spec = exported.parse_voice("af_heart")
+    static.set_voice_stats("af_heart", exported.voice_stats("af_heart"), exported.memory.silence(spec))
+    piece = exported.planner.plan(SENTENCE, "en-us")[0]
+    reference = exported.synthesize_piece(piece, spec, 1.0)
+    whole = static.synthesize_piece(piece, spec, 1.0)
+    streamed = np.concatenate(list(static.stream_piece(piece, spec, 1.0)))
+    reference_streamed = np.concatenate(list(exported.stream_piece(piece, spec, 1.0)))
+    assert len(whole) == len(reference) and abs(len(streamed) - len(whole)) <= 600
+    assert np.isfinite(whole).all() and 0.05 < float(np.abs(whole).max()) < 1.0
+    assert pesq_score(reference, whole) >= 3.0
+    assert pesq_score(whole, streamed) >= pesq_score(reference, reference_streamed) - 0.5
+
+
+def test_a_decoder_with_other_outputs_is_refused(engine: KokoroEngine) -> None:
+    assert engine.split is not None
+    front = split_model(engine.files.model).front  # a graph, but not a decoder
+    with pytest.raises(RuntimeError, match="outputs differ"):
+        engine.split.replace_decoder(front)
+
+
+def test_the_variant_loads_the_derived_file_by_the_models_hash(
+    engine: KokoroEngine, derived: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``int8-static`` (and, on a CPU, no variant at all) finds the derived decoder in the user cache under
+    the model file's hash (as ``streamvoice models derive`` writes it) and decodes with it; the int8 variant
+    is the file as exported."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    model = resolve_model_files(engine.files.model.parent, "int8-static").model
+    assert model == engine.files.model and static_decoder.find(model) is None
+    path = static_decoder.save(derived, model)
+    assert path.parent == tmp_path / "streamvoice" / "kokoro-v1.0"
+    assert static_decoder.cache_name(model) in path.name and static_decoder.find(model) == path
+    loaded = KokoroEngine.load(engine.files.model.parent, "int8-static")
+    assert loaded.decoder_graph == "static-int8"
+    assert KokoroEngine.load(engine.files.model.parent).decoder_graph == "static-int8"
+    assert KokoroEngine.load(engine.files.model.parent, "int8").decoder_graph == "exported"
+    audio = loaded.synthesize("Hello there.", "af_heart")
+    assert np.isfinite(audio).all() and float(np.abs(audio).max()) > 0.05
+
+
+def test_without_the_split_decoder_the_variant_is_refused_with_what_to_do(kokoro_dir: Path) -> None:
+    from streamvoice.engine.kokoro import EngineError, EngineOptions
+
+    with pytest.raises(EngineError, match="use the int8 variant"):
+        KokoroEngine.load(kokoro_dir, "int8-static", EngineOptions(stream_windows=False))
