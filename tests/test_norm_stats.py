@@ -147,7 +147,8 @@ def test_whole_piece_statistics_make_windows_match_whole_piece_audio(engine: Kok
     )
     cold = np.concatenate([a for a, _ in split.stream(feats, style, engine.window_plan, None)])
     assert oracle.size == cold.size == whole.size
-    assert log_spectral_distance(oracle, whole) < 6.5
+    # 5.6 dB with the decoder as exported, 6.6 with the static-int8 decoder (the default on a CPU)
+    assert log_spectral_distance(oracle, whole) < 7.0
     assert log_spectral_distance(oracle, whole) < log_spectral_distance(cold, whole) - 0.5
 
 

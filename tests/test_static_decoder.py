@@ -64,7 +64,7 @@ def test_the_static_decoder_says_what_the_exported_one_says(exported: KokoroEngi
     whole = static.synthesize_piece(piece, spec, 1.0)
     streamed = np.concatenate(list(static.stream_piece(piece, spec, 1.0)))
     reference_streamed = np.concatenate(list(exported.stream_piece(piece, spec, 1.0)))
-    assert len(whole) == len(reference) and abs(len(streamed) - len(whole)) <= 600
+    assert abs(len(whole) - len(reference)) <= 600 and abs(len(streamed) - len(whole)) <= 600  # trims: levels
     assert np.isfinite(whole).all() and 0.05 < float(np.abs(whole).max()) < 1.0
     assert pesq_score(reference, whole) >= 3.0
     assert pesq_score(whole, streamed) >= pesq_score(reference, reference_streamed) - 0.5

@@ -134,9 +134,9 @@ def cmd_models_derive(args: argparse.Namespace) -> int:
     if engine.split is None:
         print("this model export does not split into front and decoder: nothing to derive")
         return 1
-    path = static_decoder.save(
-        static_decoder.derive(engine), engine.files.model, Path(args.out) if args.out else None
-    )
+    windows = static_decoder.calibration_windows(engine)
+    graph = static_decoder.derive(engine.files.model, windows)
+    path = static_decoder.save(graph, engine.files.model, Path(args.out) if args.out else None)
     print(f"wrote {path}; serve it with STREAMVOICE_MODEL_VARIANT=int8-static")
     return 0
 

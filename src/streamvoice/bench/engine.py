@@ -9,7 +9,9 @@ alike (medians of ``--repeat`` rounds):
   (``int8-static``, ``engine.static_decoder``): a whole piece per call, and full 40-frame windows
   (what a listener's steady decoding costs; ``KokoroEngine.time_windows``);
 - the time to the first window of a fresh 60-token piece (front + first window: the engine's part of heard
-  onset), as a share of kokoro-onnx's time for the whole piece.
+  onset), and the heard onset of the ~60-token first sentence of ``FOUR_SENTENCES`` on a fresh session of a
+  server on loopback (a player that starts at the first byte), each as a share of kokoro-onnx's time for
+  the same text whole.
 
 Quality, the static decoder judged against the exported one fed the same phonemes (the front is the same
 graph, so durations match and the comparison is of the decoder alone):
@@ -26,6 +28,7 @@ Run: ``python -m streamvoice.bench.engine [--repeat 3] [--voices all]``
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import time
 from typing import Any
@@ -34,8 +37,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.bench.asr import Transcriber
-from streamvoice.bench.common import machine, table, write_result
+from streamvoice.bench.common import FOUR_SENTENCES, machine, table, write_result
 from streamvoice.bench.languages import PIECE_60, SENTENCES, comparable
+from streamvoice.bench.listener import heard_trials
+from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wer import character_error_rate
@@ -44,6 +49,8 @@ from streamvoice.engine.kokoro import calibration_text
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.engine.voices import describe
 from streamvoice.protocol import SAMPLE_RATE
+from streamvoice.server import ServerConfig, create_app
+from streamvoice.text.boundaries import sentence_cuts
 
 SPEED_TEXT = (
     "Thanks for calling, I can help you with that order today. "
@@ -106,6 +113,40 @@ def speed(engines: dict[str, KokoroEngine], repeat: int) -> dict[str, Any]:
         for k, v in onset.items()
     ]
     return {"rows": rows, "onset": onsets, "kokoro_onnx_piece60_ms": whole_60 * 1000}
+
+
+def served_onset(engines: dict[str, KokoroEngine], trials: int) -> dict[str, Any]:
+    """Heard onset of a fresh session's first sentence on each graph's server, and kokoro-onnx's time for
+    the same sentence whole (alternating with the sessions, so drift hits both)."""
+    from kokoro_onnx import Kokoro
+
+    cuts, _ = sentence_cuts(FOUR_SENTENCES, final=True)
+    sentence = FOUR_SENTENCES[: cuts[0]].strip()
+    files = next(iter(engines.values())).files
+    shipped = Kokoro(str(files.model), str(files.voices))
+    shipped.create(sentence, voice="af_heart", lang="en-us")
+    whole: list[float] = []
+    heard: dict[str, list[float]] = {name: [] for name in engines}
+    servers = {
+        name: LoopbackServer(create_app(ServerConfig(), engine=e)).start() for name, e in engines.items()
+    }
+    try:
+        for _ in range(trials):
+            whole.append(_timed(lambda: shipped.create(sentence, voice="af_heart", lang="en-us"))[1] * 1000)
+            for name, server in servers.items():
+                heard[name] += asyncio.run(heard_trials(server.url, sentence, 1))["heard"]
+    finally:
+        for server in servers.values():
+            server.stop()
+    kokoro_ms = statistics.median(whole)
+    return {
+        "sentence": sentence,
+        "kokoro_onnx_ms": kokoro_ms,
+        "rows": [
+            {"graph": k, "heard_ms": statistics.median(v), "share": statistics.median(v) / kokoro_ms}
+            for k, v in heard.items()
+        ],
+    }
 
 
 def voice_quality(engines: dict[str, KokoroEngine], voices: list[str]) -> list[dict[str, Any]]:
@@ -177,6 +218,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                    ("vs_kokoro_onnx", "x kokoro-onnx")]))  # fmt: skip
     print(table(measured["onset"], [("graph", "graph"), ("first_window_ms", "first window ms"),
                                     ("share", "of kokoro-onnx's whole piece")]))  # fmt: skip
+    served = served_onset(engines, 2 * args.repeat)
+    print(f"served heard onset, fresh session (kokoro-onnx whole: {served['kokoro_onnx_ms']:.0f} ms)")
+    print(table(served["rows"], [("graph", "graph"), ("heard_ms", "heard ms"), ("share", "of kokoro-onnx")]))
     names = engines["exported"].voice_names
     voices = sorted(names) if args.voices == "all" else args.voices.split(",")
     print(f"quality, {len(voices)} voices ...", flush=True)
@@ -186,6 +230,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine(),
         "repeat": args.repeat,
         **measured,
+        "served": served,
         "voices": per_voice,
         "languages": languages,
         "summary": {
@@ -225,6 +270,20 @@ def report(d: dict[str, Any]) -> str:
         + f"\n\nA fresh 60-token piece: kokoro-onnx makes it whole in {md_value(d['kokoro_onnx_piece60_ms'], 0)} ms; "
         "our engine's first window (front + first decoder window) takes:\n\n"
         + md_table(["decoder graph", "first window ms", "share of kokoro-onnx's piece"], onset_rows)
+        + (
+            f'\n\nServed: heard onset of "{d["served"]["sentence"]}" on a fresh session (median of '
+            f"{2 * d['repeat']}), against kokoro-onnx making it whole in "
+            f"{md_value(d['served']['kokoro_onnx_ms'], 0)} ms:\n\n"
+            + md_table(
+                ["decoder graph", "heard onset ms", "share of kokoro-onnx's whole"],
+                [
+                    [r["graph"], md_value(r["heard_ms"], 0), md_value(r["share"], 3)]
+                    for r in d["served"]["rows"]
+                ],
+            )
+            if "served" in d
+            else ""
+        )
         + f"\n\nThe static-int8 decoder against the exported one, same phonemes, {len(d['voices'])} voices "
         f"(each its language's greeting): PESQ {md_value(s['pesq_mean'], 2)} on average, lowest "
         f"{md_value(s['pesq_min'], 2)} ({s['pesq_min_voice']}); DNSMOS {md_value(s['dnsmos_exported'], 2)} "
@@ -239,6 +298,14 @@ def report(d: dict[str, Any]) -> str:
             "\n\nHeard by Whisper base, language forced (character error rate; Hindi against the exported "
             "graph's transcript):\n\n"
             + md_table(["language", "voice", "CER exported", "CER static int8"], lang_rows)
+            + "".join(
+                "\n\nWhat Whisper wrote for "
+                + r["lang"]
+                + ", exported / static: "
+                + "; ".join(f'"{h["exported"]}" / "{h["static int8"]}"' for h in r.get("heard", []))
+                for r in d["languages"]
+                if r["lang"] == "hi"
+            )
             if lang_rows
             else ""
         )

@@ -166,7 +166,9 @@ class KokoroEngine:
         if "CUDAExecutionProvider" in self.providers:  # QLinearConv is the CPU's kernel; a GPU runs float
             log.warning("the static-int8 decoder is for CPUs; on CUDA the decoder stays as exported")
             return
-        graph, source = static_decoder.prepare(self)
+        graph, source = static_decoder.prepare(
+            self.files.model, lambda: static_decoder.calibration_windows(self)
+        )
         self._split.replace_decoder(graph)
         self.decoder_graph = "static-int8"
         log.info("static-int8 decoder: %s", source)
@@ -309,6 +311,28 @@ class KokoroEngine:
             return None
         self.set_voice_stats(name, speech, silence)
         return speech, silence
+
+    def decoder_windows(
+        self, said: tuple[tuple[str, str], ...], frames: int, context: int
+    ) -> list[dict[str, NDArray[Any]]]:
+        """The decoder's feeds for every full window of each (voice, text)'s pieces, as the server cuts them
+        (``frames`` kept, ``context`` each side): what ``static_decoder`` measures activation ranges on."""
+        split = self._split
+        if split is None:
+            raise EngineError("this export does not split into front and decoder: it has no decoder windows")
+        out: list[dict[str, NDArray[Any]]] = []
+        for voice, text in said:
+            spec = self.parse_voice(voice)
+            if self.voice_stats(voice) is None:
+                self.calibrate(voice)
+            for piece in self.planner.plan(text, self.resolve_lang(spec, None)):
+                feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
+                feats = split.features(feeds)
+                prior = self.voice_stats(voice)
+                for start in range(0, split.frames(feats) - frames - 2 * context + 1, frames):
+                    end = start + frames + 2 * context
+                    out.append(split.decoder_feeds(feats, style, start, end, prior, 0.5))
+        return out
 
     def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:
         if voice_key is None or self._split is None or not self._split.norms:

@@ -30,16 +30,13 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from streamvoice.model_files import sha256_of, user_cache_dir
-
-if TYPE_CHECKING:
-    from streamvoice.engine.kokoro import KokoroEngine
 
 log = logging.getLogger("streamvoice.engine")
 
@@ -76,29 +73,17 @@ def find(model: Path) -> Path | None:
     return None
 
 
+class WindowSource(Protocol):
+    def decoder_windows(
+        self, said: tuple[tuple[str, str], ...], frames: int, context: int
+    ) -> list[dict[str, Any]]: ...
+
+
 def calibration_windows(
-    engine: KokoroEngine, said: tuple[tuple[str, str], ...] = CALIBRATION, frames: int = WINDOW_FRAMES
+    engine: WindowSource, said: tuple[tuple[str, str], ...] = CALIBRATION
 ) -> list[dict[str, Any]]:
-    """The decoder's feeds for every full window of each sentence's pieces, as the server cuts them."""
-    split = engine.split
-    if split is None:
-        raise RuntimeError("static int8 needs the split decoder; this export does not split")
-    out: list[dict[str, Any]] = []
-    for voice, text in said:
-        spec = engine.parse_voice(voice)
-        if engine.voice_stats(voice) is None:
-            engine.calibrate(voice)
-        for piece in engine.planner.plan(text, engine.resolve_lang(spec, None)):
-            feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
-            feats = split.features(feeds)
-            total = split.frames(feats)
-            for start in range(0, total - frames - 2 * CONTEXT + 1, frames):
-                out.append(
-                    split.decoder_feeds(
-                        feats, style, start, start + frames + 2 * CONTEXT, engine.voice_stats(voice), 0.5
-                    )
-                )
-    return out
+    """What the ranges are measured on: every full window of ``said``, as the server cuts them."""
+    return engine.decoder_windows(said, WINDOW_FRAMES, CONTEXT)
 
 
 def derive_graph(
@@ -137,12 +122,13 @@ def derive_graph(
         return target.read_bytes()
 
 
-def derive(engine: KokoroEngine) -> bytes:
-    """The static-int8 decoder for ``engine``'s model, from its split decoder as exported (~1 min on 2 cores)."""
+def derive(model: Path, windows: list[dict[str, Any]]) -> bytes:
+    """The static-int8 decoder for ``model`` (its split decoder as exported), ranges measured on ``windows``
+    (``calibration_windows``; ~75 s on 2 cores)."""
     from streamvoice.engine.graph_split import split_model
 
     started = time.perf_counter()
-    graph = derive_graph(split_model(engine.files.model).decoder, calibration_windows(engine))
+    graph = derive_graph(split_model(model).decoder, windows)
     log.info("derived the static-int8 decoder in %.0f s", time.perf_counter() - started)
     return graph
 
@@ -158,17 +144,16 @@ def save(graph: bytes, model: Path, folder: Path | None = None) -> Path:
     return path
 
 
-def prepare(engine: KokoroEngine) -> tuple[bytes, str]:
-    """The derived decoder for ``engine``'s model, and where it came from: the cache, else derived now and
-    saved (a read-only cache keeps it in memory for this process). Processes starting together derive it
-    once: the others wait on a lock beside the cache and then load the file."""
-    model = engine.files.model
+def prepare(model: Path, windows: Callable[[], list[dict[str, Any]]]) -> tuple[bytes, str]:
+    """The derived decoder for ``model``, and where it came from: the cache, else derived now on
+    ``windows()`` and saved (a read-only cache keeps it in memory for this process). Processes starting
+    together derive it once: the others wait on a lock beside the cache and then load the file."""
     with _derivation_lock(model):
         found = find(model)
         if found is not None:
             return found.read_bytes(), f"loaded {found}"
         log.info("no static-int8 decoder for this model yet: deriving it once (~75 s on 2 cores)")
-        graph = derive(engine)
+        graph = derive(model, windows())
         try:
             return graph, f"derived, saved {save(graph, model)}"
         except OSError as exc:
