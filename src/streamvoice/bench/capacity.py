@@ -126,6 +126,18 @@ def single_call_limit(engine: KokoroEngine) -> float:
     return audio_s / (time.perf_counter() - started)
 
 
+def kokoro_onnx_limit(engine: KokoroEngine) -> float:
+    """kokoro-onnx as shipped on the same file (its ``create()``, its session), one call after another on the
+    same answer: audio seconds per wall second; what the served path at saturation is compared with."""
+    from kokoro_onnx import Kokoro
+
+    shipped = Kokoro(str(engine.files.model), str(engine.files.voices))
+    shipped.create("Warm up.", voice="af_heart", lang="en-us")
+    started = time.perf_counter()
+    audio, rate = shipped.create(ANSWER, voice="af_heart", lang="en-us")
+    return len(audio) / rate / (time.perf_counter() - started)
+
+
 def trace_rows(
     trace: list[tuple[float, int, float, float, float, bool, int]], began: float
 ) -> list[dict[str, Any]]:
@@ -294,6 +306,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             options = replace(options, providers=providers)
         engine = KokoroEngine.load(None, args.variant, options)
         limit = single_call_limit(engine)
+        shipped = kokoro_onnx_limit(engine)
         app = create_app(config, engine=engine)
         with LoopbackServer(app) as server:
             asyncio.run(run_k(server.url, 1, args.rate))  # warm-up: the decoding speed is measured
@@ -321,6 +334,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             {
                 "option": option,
                 "single_call_audio_per_s": limit,
+                "kokoro_onnx_audio_per_s": shipped,
+                "decoder": engine.decoder_graph,
                 "saturated_audio_per_s": saturated,
                 "ratio": saturated / limit,
                 "windows_per_call": windows / calls if calls else None,  # decoder batching only
@@ -358,7 +373,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             [
                 ("option", "option"),
                 ("real_time_listeners", "listeners kept fed"),
+                ("decoder", "decoder"),
                 ("single_call_audio_per_s", "single-call limit audio s/s"),
+                ("kokoro_onnx_audio_per_s", "kokoro-onnx create() audio s/s"),
                 ("saturated_audio_per_s", f"{max(ks)} at once audio s/s"),
                 ("ratio", "ratio"),
                 ("windows_per_call", "windows per batched call"),
@@ -432,6 +449,11 @@ def report(d: dict[str, Any]) -> str:
             md_value(t["ratio"], 2),
             md_value(t["saturated_audio_per_s"] / best, 2),
             md_value(t.get("windows_per_call"), 2),
+            t.get("decoder", "exported"),
+            md_value(t.get("kokoro_onnx_audio_per_s"), 2),
+            md_value(t["saturated_audio_per_s"] / t["kokoro_onnx_audio_per_s"], 2)
+            if t.get("kokoro_onnx_audio_per_s")
+            else "-",
         ]
         for t in d["throughput"]
     ]
@@ -469,6 +491,9 @@ def report(d: dict[str, Any]) -> str:
                 "ratio",
                 "of the best single-call limit",
                 "windows per batched call",
+                "decoder",
+                "kokoro-onnx create() (audio s/s)",
+                "at saturation / kokoro-onnx",
             ],
             limits,
         )
