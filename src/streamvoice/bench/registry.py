@@ -70,6 +70,7 @@ BENCHMARKS = (
         ("--repeat", "3"),
         ("--repeat", "1", "--voices", "af_heart,zm_yunxia", "--no-asr"),
     ),
+    Benchmark("limits", "10d. Know the limit: the engine's arithmetic against this machine's peaks"),
     Benchmark(
         "hostile", "12. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
     ),

@@ -315,23 +315,23 @@ class KokoroEngine:
     def decoder_windows(
         self, said: tuple[tuple[str, str], ...], frames: int, context: int
     ) -> list[dict[str, NDArray[Any]]]:
-        """The decoder's feeds for every full window of each (voice, text)'s pieces, as the server cuts them
-        (``frames`` kept, ``context`` each side): what ``static_decoder`` measures activation ranges on."""
+        """The decoder's feeds for every full window of each (voice, phonemes), as the server cuts them
+        (``frames`` kept, ``context`` each side): what ``static_decoder`` measures activation ranges on.
+        Phonemes, not text: no language's G2P pack is needed."""
         split = self._split
         if split is None:
             raise EngineError("this export does not split into front and decoder: it has no decoder windows")
         out: list[dict[str, NDArray[Any]]] = []
-        for voice, text in said:
-            spec = self.parse_voice(voice)
+        for voice, phonemes in said:
             if self.voice_stats(voice) is None:
                 self.calibrate(voice)
-            for piece in self.planner.plan(text, self.resolve_lang(spec, None)):
-                feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
-                feats = split.features(feeds)
-                prior = self.voice_stats(voice)
-                for start in range(0, split.frames(feats) - frames - 2 * context + 1, frames):
-                    end = start + frames + 2 * context
-                    out.append(split.decoder_feeds(feats, style, start, end, prior, 0.5))
+            tokens = self.g2p.tokenize(phonemes)
+            feeds, style = self.feeds(tokens, self.style_pack(self.parse_voice(voice)), 1.0)
+            feats = split.features(feeds)
+            prior = self.voice_stats(voice)
+            for start in range(0, split.frames(feats) - frames - 2 * context + 1, frames):
+                end = start + frames + 2 * context
+                out.append(split.decoder_feeds(feats, style, start, end, prior, 0.5))
         return out
 
     def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:

@@ -45,18 +45,22 @@ PERCENTILE = 99.999
 KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
 WINDOW_FRAMES = 40  # calibration windows: the server's steady size
 CONTEXT = 4  # frames of context each side, as the server's windows have
-# What the ranges are measured on: ten voices, the nine languages.
+# What the ranges are measured on: ten voices, the nine languages, as phonemes (what the engine's G2P makes of
+# "The museum opens at nine...", "Please hold while I transfer...", "It was a bright cold day in April...", "El
+# tren a Lisboa...", "Le train pour Lisbonne...", "今日はいい天気ですね。", "今天天气很好...", "आज मौसम बहुत
+# अच्छा है।", "Il treno per Lisbona...", "O trem para Lisboa..."), so a machine without a language's G2P pack
+# derives the same graph.
 CALIBRATION = (
-    ("af_heart", "The museum opens at nine, and tours start every half hour after that today."),
-    ("am_michael", "Please hold while I transfer your call to the next available agent."),
-    ("bf_emma", "It was a bright cold day in April, and the clocks were striking thirteen."),
-    ("ef_dora", "El tren a Lisboa sale del andén cuatro a las nueve y diez."),
-    ("ff_siwis", "Le train pour Lisbonne part du quai quatre à neuf heures dix."),
-    ("jf_alpha", "今日はいい天気ですね。"),
-    ("zf_xiaobei", "今天天气很好，我们去公园散步吧。"),
-    ("hf_alpha", "आज मौसम बहुत अच्छा है।"),
-    ("if_sara", "Il treno per Lisbona parte dal binario quattro."),
-    ("pf_dora", "O trem para Lisboa sai da plataforma quatro."),
+    ("af_heart", "ðə mjuzˈiəm ˈOpᵊnz æt nˈIn, ænd tˈʊɹ stˈɑɹt ˈɛvəɹi hˈæf ˈWəɹ ˈæftəɹ ðˈæt tədˈA."),
+    ("am_michael", "plˈiz hˈOld wˌIl ˌI tɹˈænsfəɹ jʊɹ kˈɔl tə ðə nˈɛkst əvˈAləbᵊl ˈAʤᵊnt."),
+    ("bf_emma", "ˌɪt wɒz ɐ bɹˈIt kˈQld dˈA ɪn ˈApɹɪl, and ðə klˈɒks wɜː stɹˈIkɪŋ θˌɜːtˈiːn."),
+    ("ef_dora", "el tɾˈen a lisβˈoa sˈale ðel andˈen kwˈatɾo a las nwˈeβe i ðjˈeθ."),
+    ("ff_siwis", "lə tʁˈɛ̃ puʁ lizbˈɔn pˈaʁ dy kˈe kˈatʁ a nˈœv ˈœʁ dˈis."),
+    ("jf_alpha", "kʲoː βa iː teŋkʲi desɨ ne."),
+    ("zf_xiaobei", "ʨi→ntʰjɛ→ntʰjɛ→nʨʰi↘ xə↓n xau↓, wo↓mən ʨʰy↘ kʊ→ŋɥɛ↗n sa↘npu↘ pa."),
+    ("hf_alpha", "ˈaːɟ mˈɔːsəm bˈʌhʊt ˈʌcʰcʰaː hɛː"),
+    ("if_sara", "il trˈɛno per lizbˈona pˈarte dal binˈario kwˈatːro."),
+    ("pf_dora", "ʊ trˈAŋ pˌaɾæ lˌizbˈoæ sˈI da plˌatafˈɔɾəmæ kwˈatrʊ."),
 )
 
 
