@@ -68,9 +68,10 @@ def cache_name(model: Path) -> str:
     return f"decoder-static-int8-v{FORMAT}-{sha256_of(model)[:16]}.onnx"
 
 
-def find(model: Path) -> Path | None:
-    """The derived decoder for this model file, beside it or in the user cache (None: not derived yet)."""
-    name = cache_name(model)
+def find(model: Path, name: str | None = None) -> Path | None:
+    """The derived decoder for this model file, beside it or in the user cache (None: not derived yet);
+    ``name``: its ``cache_name`` when the caller has it (the name hashes the 92 MB model)."""
+    name = name or cache_name(model)
     for folder in (model.parent, user_cache_dir()):
         if (folder / name).is_file():
             return folder / name
@@ -137,9 +138,9 @@ def derive(model: Path, windows: list[dict[str, Any]]) -> bytes:
     return graph
 
 
-def save(graph: bytes, model: Path, folder: Path | None = None) -> Path:
+def save(graph: bytes, model: Path, folder: Path | None = None, name: str | None = None) -> Path:
     """Write a derived decoder where ``find`` looks (the user cache unless ``folder``)."""
-    path = (folder or user_cache_dir()) / cache_name(model)
+    path = (folder or user_cache_dir()) / (name or cache_name(model))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as fh:
@@ -152,22 +153,23 @@ def prepare(model: Path, windows: Callable[[], list[dict[str, Any]]]) -> tuple[b
     """The derived decoder for ``model``, and where it came from: the cache, else derived now on
     ``windows()`` and saved (a read-only cache keeps it in memory for this process). Processes starting
     together derive it once: the others wait on a lock beside the cache and then load the file."""
-    with _derivation_lock(model):
-        found = find(model)
+    name = cache_name(model)  # hashed once: the lock, the lookup and the save share it
+    with _derivation_lock(name):
+        found = find(model, name)
         if found is not None:
             return found.read_bytes(), f"loaded {found}"
         log.info("no static-int8 decoder for this model yet: deriving it once (~75 s on 2 cores)")
         graph = derive(model, windows())
         try:
-            return graph, f"derived, saved {save(graph, model)}"
+            return graph, f"derived, saved {save(graph, model, name=name)}"
         except OSError as exc:
             log.warning("could not save the static-int8 decoder (%s); it is derived again next start", exc)
             return graph, "derived (not saved)"
 
 
 @contextlib.contextmanager
-def _derivation_lock(model: Path) -> Iterator[None]:
-    path = user_cache_dir() / (cache_name(model) + ".lock")
+def _derivation_lock(name: str) -> Iterator[None]:
+    path = user_cache_dir() / (name + ".lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("w")
