@@ -77,7 +77,9 @@ def _macs(op: str, inputs: list[dict[str, list[int]]], outputs: list[dict[str, l
     return 0
 
 
-def profile(graph: bytes, feeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def profile(
+    graph: bytes, feeds: list[dict[str, Any]], disabled: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """ONNX Runtime's per-node profile of ``feeds`` through ``graph``: each is run twice and the second pass
     is kept (the first allocates the arena and warms the caches)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -86,7 +88,9 @@ def profile(graph: bytes, feeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(folder, "profile")
-        session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            graph, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled) or None
+        )
         names = [o.name for o in session.get_outputs()]
         for f in feeds * 2:
             session.run(names, f)
@@ -157,7 +161,9 @@ def _timed(run: Any) -> float:
     return time.perf_counter() - started
 
 
-def measure(engine: KokoroEngine, decoders: dict[str, bytes], front: bytes) -> dict[str, Any]:
+def measure(
+    engine: KokoroEngine, decoders: dict[str, tuple[bytes, tuple[str, ...]]], front: bytes
+) -> dict[str, Any]:
     """The front on one 60-token piece, and each decoder graph on that piece's full 40-frame windows."""
     split = engine.split
     assert split is not None
@@ -171,10 +177,27 @@ def measure(engine: KokoroEngine, decoders: dict[str, bytes], front: bytes) -> d
         for a in range(0, frames - 48 + 1, 40)
     ]
     window_audio_s = 40 * 600 / SAMPLE_RATE * len(windows)
-    rows = [{"graph": "front", **b} for b in buckets(profile(front, [feeds]), frames * 600 / SAMPLE_RATE)]
-    for name, graph in decoders.items():
-        rows += [{"graph": f"decoder, {name}", **b} for b in buckets(profile(graph, windows), window_audio_s)]
-    return {"frames": frames, "windows": len(windows), "rows": attribute_prepacked(rows)}
+    nodes = profile(front, [feeds])
+    rows = [{"graph": "front", **b} for b in buckets(nodes, frames * 600 / SAMPLE_RATE)]
+    ops = [{"graph": "front", **o} for o in operators(nodes, 1)]
+    for name, (graph, disabled) in decoders.items():
+        nodes = profile(graph, windows, disabled)
+        rows += [{"graph": f"decoder, {name}", **b} for b in buckets(nodes, window_audio_s)]
+        ops += [{"graph": f"decoder, {name}", **o} for o in operators(nodes, len(windows))]
+    return {"frames": frames, "windows": len(windows), "rows": attribute_prepacked(rows), "operators": ops}
+
+
+def operators(nodes: list[dict[str, Any]], calls: int, top: int = 10) -> list[dict[str, Any]]:
+    """ONNX Runtime's per-operator profile: each operator's share of kernel time and nodes run per call,
+    the ``top`` by time."""
+    time_us: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    for n in nodes:
+        time_us[n["args"]["op_name"]] += n["dur"]
+        count[n["args"]["op_name"]] += 1
+    total = sum(time_us.values())
+    ranked = sorted(time_us, key=lambda op: -time_us[op])[:top]
+    return [{"op": op, "share": time_us[op] / total, "nodes_per_call": count[op] / calls} for op in ranked]
 
 
 def attribute_prepacked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,10 +230,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine = KokoroEngine.load(None, "int8")
     prepare(engine)
     graphs = split_model(engine.files.model)
-    decoders = {"exported": graphs.decoder}
+    decoders: dict[str, tuple[bytes, tuple[str, ...]]] = {"exported": (graphs.decoder, ())}
     derived = static_decoder.find(engine.files.model)
     if derived is not None:
-        decoders["static int8"] = derived.read_bytes()
+        decoders["static int8"] = (derived.read_bytes(), static_decoder.DISABLED_OPTIMIZERS)
     else:
         print("no static-int8 decoder derived yet (streamvoice models derive): the exported graph only")
     measured = measure(engine, decoders, graphs.front)
@@ -229,6 +252,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ("of_peak", "of the machine's peak"),
     ]
     print(table(measured["rows"], columns))
+    print(table(measured["operators"], [("graph", "graph"), ("op", "operator"), ("share", "share"),
+                                        ("nodes_per_call", "nodes per call")]))  # fmt: skip
     print(f"peaks: float32 {peak['fp32_flops'] / 1e9:.0f} GFLOP/s, int8 {peak['int8_ops'] / 1e9:.0f} GOP/s")
     data = {"machine": machine(), **measured, "peaks": peak}
     print("wrote", write_result("limits", data))
@@ -242,6 +267,10 @@ def report(d: dict[str, Any]) -> str:
          f"{r['rate_per_s'] / 1e9:.1f} G/s", md_value(r["of_peak"], 3) if r["of_peak"] is not None else "-"]
         for r in d["rows"]
     ]  # fmt: skip
+    op_rows = [
+        [o["graph"], f"`{o['op']}`", md_value(o["share"], 3), f"{o['nodes_per_call']:.0f}"]
+        for o in d.get("operators", [])
+    ]
     return (
         f"One 60-token piece ({d['frames']} frames) through the front, and its {d['windows']} full 40-frame "
         "windows (4 frames of context each side) through each decoder graph; counts per second of audio. "
@@ -258,6 +287,8 @@ def report(d: dict[str, Any]) -> str:
             ],
             rows,
         )
+        + "\n\nWhere each graph's kernel time goes, by operator (ONNX Runtime's profile; the ten slowest):\n\n"
+        + md_table(["graph", "operator", "share of kernel time", "nodes per call"], op_rows)
     )
 
 

@@ -169,7 +169,7 @@ class KokoroEngine:
         graph, source = static_decoder.prepare(
             self.files.model, lambda: static_decoder.calibration_windows(self)
         )
-        self._split.replace_decoder(graph)
+        self._split.replace_decoder(graph, static_decoder.DISABLED_OPTIMIZERS)
         self.decoder_graph = "static-int8"
         log.info("static-int8 decoder: %s", source)
 

@@ -67,9 +67,13 @@ class SplitKokoro:
         self._weight_shape = (1, 1, 1) if self.batchable else (1,)  # one blend weight per row
         self._local = threading.local()  # the RunStop of the piece this worker thread decodes
 
-    def replace_decoder(self, graph: bytes) -> None:
-        """Decode with another graph of the same decoder (same inputs and outputs: see ``static_decoder``)."""
-        decoder = ort.InferenceSession(graph, sess_options=self._options, providers=self._providers)
+    def replace_decoder(self, graph: bytes, disabled_optimizers: tuple[str, ...] = ()) -> None:
+        """Decode with another graph of the same decoder (same inputs and outputs: see ``static_decoder``),
+        without ONNX Runtime's ``disabled_optimizers`` (names of its graph transformers)."""
+        decoder = ort.InferenceSession(
+            graph, sess_options=self._options, providers=self._providers,
+            disabled_optimizers=list(disabled_optimizers) or None,
+        )  # fmt: skip
         if [o.name for o in decoder.get_outputs()] != self._decoder_outputs:
             raise RuntimeError("the replacement decoder's outputs differ from the exported decoder's")
         self.decoder = decoder

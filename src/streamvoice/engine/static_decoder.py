@@ -36,13 +36,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from streamvoice.engine.graph_fusion import STFT_CONV, fuse
 from streamvoice.model_files import sha256_of, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 
-FORMAT = 1  # bump when the derivation changes: old files then no longer match
+FORMAT = 2  # bump when the derivation changes: old files then no longer match
 PERCENTILE = 99.999
-KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
+KEEP_FLOAT = rf"conv_post|{STFT_CONV}"  # convolutions left in float, by node name
+# ONNX Runtime's transformers left out of the static decoder's session. ``NhwcTransformer`` moves
+# ``QLinearConv`` to channels-last and pushes the transposes it needs through the graph, into the norms'
+# ``ReduceMean``s (then 3.5x slower) and elementwise chains (1477 transposes in 7 windows); NCHW, the
+# convolutions run as fast and the decoder ~10% faster (python -m streamvoice.bench.limits, section 10d).
+DISABLED_OPTIMIZERS = ("NhwcTransformer",)
 WINDOW_FRAMES = 40  # calibration windows: the server's steady size
 CONTEXT = 4  # frames of context each side, as the server's windows have
 # What the ranges are measured on: ten voices, the nine languages, as phonemes (what the engine's G2P makes of
@@ -105,6 +111,7 @@ def derive_graph(
 
     model = onnx.load_from_string(decoder)
     float_weights(model)
+    fuse(model)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
     keep = [c for c in convs if re.search(keep_float, c)]
     # ONNX Runtime's quantizer prints its progress and advises pre-processing (shape inference, which the
