@@ -11,7 +11,7 @@ import onnx
 import pytest
 
 from streamvoice.bench.quality import pesq_score
-from streamvoice.engine import KokoroEngine, graph_fusion, static_decoder
+from streamvoice.engine import KokoroEngine, static_decoder
 from streamvoice.engine.graph_split import split_model
 from streamvoice.model_files import resolve_model_files
 
@@ -28,18 +28,13 @@ def derived(engine: KokoroEngine) -> bytes:
 
 def test_every_convolution_but_the_last_is_static_int8(derived: bytes) -> None:
     """Each convolution reads a dequantized activation and weight (the QDQ pair ONNX Runtime fuses into
-    ``QLinearConv``) except ``conv_post`` and the two that replace the STFT (``graph_fusion``: the harmonic
-    source's spectrum, whose phase the decoder reads); nothing is quantized at run time any more."""
+    ``QLinearConv``) except ``conv_post``; nothing is quantized at run time any more."""
     graph = onnx.load_from_string(derived).graph
     produced_by = {o: n.op_type for n in graph.node for o in n.output}
     convs = [n for n in graph.node if n.op_type == "Conv"]
     floating = [n.name for n in convs if produced_by.get(n.input[0]) != "DequantizeLinear"]
     assert not any(n.op_type in ("ConvInteger", "DynamicQuantizeLinear") for n in graph.node)
-    assert len(convs) > 60 and len(floating) == 3
-    assert (
-        sum("conv_post" in n for n in floating) == 1
-        and sum(graph_fusion.STFT_CONV in n for n in floating) == 2
-    )
+    assert len(convs) > 60 and len(floating) == 1 and "conv_post" in floating[0]
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ Static int8 fixes each activation's range beforehand, so ONNX Runtime fuses the 
 channel. The graph is derived here from the official file (nothing new is downloaded):
 
 1. the decoder is split off as the engine splits it (prior-statistics norms, batch dimension);
-2. its dynamic-int8 convolutions become float ``Conv`` on the file's own dequantized weights;
+2. its dynamic-int8 convolutions become float ``Conv`` on the file's own dequantized weights, and its
+   elementwise chains are rewritten into fewer passes (``graph_fusion``: exact, the same function);
 3. activation ranges are measured on every full window of ten voices in the nine languages: the
    99.999th percentile of each tensor's magnitude (on the seven voices the graph serves worst, PESQ
    against the exported graph 3.51 on average, lowest 3.22; 99.99th: 3.47 / 2.85; 99.9999th: 3.31 / 3.03;
@@ -36,18 +37,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamvoice.engine.graph_fusion import STFT_CONV, fuse
+from streamvoice.engine.graph_fusion import fuse
 from streamvoice.model_files import sha256_of, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 
 FORMAT = 2  # bump when the derivation changes: old files then no longer match
 PERCENTILE = 99.999
-KEEP_FLOAT = rf"conv_post|{STFT_CONV}"  # convolutions left in float, by node name
+KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
 # ONNX Runtime's transformers left out of the static decoder's session. ``NhwcTransformer`` moves
-# ``QLinearConv`` to channels-last and pushes the transposes it needs through the graph, into the norms'
-# ``ReduceMean``s (then 3.5x slower) and elementwise chains (1477 transposes in 7 windows); NCHW, the
-# convolutions run as fast and the decoder ~10% faster (python -m streamvoice.bench.limits, section 10d).
+# ``QLinearConv`` to channels-last and pushes the transposes it needs into the norms' ``ReduceMean``s (which
+# then reduce over a strided axis) and the elementwise chains; left in NCHW, the decoder's windows ran 3-6%
+# faster, interleaved in one run (python -m streamvoice.bench.limits prints both graphs' operator profiles).
 DISABLED_OPTIMIZERS = ("NhwcTransformer",)
 WINDOW_FRAMES = 40  # calibration windows: the server's steady size
 CONTEXT = 4  # frames of context each side, as the server's windows have
