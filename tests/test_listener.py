@@ -135,5 +135,6 @@ def test_a_voices_first_piece_streams_as_well_as_later_ones(kokoro_dir: Any) -> 
     first = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))  # the voice's very first piece
     whole = engine.synthesize_piece(piece, spec, 1.0)
     # bm_george's first piece against its whole: 2.83 with the decoder as exported, 2.50 with the static-int8
-    # decoder (the default on a CPU; over 54 voices 2.70 against 2.61: python -m streamvoice.bench.engine)
-    assert pesq_against(whole, first) >= 2.4
+    # decoder, 2.40 with its elementwise chains folded (the default on a CPU; streamed against whole over 54
+    # voices: 2.70 exported, 2.61 static, 2.63 folded: python -m streamvoice.bench.engine)
+    assert pesq_against(whole, first) >= 2.3

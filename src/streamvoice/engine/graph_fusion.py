@@ -11,9 +11,9 @@ rewrite here computes the same function with fewer passes over those tensors (th
   becomes ``(z + sin(z)^2) / a`` with ``z = x (a s) + a t`` (six in all, ``y`` never made);
 - **squares**: ``Pow(x, 2)`` becomes ``Mul(x, x)`` (ONNX Runtime's ``Pow`` is its slowest elementwise op here).
 
-The harmonic source's ``STFT`` (6-7% of the static decoder's kernel time) as a strided convolution was
+The harmonic source's ``STFT`` (5-7% of the static decoder's kernel time) as a strided convolution was
 measured and lost: the phase of its bins 0 and n/2 is the sign of a rounding residue, which no rewrite
-reproduces (``python -m streamvoice.bench.static_int8 --candidates conv_post,stft``).
+reproduces (``python -m streamvoice.bench.static_int8 --candidates conv_post,stft``; docs/benchmarks.md 10c).
 
 Rewrites match by structure and leave anything else as it is; each returns how many it made, so a test
 (``tests/test_graph_fusion.py``) pins that they all apply to Kokoro's decoder and that the graph computes
