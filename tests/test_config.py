@@ -83,6 +83,42 @@ def test_docs_configuration_is_rendered_from_the_fields() -> None:
     assert all(f.metadata["meaning"] for f in fields(ServerConfig))
 
 
+def test_the_agents_settings_are_rendered_from_its_fields_and_the_server_knows_their_names() -> None:
+    """The agent declares its settings as the server does (``streamvoice.settings``): its table in
+    ``docs/configuration.md`` is rendered from ``AgentConfig`` (regenerate: ``python -m
+    streamvoice.agent_commands``), and a server started beside it never refuses one of its names."""
+    from streamvoice.agent.app import AgentConfig
+    from streamvoice.server.core.config import KNOWN_NAMES
+    from streamvoice.settings import env_names, markdown_table
+
+    assert markdown_table(AgentConfig) in CONFIGURATION_MD.read_text(), (
+        "run: python -m streamvoice.agent_commands"
+    )
+    assert env_names(AgentConfig) <= KNOWN_NAMES
+    assert "STREAMVOICE_AGENT_TOKEN" in env_names(AgentConfig) and "STREAMVOICE_MAX_TURNS" in env_names(
+        AgentConfig
+    )
+
+
+def test_the_agent_reads_its_settings_typed_and_refuses_them_out_of_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from streamvoice.agent.app import AgentConfig
+
+    monkeypatch.setenv("STREAMVOICE_CORS_ORIGINS", "https://a.example, https://b.example")
+    monkeypatch.setenv("STREAMVOICE_MAX_TURNS", "3")
+    monkeypatch.setenv("STREAMVOICE_SPEECH_TOKEN", "")  # empty text: unset, as before
+    config = AgentConfig.from_env()
+    assert config.cors_origins == ("https://a.example", "https://b.example")
+    assert config.max_concurrent_turns == 3 and config.speech_token is None
+    monkeypatch.setenv("STREAMVOICE_MAX_TURNS", "0")
+    with pytest.raises(ConfigError, match="STREAMVOICE_MAX_TURNS=0 is out of range: it takes 1-10000"):
+        AgentConfig.from_env()
+    monkeypatch.setenv("STREAMVOICE_MAX_TURNS", "many")
+    with pytest.raises(ConfigError, match="STREAMVOICE_MAX_TURNS='many' is not a valid int"):
+        AgentConfig.from_env()
+
+
 def test_a_value_out_of_range_is_refused_naming_the_setting_and_its_range(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -92,7 +92,9 @@ def add_agent_commands(sub: Any) -> None:
     )
     p.add_argument("--host", default=os.environ.get("STREAMVOICE_AGENT_HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("STREAMVOICE_AGENT_PORT", "8080")))
-    p.add_argument("--speech-url", default=os.environ.get("STREAMVOICE_SPEECH_URL", "http://127.0.0.1:8080"))
+    p.add_argument(
+        "--speech-url", default=None, help="default $STREAMVOICE_SPEECH_URL, else http://127.0.0.1:8080"
+    )
     p.add_argument(
         "--token",
         default=None,
@@ -118,3 +120,24 @@ def add_agent_commands(sub: Any) -> None:
     d.add_argument("--json", action="store_true")
     _add_llm_args(d)
     d.set_defaults(func=cmd_demo)
+
+
+AGENT_TABLE_START = (
+    "<!-- agent settings: rendered from agent/app.py by python -m streamvoice.agent_commands -->"
+)
+AGENT_TABLE_END = "<!-- end of agent settings -->"
+
+
+def with_agent_settings(page: str) -> str:
+    """``docs/configuration.md`` with the agent's settings table (``AgentConfig``) rendered anew."""
+    from streamvoice.agent.app import AgentConfig
+    from streamvoice.settings import markdown_table, with_table
+
+    return with_table(page, AGENT_TABLE_START, AGENT_TABLE_END, markdown_table(AgentConfig))
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    path.write_text(with_agent_settings(path.read_text()))

@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     from streamvoice.engine.kokoro import EngineError
     from streamvoice.engine.voices import VoiceError
     from streamvoice.model_files import ModelNotFoundError
-    from streamvoice.server.core.config import ConfigError
+    from streamvoice.settings import ConfigError
 
     try:
         return int(args.func(args))

@@ -48,6 +48,7 @@ from streamvoice.protocol import (
     validate_speed,
     validate_voice,
 )
+from streamvoice.settings import check, from_environ, setting
 from streamvoice.store import open_store
 from streamvoice.store import owner as owner_of
 
@@ -60,51 +61,52 @@ WEB_DIR = Path(str(resources.files("streamvoice").joinpath("web/static")))
 
 @dataclass(frozen=True)
 class AgentConfig:
-    speech_url: str = "http://127.0.0.1:8080"
-    speech_token: str | None = None
-    auth_token: str | None = None
-    cors_origins: tuple[str, ...] = ()
-    max_prompt_chars: int = 2000
-    default_voice: str = DEFAULT_VOICE
+    """The agent's settings: each ``STREAMVOICE_`` variable it reads, or a flag of ``streamvoice agent``."""
+
+    speech_url: str = setting("http://127.0.0.1:8080", "the speech server the agent speaks through")
+    speech_token: str | None = setting(None, "the speech server's key, if it has one")
+    auth_token: str | None = setting(
+        None,
+        "the key callers must send (or --token); without one, loopback only",
+        env="STREAMVOICE_AGENT_TOKEN",
+    )
+    cors_origins: tuple[str, ...] = setting((), "browser origins allowed to call (an explicit list; no *)")
     # Host names the agent answers for; empty: any. ``streamvoice agent`` bound to loopback sets the
     # loopback names, so a rebound DNS name cannot reach it from a browser.
-    allowed_hosts: tuple[str, ...] = ()
-    max_concurrent_turns: int = 8  # each turn holds an LLM stream and a speech session
-    max_body_bytes: int = 64 * 1024
-    send_timeout_s: float = 30.0  # a caller that reads nothing for this long is disconnected
+    allowed_hosts: tuple[str, ...] = setting(
+        (), "Host names answered (empty: any; loopback names on loopback)"
+    )
+    max_prompt_chars: int = setting(2000, "characters of one prompt", 1, 1_000_000, from_env=False)
+    default_voice: str = setting(DEFAULT_VOICE, "the voice a turn speaks in unless it asks", from_env=False)
+    max_concurrent_turns: int = setting(
+        8,
+        "turns at once (each holds an LLM stream and a speech session)",
+        1,
+        10_000,
+        env="STREAMVOICE_MAX_TURNS",
+    )
+    max_body_bytes: int = setting(64 * 1024, "bytes of one request body", 1, 1 << 30, from_env=False)
+    send_timeout_s: float = setting(
+        30.0, "a caller that reads nothing this long is disconnected", 0.1, 86_400, from_env=False
+    )
     # Beyond loopback without ``auth_token`` the agent refuses to start unless this says something in front
     # of it authenticates callers (AgentCore Runtime's SigV4 or JWT authorizer, a gateway): ``exposure``.
-    allow_unauthenticated: bool = False
-    # Where conversations are kept: redis://... for replicas, sqlite:///path, None: the embedded default.
-    store_url: str | None = None
+    allow_unauthenticated: bool = setting(
+        False,
+        "serve beyond loopback without a key: a gateway in front authenticates callers",
+        env="STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED",
+    )
+    store_url: str | None = setting(
+        None, "where conversations are kept: redis://... (replicas share it), sqlite:///path, unset: embedded"
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> AgentConfig:
-        env = os.environ
-        values: dict[str, Any] = {}
-        if env.get("STREAMVOICE_SPEECH_URL"):
-            values["speech_url"] = env["STREAMVOICE_SPEECH_URL"]
-        if env.get("STREAMVOICE_SPEECH_TOKEN"):
-            values["speech_token"] = env["STREAMVOICE_SPEECH_TOKEN"]
-        if env.get("STREAMVOICE_AGENT_TOKEN"):
-            values["auth_token"] = env["STREAMVOICE_AGENT_TOKEN"]
-        for name, key in (
-            ("STREAMVOICE_CORS_ORIGINS", "cors_origins"),
-            ("STREAMVOICE_ALLOWED_HOSTS", "allowed_hosts"),
-        ):
-            if env.get(name):
-                values[key] = tuple(o.strip() for o in env[name].split(",") if o.strip())
-        if env.get("STREAMVOICE_STORE_URL"):
-            values["store_url"] = env["STREAMVOICE_STORE_URL"]
-        if env.get("STREAMVOICE_MAX_TURNS"):
-            values["max_concurrent_turns"] = int(env["STREAMVOICE_MAX_TURNS"])
-        if env.get("STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED"):
-            values["allow_unauthenticated"] = env["STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED"].lower() in (
-                "1",
-                "true",
-                "yes",
-                "on",
-            )
+        """Each setting's variable, then explicit overrides (the command's flags) on top."""
+        values = from_environ(cls, os.environ)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

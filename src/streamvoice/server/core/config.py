@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, get_args
 from urllib.parse import ParseResult, urlparse
 
@@ -20,53 +20,20 @@ from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 from streamvoice.server.core.admission import Mode
 from streamvoice.server.core.scheduler import Policy
+from streamvoice.settings import (
+    ConfigError,
+    check,
+    env_names,
+    from_environ,
+    help_lines,
+    markdown_table,
+    setting,
+    with_table,
+)
 from streamvoice.store import open_store
 from streamvoice.text.chunker import QUIET_CUT_S
 
 MAX_DECODE_BATCH = 16  # each row is a model worker thread
-
-
-class ConfigError(ValueError):
-    """A setting that cannot be read; the message names the variable."""
-
-
-def setting(
-    default: Any,
-    meaning: str,
-    low: float | None = None,
-    high: float | None = None,
-    choices: tuple[str, ...] = (),
-) -> Any:
-    """A field with its default, its range (``low``-``high`` for a number, ``choices`` for a word) and what it
-    means, in one line: what the start checks and the docs show."""
-    return field(default=default, metadata={"meaning": meaning, "low": low, "high": high, "choices": choices})
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _shown(value: Any) -> str:
-    """A default as it is written in the environment."""
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "`1`" if value else "`0`"
-    return f"`{_number(value)}`" if isinstance(value, int | float) else f"`{value}`"
-
-
-def env_name(name: str) -> str:
-    return f"STREAMVOICE_{name.upper()}"
-
-
-def allowed(setting: Field[Any]) -> str:
-    """A setting's range, as the docs and the errors say it."""
-    meta = setting.metadata
-    if meta["choices"]:
-        return " / ".join(meta["choices"])
-    if meta["low"] is not None:
-        return f"{_number(meta['low'])}-{_number(meta['high'])}"
-    return "0 or 1" if isinstance(setting.default, bool) else "text"
 
 
 @dataclass(frozen=True)
@@ -214,14 +181,7 @@ class ServerConfig:
         return Pauses(self.pause_clause_ms, self.pause_sentence_ms, self.pause_paragraph_ms)
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value, meta = getattr(self, f.name), f.metadata
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            outside = meta["low"] is not None and number and not meta["low"] <= value <= meta["high"]
-            if outside or (meta["choices"] and value is not None and value not in meta["choices"]):
-                raise ConfigError(
-                    f"{env_name(f.name)}={value!r} is out of range: it takes {allowed(f)} ({meta['meaning']})"
-                )
+        check(self)
         if self.store_url is not None:
             try:
                 open_store(self.store_url)  # only reads the URL: nothing connects until first use
@@ -250,17 +210,7 @@ class ServerConfig:
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerConfig:
         """``STREAMVOICE_<FIELD>`` for every field, then explicit overrides (CLI flags) on top."""
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            name = f"STREAMVOICE_{f.name.upper()}"
-            raw = os.environ.get(name)
-            if raw is None:
-                continue
-            kind = type(getattr(cls(), f.name))
-            try:
-                values[f.name] = _convert(raw, kind)
-            except ValueError:
-                raise ConfigError(f"{name}={raw[:40]!r} is not a valid {kind.__name__}") from None
+        values = from_environ(cls, os.environ)
         unknown = sorted(n for n in os.environ if n.startswith("STREAMVOICE_") and n not in KNOWN_NAMES)
         if unknown:
             raise ConfigError(
@@ -284,25 +234,17 @@ OTHER_NAMES = frozenset(
         "STREAMVOICE_SPEECH_ENDPOINT", "STREAMVOICE_SPEECH_TOKEN", "STREAMVOICE_SPEECH_URL",
     }
 )  # fmt: skip
-KNOWN_NAMES = OTHER_NAMES | {env_name(f.name) for f in fields(ServerConfig)}
+KNOWN_NAMES = OTHER_NAMES | env_names(ServerConfig)
 
 
 def settings_markdown() -> str:
     """The settings table of ``docs/configuration.md``, from the fields themselves."""
-    lines = ["| setting | default | range | meaning |", "| --- | --- | --- | --- |"]
-    for f in fields(ServerConfig):
-        lines.append(
-            f"| `{env_name(f.name)}` | {_shown(f.default)} | {allowed(f)} | {f.metadata['meaning']} |"
-        )
-    return "\n".join(lines) + "\n"
+    return markdown_table(ServerConfig)
 
 
 def settings_help() -> str:
     """The same, for ``streamvoice serve --help``."""
-    return "\n".join(
-        f"  {env_name(f.name)} (default {_shown(f.default).strip('`')}; {allowed(f)}): {f.metadata['meaning']}"
-        for f in fields(ServerConfig)
-    )
+    return help_lines(ServerConfig)
 
 
 # Names platforms set for their own purposes: never read as ours without the prefix, and not warned about.
@@ -339,16 +281,6 @@ def _port(uri: ParseResult) -> int | None:
         return None
 
 
-def _convert(raw: str, kind: type) -> Any:
-    if kind is bool:
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    if kind is int:
-        return int(raw)
-    if kind is float:
-        return float(raw)
-    return raw
-
-
 TABLE_START = (
     "<!-- settings: rendered from server/core/config.py by python -m streamvoice.server.core.config -->"
 )
@@ -357,9 +289,7 @@ TABLE_END = "<!-- end of settings -->"
 
 def with_settings(page: str) -> str:
     """``docs/configuration.md`` with its settings table rendered anew between its two markers."""
-    before, _, rest = page.partition(TABLE_START)
-    _, _, after = rest.partition(TABLE_END)
-    return f"{before}{TABLE_START}\n{settings_markdown()}{TABLE_END}{after}"
+    return with_table(page, TABLE_START, TABLE_END, settings_markdown())
 
 
 if __name__ == "__main__":
