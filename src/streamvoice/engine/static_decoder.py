@@ -137,7 +137,7 @@ def derive_graph(
 
 def derive(model: Path, windows: list[dict[str, Any]]) -> bytes:
     """The static-int8 decoder for ``model`` (its split decoder as exported), ranges measured on ``windows``
-    (``calibration_windows``; ~75 s on 2 cores)."""
+    (``calibration_windows``; ~85 s on 2 cores)."""
     from streamvoice.engine.graph_split import split_model
 
     started = time.perf_counter()
@@ -166,7 +166,7 @@ def prepare(model: Path, windows: Callable[[], list[dict[str, Any]]]) -> tuple[b
         found = find(model, name)
         if found is not None:
             return found.read_bytes(), f"loaded {found}"
-        log.info("no static-int8 decoder for this model yet: deriving it once (~75 s on 2 cores)")
+        log.info("no static-int8 decoder for this model yet: deriving it once (~85 s on 2 cores)")
         graph = derive(model, windows())
         try:
             return graph, f"derived, saved {save(graph, model, name=name)}"
