@@ -3,7 +3,8 @@
 A ten-sentence answer arrives at LLM pace; each piece goes into one session as the chunker completes it.
 A simulated real-time player starts at the first audio and plays continuously; starvation is the total
 time it waits for audio after it started. Compared: the reference design (sequential session, whole-piece
-synthesis: receive, synthesise, send, repeat) and ours (pipelined session, in-piece streaming).
+synthesis: receive, synthesise, send, repeat; its client here sends each piece once the last one's answer
+ended, since our server has no sequential mode) and ours (pipelined session, in-piece streaming).
 
 Run: ``python -m streamvoice.bench.continuity [--rate 50] [--plot docs/img/continuity.png]``
 """
@@ -42,7 +43,9 @@ SR = SAMPLE_RATE
 BYTES_PER_S = SR * 2
 
 
-async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
+async def run_answer(url: str, text: str, rate: float, one_at_a_time: bool = False) -> dict[str, Any]:
+    """One answer at LLM pace into one session; ``one_at_a_time``: each piece is sent only once the last one's
+    answer has ended (the reference design's sequential session, composed here by its client)."""
     source = ScriptedTextSource(text, ttft_s=0.2, tokens_per_s=rate)
     chunker = IncrementalSentenceChunker(CLIENT_SCHEDULE)
     t0 = time.perf_counter()
@@ -64,12 +67,17 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
 
         async def send(piece: str) -> None:
             nonlocal gen_start
+            if one_at_a_time:
+                await answered_all.wait()  # the last piece's answer has ended
+                answered_all.clear()
             pid = f"p{len(pieces)}"
             now = time.perf_counter() - t0
             pieces[pid] = {"text": piece, "gen_start": gen_start, "sent": now}
             gen_start = now
             await client.synthesize(piece, id=pid, format="pcm")
 
+        answered_all = asyncio.Event()
+        answered_all.set()
         producer = asyncio.create_task(produce())
         answered = 0
         async for event in client.events():
@@ -94,6 +102,8 @@ async def run_answer(url: str, text: str, rate: float) -> dict[str, Any]:
             if event.type in ("synthesis_complete", "error"):
                 pieces[str(event.payload.get("id"))]["complete"] = now
                 answered += 1
+                if answered == len(pieces):
+                    answered_all.set()
                 if producer.done() and answered == len(pieces):
                     break
         await producer
@@ -131,17 +141,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     engine = KokoroEngine.load()
-    designs = {
-        "reference: sequential, whole piece": ServerConfig(pipeline=False, stream_windows=False),
-        "pipelined, whole piece": ServerConfig(stream_windows=False),
-        "streamvoice: pipelined, windowed": ServerConfig(),
+    designs = {  # (server, whether the client sends one piece at a time)
+        "reference: sequential, whole piece": (ServerConfig(stream_windows=False), True),
+        "pipelined, whole piece": (ServerConfig(stream_windows=False), False),
+        "streamvoice: pipelined, windowed": (ServerConfig(), False),
     }
     results: dict[str, Any] = {}
     rows = []
-    for name, config in designs.items():
+    for name, (config, one_at_a_time) in designs.items():
         with LoopbackServer(create_app(config, engine=engine)) as server:
             asyncio.run(run_answer(server.url, "Warm up. Two sentences.", args.rate))
-            run = asyncio.run(run_answer(server.url, TEN_SENTENCES, args.rate))
+            run = asyncio.run(run_answer(server.url, TEN_SENTENCES, args.rate, one_at_a_time))
         play = playback(run["chunks"])
         results[name] = {**run, "playback": play}
         rows.append(

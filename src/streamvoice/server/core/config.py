@@ -92,9 +92,6 @@ class ServerConfig:
         True, "when the machine slows down under admitted listeners, shed the newest so the earlier stay fed"
     )
     stream_windows: bool = setting(True, "in-piece streaming (decoder windows); off: whole-piece synthesis")
-    pipeline: bool = setting(
-        True, "synthesise later messages while earlier ones are sent (off: the reference design)"
-    )
     max_message_bytes: int = setting(64 * 1024, "bytes per message, on every surface", 256, 16 * 1024 * 1024)
     max_text_chars: int = setting(10_000, "characters of text per message", 1, 1_000_000)
     max_queued_messages: int = setting(

@@ -123,7 +123,7 @@ class BidiSession(Connection[Frame]):
         if not self._admit(msg.id, sequence):
             return
         previous = self.previous()
-        utterance = self.utterances.start(request, msg.id, gate=lambda: self._gate(previous))
+        utterance = self.utterances.start(request, msg.id, gate=lambda: self.gate(previous))
         message = Message(msg.id, request, utterance, time.monotonic(), sequence=sequence)
         if msg.stream:
             try:
@@ -168,14 +168,6 @@ class BidiSession(Connection[Frame]):
             }
             self.reply(encode_event(Ack("queued", detail)))
         return True
-
-    async def _gate(self, previous: Answer | None) -> None:
-        if previous is not None and not self.service.config.pipeline:
-            # The reference design, kept as a benchmark baseline: nothing starts until the last answer left.
-            await previous.utterance.planned()
-            assert isinstance(previous, Message)
-            await previous.answered.wait()
-        await self.gate(previous)
 
     async def _configure(self, msg: Configure) -> None:
         pauses = self.service.config.pauses
