@@ -143,6 +143,22 @@ def test_a_value_out_of_range_is_refused_naming_the_setting_and_its_range(
             assert str(refused.value).startswith(says), str(refused.value)
 
 
+def test_an_empty_variable_is_unset_for_free_text_and_refused_for_a_word_or_a_number(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STREAMVOICE_AUTH_TOKEN", "")
+    assert ServerConfig.from_env().auth_token is None
+    monkeypatch.setenv("STREAMVOICE_SCHEDULER", "")
+    with pytest.raises(
+        ConfigError, match="STREAMVOICE_SCHEDULER='' is out of range: it takes deadline / fifo"
+    ):
+        ServerConfig.from_env()
+    monkeypatch.delenv("STREAMVOICE_SCHEDULER")
+    monkeypatch.setenv("STREAMVOICE_PORT", "")
+    with pytest.raises(ConfigError, match="STREAMVOICE_PORT='' is not a valid int"):
+        ServerConfig.from_env()
+
+
 def test_an_unknown_streamvoice_name_is_refused_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STREAMVOICE_MAX_SESSION", "8")  # a typo of MAX_SESSIONS: it used to be ignored
     with pytest.raises(ConfigError, match="STREAMVOICE_MAX_SESSION is not a setting"):

@@ -47,9 +47,13 @@ def env_name(f: Field[Any]) -> str:
     return str(f.metadata.get("env") or f"{PREFIX}{f.name.upper()}")
 
 
+def reads_env(f: Field[Any]) -> bool:
+    return bool(f.metadata.get("from_env", True))
+
+
 def env_names(cls: type) -> frozenset[str]:
     """Every variable ``cls`` reads."""
-    return frozenset(env_name(f) for f in fields(cls) if f.metadata.get("from_env", True))
+    return frozenset(env_name(f) for f in fields(cls) if reads_env(f))
 
 
 def _number(value: float) -> str:
@@ -98,11 +102,11 @@ def from_environ(cls: type, environ: Mapping[str, str]) -> dict[str, Any]:
     for f in fields(cls):
         name = env_name(f)
         raw = environ.get(name)
-        if raw is None or not f.metadata.get("from_env", True):
+        if raw is None or not reads_env(f):
             continue
         kind = type(f.default) if f.default is not dataclasses.MISSING else str
-        if not raw.strip() and kind not in (int, float, bool):
-            continue  # an empty text variable is an unset one (a number left empty is an error)
+        if not raw.strip() and kind not in (int, float, bool) and not f.metadata["choices"]:
+            continue  # empty free text is unset (an empty number, or a word not among the choices, is refused)
         try:
             values[f.name] = convert(raw, kind)
         except ValueError:
@@ -128,7 +132,7 @@ def markdown_table(cls: type) -> str:
     """The settings of ``cls`` as a Markdown table: variable, default, range, meaning."""
     lines = ["| setting | default | range | meaning |", "| --- | --- | --- | --- |"]
     for f in fields(cls):
-        if f.metadata.get("from_env", True):
+        if reads_env(f):
             lines.append(f"| `{env_name(f)}` | {shown(f.default)} | {allowed(f)} | {f.metadata['meaning']} |")
     return "\n".join(lines) + "\n"
 
@@ -138,7 +142,7 @@ def help_lines(cls: type) -> str:
     return "\n".join(
         f"  {env_name(f)} (default {shown(f.default).strip('`')}; {allowed(f)}): {f.metadata['meaning']}"
         for f in fields(cls)
-        if f.metadata.get("from_env", True)
+        if reads_env(f)
     )
 
 

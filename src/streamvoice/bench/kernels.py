@@ -31,8 +31,9 @@ from streamvoice.bench.common import table, write_result
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.graph_fusion import keep_only_used
 from streamvoice.engine.graph_split import split_model
-from streamvoice.engine.static_decoder import CONTEXT, float_weights, keep_only_used
+from streamvoice.engine.static_decoder import CONTEXT, float_weights
 
 TEXT = "The museum opens at nine, and tours start every half hour after that today, so please come early."
 VOICE = "af_heart"

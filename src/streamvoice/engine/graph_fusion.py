@@ -29,6 +29,9 @@ import numpy as np
 
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, topological
 
+# The name ending of a folded norm's ``x * s``: what ``fold_snake`` looks for after ``fold_norm_affine``.
+FOLDED_PRODUCT = "/fold/xs"
+
 
 @dataclass
 class Matcher:
@@ -38,6 +41,7 @@ class Matcher:
     producer: dict[str, Any] = field(default_factory=dict)
     consumers: dict[str, list[Any]] = field(default_factory=dict)
     constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    outputs: set[str] = field(default_factory=set)  # the graph's outputs: read by its caller too
     added: int = 0
 
     def __post_init__(self) -> None:
@@ -49,6 +53,7 @@ class Matcher:
             for name in dict.fromkeys(node.input):
                 self.consumers.setdefault(name, []).append(node)
         self.constants = {i.name: numpy_helper.to_array(i) for i in self.graph.initializer}
+        self.outputs = {o.name for o in self.graph.output}
 
     def made_by(self, name: str, op: str) -> Any | None:
         node = self.producer.get(name)
@@ -57,7 +62,7 @@ class Matcher:
     def only_reader(self, name: str, op: str) -> Any | None:
         """The one node that reads ``name``, if it is an ``op`` (and nothing else, not a graph output, reads it)."""
         readers = self.consumers.get(name, [])
-        if len(readers) != 1 or readers[0].op_type != op or name in {o.name for o in self.graph.output}:
+        if len(readers) != 1 or readers[0].op_type != op or name in self.outputs:
             return None
         return readers[0]
 
@@ -88,6 +93,23 @@ def replace_nodes(graph: Any, drop: set[int], add: list[Any]) -> None:
     graph.node.extend(ordered)
 
 
+def keep_only_used(graph: Any, nodes: list[Any]) -> None:
+    """Set ``nodes`` without those whose outputs nothing uses, and drop unused initializers."""
+    outputs = {o.name for o in graph.output}
+    while True:
+        used = outputs | {i for n in nodes for i in n.input}
+        kept = [n for n in nodes if any(o in used for o in n.output)]
+        if len(kept) == len(nodes):
+            break
+        nodes = kept
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {i for n in nodes for i in n.input}
+    initializers = [i for i in graph.initializer if i.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+
+
 def _is_blended_mean(g: Matcher, name: str) -> bool:
     """``name`` is a norm's mean as ``norm_stats`` blends it (prior and window weights)."""
     add = g.made_by(name, "Add")
@@ -116,13 +138,13 @@ def fold_norm_affine(model: Any) -> int:
         if shift is None:
             continue
         sd, gain, beta = div.input[1], g.other(mul, div.output[0]), g.other(shift, mul.output[0])
-        p = shift.output[0] + "/fold"
+        p, xs = shift.output[0] + "/fold", shift.output[0] + FOLDED_PRODUCT
         add += [
             node("Div", [gain, sd], p + "/s"),
             node("Mul", [mean, p + "/s"], p + "/ms"),
             node("Sub", [beta, p + "/ms"], p + "/t"),
-            node("Mul", [x, p + "/s"], p + "/xs"),
-            node("Add", [p + "/xs", p + "/t"], shift.output[0]),
+            node("Mul", [x, p + "/s"], xs),
+            node("Add", [xs, p + "/t"], shift.output[0]),
         ]
         drop.update(id(n) for n in (sub, div, mul, shift))
     if drop:
@@ -140,7 +162,7 @@ def fold_snake(model: Any) -> int:
             continue
         y = shift.output[0]
         scaled = g.made_by(shift.input[0], "Mul")
-        if scaled is None or not scaled.name.endswith("/fold/xs"):
+        if scaled is None or not scaled.name.endswith(FOLDED_PRODUCT):
             continue
         x, s, t = scaled.input[0], scaled.input[1], shift.input[1]
         readers = g.consumers.get(y, [])
@@ -201,8 +223,5 @@ def fuse(model: Any) -> dict[str, int]:
     counts = {"norm_affine": fold_norm_affine(model)}
     counts["snake"] = fold_snake(model)
     counts["square"] = square_by_mul(model)
-    used = {name for node in model.graph.node for name in node.input}
-    kept = [i for i in model.graph.initializer if i.name in used]  # the constants the rewrites orphaned
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(kept)
+    keep_only_used(model.graph, list(model.graph.node))  # the constants the rewrites orphaned
     return counts

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamvoice.engine.graph_fusion import fuse
+from streamvoice.engine.graph_fusion import fuse, keep_only_used
 from streamvoice.model_files import sha256_of, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
@@ -273,20 +273,3 @@ def float_weights(model: Any) -> int:
     nodes = [replaced.get(id(n), n) for n in g.node if id(n) in replaced or id(n) not in dropped]
     keep_only_used(g, nodes)
     return len(replaced)
-
-
-def keep_only_used(graph: Any, nodes: list[Any]) -> None:
-    """Set ``nodes`` without those whose outputs nothing uses, and drop unused initializers."""
-    outputs = {o.name for o in graph.output}
-    while True:
-        used = outputs | {i for n in nodes for i in n.input}
-        kept = [n for n in nodes if any(o in used for o in n.output)]
-        if len(kept) == len(nodes):
-            break
-        nodes = kept
-    del graph.node[:]
-    graph.node.extend(nodes)
-    used = {i for n in nodes for i in n.input}
-    initializers = [i for i in graph.initializer if i.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
