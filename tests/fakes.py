@@ -13,8 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import WordTime
+from streamvoice.engine.graphs import RunStop
 from streamvoice.engine.planning import Piece
-from streamvoice.engine.split_kokoro import RunStop
 from streamvoice.protocol import DEFAULT_PAUSES, ErrorCode, Pauses, ProtocolError
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.core.load import Load

@@ -157,18 +157,17 @@ def test_engine_learns_a_voice_and_streams_it_warm(engine: KokoroEngine, voice: 
     spec = engine.parse_voice(voice)
     engine.set_voice_stats(spec.text, None)
     piece = engine.planner.plan("Please bring your passport, or you cannot board the plane.", "en-us")[0]
-    pack = engine.style_pack(spec)
-    whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)  # no voice key: learns nothing
+    whole = engine.synthesize_piece(piece, spec, 1.0, trim=False, learn=False)  # learns nothing
     assert engine.voice_stats(spec.text) is None
     # the bare model's windows, silences and all (the trimmed path is compared in test_listener)
-    cold = np.concatenate(list(engine.stream_tokens(piece.tokens, pack, 1.0, voice_key=spec.text)))
+    cold = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, trim=False)))
     learned = engine.voice_stats(spec.text)
     assert learned is not None and learned.frames == whole.size // 600
     engine.set_voice_stats(spec.text, None)
     assert engine.calibrate(voice) is not None  # what the statistics cache holds for every stock voice
     prior = engine.voice_stats(spec.text)
     assert prior is not None and prior.frames > 20
-    warm = np.concatenate(list(engine.stream_tokens(piece.tokens, pack, 1.0, voice_key=spec.text)))
+    warm = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, trim=False)))
     assert warm.size == cold.size == whole.size
     assert log_spectral_distance(warm, whole) < 7.5
     assert log_spectral_distance(warm, whole) < log_spectral_distance(cold, whole)

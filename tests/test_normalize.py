@@ -9,6 +9,7 @@ import pytest
 
 from streamvoice.bench.wer import words
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.alignment import WordTime
 from streamvoice.text.normalize import normalize, say, spoken_text
 
 CATEGORIES: dict[str, list[tuple[str, str]]] = {
@@ -140,7 +141,11 @@ def test_llm_style_sentences_are_heard_as_meant(engine: KokoroEngine, transcribe
 
 def test_word_times_name_the_callers_words(engine: KokoroEngine) -> None:
     (piece,) = engine.planner.plan("It costs $12.50 at 3pm.", "en-us")
-    _, times = engine.synthesize_timed(piece, engine.parse_voice("af_heart"), 1.0)
+    said: list[list[WordTime]] = []
+    list(
+        engine.stream_piece(piece, engine.parse_voice("af_heart"), 1.0, windowed=False, on_words=said.append)
+    )
+    (times,) = said
     named = [t.word for t in times]
     assert named == ["It", "costs", "$12.50", "at", "3pm."] or named == ["It", "costs", "$12.50", "at", "3pm"]
     money = times[2]

@@ -8,12 +8,10 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
@@ -84,29 +82,6 @@ def test_crossfade_keeps_high_band_power_of_uncorrelated_renditions() -> None:
     assert step_power(linear) < 0.8 * step_power(a)  # the dip a linear fade leaves
     assert 0.85 < step_power(mixed) / step_power(a) < 1.15
     assert float(np.max(np.abs(mixed - voice))) < 0.3  # the shared band passes untouched
-
-
-def test_split_graph_reproduces_the_whole_model(kokoro_dir: Path) -> None:
-    """Split into front and decoder, the graph as exported (``int8``) says exactly what the file says whole
-    (the static-int8 decoder is judged against it: ``test_static_decoder``)."""
-    engine = KokoroEngine.load(kokoro_dir, "int8")
-    assert engine.streams_in_piece and engine.decoder_graph == "exported"
-    spec = engine.parse_voice("af_heart")
-    piece = engine.planner.plan(SENTENCE, "en-us")[0]
-    pack = engine.style_pack(spec)
-    split_audio = engine.synthesize_tokens(piece.tokens, pack, 1.0)
-    whole = ort.InferenceSession(
-        str(kokoro_dir / "kokoro-v1.0.int8.onnx"), providers=["CPUExecutionProvider"]
-    )
-    feeds = {
-        "tokens": np.array([[0, *piece.tokens, 0]], np.int64),
-        "style": pack[len(piece.tokens) - 1].reshape(1, -1),
-        "speed": np.array([1.0], np.float32),
-    }
-    reference = whole.run(None, feeds)[0].reshape(-1)
-    assert split_audio.shape == reference.shape
-    assert log_spectral_distance(split_audio, reference) < 0.5
-    assert float(np.abs(split_audio - reference).max()) < 1e-2
 
 
 @pytest.mark.parametrize("text", ["Yes.", SENTENCE, " ".join([SENTENCE] * 3)])
@@ -191,7 +166,7 @@ def test_a_stopped_run_ends_the_model_call_in_flight(engine: KokoroEngine) -> No
     its end for nobody. Stopped before the piece starts, its first model call is refused by ONNX Runtime,
     which checks the flag between kernels; the same engine then speaks the next piece as usual. How much
     sooner the next answer starts: ``python -m streamvoice.bench.barge_in``."""
-    from streamvoice.engine.split_kokoro import RunStop
+    from streamvoice.engine.graphs import RunStop
 
     piece = engine.planner.plan("The decoder window in flight is stopped for nobody.", "en-us")[0]
     voice = engine.parse_voice("af_heart")

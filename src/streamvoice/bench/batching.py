@@ -103,10 +103,9 @@ def _stream(
 ) -> None:
     """The model's windowed audio, silences and all (untrimmed, so renditions align sample for sample)."""
     spec = engine.parse_voice(voice)
-    pack = engine.style_pack(spec)
     pieces = engine.planner.plan(text, engine.resolve_lang(spec, None))
     out[voice] = np.concatenate(
-        [c for p in pieces for c in engine.stream_tokens(p.tokens, pack, 1.0, plan=plan, voice_key=voice)]
+        [c for p in pieces for c in engine.stream_piece(p, spec, 1.0, plan=plan, trim=False)]
     )
 
 

@@ -26,7 +26,7 @@ from streamvoice.bench.asr import Transcriber
 from streamvoice.bench.common import machine, table, write_result
 from streamvoice.bench.spoken_values import VALUES, heard_right, read_right
 from streamvoice.bench.wer import character_error_rate, words
-from streamvoice.engine import KokoroEngine
+from streamvoice.engine import KokoroEngine, Piece
 from streamvoice.text.normalize import neutral_rules, say, spoken_text, tokens_by
 
 SENTENCES: dict[str, tuple[str, str, list[str]]] = {
@@ -117,7 +117,7 @@ def comparable(text: str, lang: str) -> str:
 def _speak_phonemes(engine: KokoroEngine, phonemes: str, voice: str) -> Any:
     tokens = engine.g2p.tokenize(engine.g2p.espeak.known(phonemes))
     spec = engine.parse_voice(voice)
-    return engine.synthesize_tokens(tokens, engine.style_pack(spec), 1.0, spec.text)
+    return engine.synthesize_piece(Piece.of_tokens(tokens), spec, 1.0, trim=False)
 
 
 def language_rows(engine: KokoroEngine, transcriber: Transcriber) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.client import SpeechClient
 from streamvoice.client.speech import SynthesisResult
-from streamvoice.engine import KokoroEngine
+from streamvoice.engine import KokoroEngine, Piece
 from streamvoice.engine.planning import pause_after
 from streamvoice.engine.timing import decode_range
 from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE, Pauses
@@ -139,12 +139,11 @@ async def heard_trials(url: str, text: str, trials: int) -> dict[str, list[float
 
 def whole_piece_ms(engine: KokoroEngine, text: str, trials: int) -> list[float]:
     spec = engine.parse_voice(DEFAULT_VOICE)
-    pack = engine.style_pack(spec)
     times = []
     for _ in range(trials):
         started = time.perf_counter()
         tokens = engine.planner.phonemizer.tokenize(engine.planner.phonemizer.phonemize(text, "en-us"))
-        engine.synthesize_tokens(tokens, pack, 1.0)
+        engine.synthesize_piece(Piece.of_tokens(tokens), spec, 1.0, trim=False, learn=False)
         times.append((time.perf_counter() - started) * 1000)
     return times
 
@@ -166,7 +165,7 @@ def work_saved(engine: KokoroEngine) -> dict[str, Any]:
             frames_all += total
             frames_kept += last - first
             started = time.perf_counter()
-            for _ in engine.stream_tokens(piece.tokens, pack, 1.0, voice_key=spec.text):
+            for _ in engine.stream_piece(piece, spec, 1.0, trim=False):
                 pass
             t_all += time.perf_counter() - started
             started = time.perf_counter()

@@ -152,11 +152,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 s.decode(s.features(feeds), style, 0, 14)
 
             rows.append({"step": f"front + first window (14 frames), {label}", "ms": timed(first_audio_path)})
-    whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)
+    whole = engine.synthesize_piece(piece, spec, 1.0, trim=False, learn=False)
     rows.append(
         {
             "step": "whole piece, one call",
-            "ms": timed(lambda: engine.synthesize_tokens(piece.tokens, pack, 1.0), repeat=3),
+            "ms": timed(lambda: engine.synthesize_piece(piece, spec, 1.0, trim=False, learn=False), repeat=3),
         }
     )
     seconds = whole.size / engine.sample_rate

@@ -19,7 +19,7 @@ from streamvoice.bench.common import FOUR_SENTENCES, heard_onset_s, stats, table
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
-from streamvoice.engine import KokoroEngine
+from streamvoice.engine import KokoroEngine, Piece
 from streamvoice.protocol import DEFAULT_VOICE
 from streamvoice.server import ServerConfig, create_app
 from streamvoice.text.boundaries import sentence_cuts
@@ -58,7 +58,9 @@ def reference_design_ms(engine: KokoroEngine, text: str) -> float:
     started = time.perf_counter()
     phonemes = engine.planner.phonemizer.phonemize(text, "en-us")
     tokens = engine.planner.phonemizer.tokenize(phonemes)
-    engine.synthesize_tokens(tokens, engine.style_pack(engine.parse_voice(DEFAULT_VOICE)), 1.0)
+    engine.synthesize_piece(
+        Piece.of_tokens(tokens), engine.parse_voice(DEFAULT_VOICE), 1.0, trim=False, learn=False
+    )
     return (time.perf_counter() - started) * 1000
 
 

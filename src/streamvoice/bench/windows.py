@@ -58,9 +58,8 @@ MODES = ("warm", "cold")  # warm: the voice's statistics are known (after warm-u
 def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats | None) -> dict[str, Any]:
     spec = engine.parse_voice(DEFAULT_VOICE)
     piece = engine.planner.plan(text, "en-us")[0]
-    pack = engine.style_pack(spec)
     started = time.perf_counter()
-    whole = engine.synthesize_tokens(piece.tokens, pack, 1.0)
+    whole = engine.synthesize_piece(piece, spec, 1.0, trim=False, learn=False)
     whole_ms = (time.perf_counter() - started) * 1000
     # Warm runs start from the warm-up's statistics only, never from earlier runs of the same sentences.
     key = None
@@ -71,7 +70,7 @@ def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats |
     ready: list[tuple[float, int]] = []  # (seconds since start, samples so far) per chunk
     parts = []
     total = 0
-    for chunk in engine.stream_tokens(piece.tokens, pack, 1.0, voice_key=key):
+    for chunk in engine.stream_piece(piece, spec, 1.0, trim=False, learn=key is not None):
         total += chunk.size
         parts.append(chunk)
         ready.append((time.perf_counter() - started, total))

@@ -24,9 +24,10 @@ from numpy.typing import NDArray
 from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.g2p import G2P
 from streamvoice.engine.g2p.packs import require as require_language_pack
+from streamvoice.engine.graphs import Decoding, Graph, RunStop, WholeGraph
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.planning import Piece, Planner
-from streamvoice.engine.split_kokoro import RunStop, SplitKokoro
+from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
@@ -116,7 +117,6 @@ class KokoroEngine:
         self.window_plan = options.window_plan
         self.cold_window_plan = options.cold_window_plan
         self._split: SplitKokoro | None = None
-        self._session: ort.InferenceSession | None = None
         if options.stream_windows:
             try:
                 self._split = SplitKokoro(files.model, so, self.providers)
@@ -126,14 +126,7 @@ class KokoroEngine:
                     files.model.name,
                     exc,
                 )
-        if self._split is None:
-            self._session = ort.InferenceSession(str(files.model), sess_options=so, providers=self.providers)
-        first = self._split.front if self._split is not None else self._session
-        assert first is not None
-        inputs = {i.name: i for i in first.get_inputs()}
-        self._token_input = "input_ids" if "input_ids" in inputs else "tokens"
-        speed_type = inputs["speed"].type if "speed" in inputs else "tensor(float)"
-        self._speed_dtype = np.int32 if "int" in speed_type else np.float32
+        self.graph: Graph = self._split or WholeGraph(files.model, so, self.providers)
         with np.load(files.voices) as packs:
             self._packs: dict[str, NDArray[np.float32]] = {
                 k: packs[k].astype(np.float32) for k in packs.files
@@ -222,7 +215,7 @@ class KokoroEngine:
     # -- inference ------------------------------------------------------------------------------------
     @property
     def streams_in_piece(self) -> bool:
-        return self._split is not None
+        return self.graph.windows
 
     @property
     def split(self) -> SplitKokoro | None:
@@ -237,9 +230,7 @@ class KokoroEngine:
 
     def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]:
         """Model runs on this thread inside the block end early once ``stop.stop()`` is called."""
-        if self._split is None:
-            return contextlib.nullcontext()
-        return self._split.interruptible(stop)
+        return self.graph.interruptible(stop)
 
     def enable_batching(self, max_rows: int, linger_s: float, busy: Callable[[], int] | None = None) -> None:
         """Let up to ``max_rows`` concurrent windows of one size share a decoder call (``decode_batcher``);
@@ -265,12 +256,7 @@ class KokoroEngine:
         if not 0 < n <= MODEL_MAX_TOKENS:
             raise EngineError(f"a model call takes 1-{MODEL_MAX_TOKENS} tokens, got {n}")
         style = pack[min(n, len(pack)) - 1].reshape(1, -1)
-        feeds = {
-            self._token_input: np.array([[0, *tokens, 0]], dtype=np.int64),
-            "style": style,
-            "speed": np.array([speed], dtype=self._speed_dtype),
-        }
-        return feeds, style
+        return self.graph.inputs.feeds(tuple(tokens), style, speed), style
 
     def voice_stats(self, voice_key: str | None) -> NormStats | None:
         """The decoder statistics this voice showed in earlier pieces (None before its first piece)."""
@@ -334,58 +320,7 @@ class KokoroEngine:
                 out.append(split.decoder_feeds(feats, style, start, end, prior, 0.5))
         return out
 
-    def _remember(self, voice_key: str | None) -> Callable[[NormStats], None] | None:
-        if voice_key is None or self._split is None or not self._split.norms:
-            return None
-        return self.memory.recorder(self.parse_voice(voice_key))
-
-    def stream_tokens(
-        self,
-        tokens: tuple[int, ...] | list[int],
-        pack: NDArray[np.float32],
-        speed: float,
-        windowed: bool = True,
-        plan: WindowPlan | None = None,
-        voice_key: str | None = None,
-        cap: WindowCap | None = None,
-    ) -> Generator[NDArray[np.float32]]:
-        """The bare model's audio for some tokens, window by window, silences and all. Blocking.
-
-        ``voice_key`` names the voice, so that its statistics from earlier pieces steer this one's
-        windows (see ``norm_stats``); without it every piece starts cold. ``cap`` limits window sizes as
-        they are decided (see ``WindowPlan.iter_windows``).
-        """
-        if self._split is None or not windowed:
-            yield self.synthesize_tokens(tokens, pack, speed, voice_key)
-            return
-        feeds, style = self.feeds(tokens, pack, speed)
-        feats = self._split.features(feeds)
-        for audio, _ in self._windows(feats, style, plan, voice_key, cap, None, None):
-            yield audio
-
-    def _windows(
-        self,
-        feats: dict[str, NDArray[Any]],
-        style: NDArray[np.float32],
-        plan: WindowPlan | None,
-        voice_key: str | None,
-        cap: WindowCap | None,
-        span: tuple[int, int] | None,
-        silence: NormStats | None,
-    ) -> Iterator[tuple[NDArray[np.float32], bool]]:
-        assert self._split is not None
-        return self._split.stream(
-            feats,
-            style,
-            plan or self.window_plan,
-            self.voice_stats(voice_key),
-            self.cold_window_plan,
-            self._remember(voice_key),
-            cap,
-            span,
-            silence,
-        )
-
+    # -- the face: a piece in, its audio window by window -------------------------------------------------
     def stream_piece(
         self,
         piece: Piece,
@@ -395,83 +330,60 @@ class KokoroEngine:
         plan: WindowPlan | None = None,
         cap: WindowCap | None = None,
         on_words: Callable[[list[WordTime]], None] | None = None,
+        *,
+        trim: bool = True,
+        learn: bool = True,
     ) -> Generator[NDArray[np.float32]]:
-        """A piece's speech, window by window, without the model's leading and trailing silence. Blocking.
+        """A piece's speech, chunk by chunk as it is decoded. Blocking. Every way to synthesise comes here.
 
-        Only the frames around the speech are decoded (see ``timing``). ``on_words`` gets the piece's word
-        times (ms from its first yielded sample) as soon as they are known: before its first audio.
+        ``windowed``: window by window (``plan``, sizes limited by ``cap`` as they are decided; see
+        ``WindowPlan.iter_windows``), or the whole piece in one decoder call (the reference the windows are
+        judged against). ``trim``: only the frames around the speech are decoded and the model's leading
+        and trailing silence is cut (``timing``); off, the bare model's audio, silences and all.
+        ``learn``: the voice's statistics from earlier pieces steer this one and it adds to them
+        (``norm_stats``); off, the piece decodes as a voice's very first. ``on_words`` gets the word times
+        (ms from the first yielded sample) before the first audio.
         """
-        pack = self.style_pack(voice)
-        if self._split is None or not windowed:
-            audio, words = self.synthesize_timed(piece, voice, speed)
-            if on_words is not None:
-                on_words(words)
-            yield audio
-            return
-        feeds, style = self.feeds(piece.tokens, pack, speed)
-        feats = self._split.features(feeds)
-        durations = self._split.durations(feats)
-        span = decode_range(durations, piece.voiced, self._split.frames(feats))
-        length = (span[1] - span[0]) * SAMPLES_PER_FRAME
-
-        def started(first_sample: int) -> None:
-            if on_words is not None:
-                on_words(word_times(piece.words, durations, first_sample, length))
-
-        silence = self.memory.silence(voice) if durations is not None else None
-        windows = self._windows(feats, style, plan, voice.text, cap, span, silence)
-        yield from TrimmedPiece(windows, span[0] * SAMPLES_PER_FRAME, started)
-
-    def synthesize_tokens(
-        self,
-        tokens: tuple[int, ...] | list[int],
-        pack: NDArray[np.float32],
-        speed: float,
-        voice_key: str | None = None,
-    ) -> NDArray[np.float32]:
-        """One whole-piece model call (the decoder sees the whole piece at once), silences and all."""
-        return self._whole(tokens, pack, speed, voice_key)[0]
-
-    def _whole(
-        self,
-        tokens: tuple[int, ...] | list[int],
-        pack: NDArray[np.float32],
-        speed: float,
-        voice_key: str | None = None,
-    ) -> tuple[NDArray[np.float32], NDArray[np.int64] | None]:
-        feeds, style = self.feeds(tokens, pack, speed)
+        feeds, style = self.feeds(piece.tokens, self.style_pack(voice), speed)
+        known = learn and self.graph.windows
+        how = Decoding(
+            windowed=windowed and self.graph.windows,
+            plan=plan or self.window_plan,
+            cold_plan=self.cold_window_plan,
+            voiced=piece.voiced if trim else None,
+            prior=self.memory.get(voice) if known else None,
+            silence=self.memory.silence(voice) if known else None,
+            remember=self.memory.recorder(voice) if known else None,
+            cap=cap,
+        )
         started = time.perf_counter()
-        durations = None
-        if self._split is not None:
-            feats = self._split.features(feeds)
-            durations = self._split.durations(feats)
-            samples, stats = self._split.whole(feats, style)
-            # A whole piece's statistics include its silences; the voice's are its speech's (see
-            # ``calibrate``), so only an export without durations learns from whole pieces.
-            remember = self._remember(voice_key) if durations is None else None
-            if remember is not None:
-                remember(stats)
+        decoded = self.graph.decode_piece(feeds, style, how)
+        if not trim:
+            yield from (audio for audio, _ in decoded.chunks)
+        elif not how.windowed:  # one chunk: trimmed at once, so the word times end where its audio does
+            audio, first = trim_whole(next(decoded.chunks)[0])
+            if on_words is not None:
+                on_words(word_times(piece.words, decoded.durations, first, len(audio)))
+            yield audio
         else:
-            assert self._session is not None
-            samples = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(-1)
+
+            def started_at(first_sample: int) -> None:
+                if on_words is not None:
+                    on_words(word_times(piece.words, decoded.durations, first_sample, decoded.samples))
+
+            yield from TrimmedPiece(decoded.chunks, decoded.first_sample, started_at)
         log.debug(
-            "model call: %d tokens -> %.2fs audio in %.0f ms",
-            len(tokens),
-            len(samples) / SAMPLE_RATE,
+            "piece of %d tokens decoded (%s) in %.0f ms",
+            len(piece.tokens),
+            "windows" if how.windowed else "whole",
             (time.perf_counter() - started) * 1000,
         )
-        return samples, durations
 
-    def synthesize_timed(
-        self, piece: Piece, voice: VoiceSpec, speed: float
-    ) -> tuple[NDArray[np.float32], list[WordTime]]:
-        """A piece in one model call, its silences trimmed as the stream trims them, and its word times."""
-        raw, durations = self._whole(piece.tokens, self.style_pack(voice), speed, voice.text)
-        audio, first = trim_whole(raw)
-        return audio, word_times(piece.words, durations, first, len(audio))
-
-    def synthesize_piece(self, piece: Piece, voice: VoiceSpec, speed: float) -> NDArray[np.float32]:
-        return self.synthesize_timed(piece, voice, speed)[0]
+    def synthesize_piece(
+        self, piece: Piece, voice: VoiceSpec, speed: float, *, trim: bool = True, learn: bool = True
+    ) -> NDArray[np.float32]:
+        """A piece in one decoder call (``stream_piece`` with ``windowed`` off), as one array."""
+        return np.concatenate(list(self.stream_piece(piece, voice, speed, False, trim=trim, learn=learn)))
 
     def stream(
         self,

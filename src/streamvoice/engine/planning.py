@@ -47,6 +47,11 @@ class Piece:
     def voiced(self) -> tuple[int, int]:
         return voiced_range(self.phonemes)
 
+    @classmethod
+    def of_tokens(cls, tokens: tuple[int, ...] | list[int]) -> Piece:
+        """A piece known only by its tokens (a benchmark that phonemises the text itself): no words."""
+        return cls("", "", tuple(tokens))
+
 
 def pause_after(text: str, paragraph_end: bool = False) -> Pause:
     """What the end of a stretch of text calls for: nothing inside a run-on sentence, a short pause at a

@@ -19,7 +19,9 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.decode_batcher import DecodeBatcher
 from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, stat_names
+from streamvoice.engine.timing import decode_range
 from streamvoice.engine.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
@@ -32,22 +34,10 @@ from streamvoice.engine.windows import (
 log = logging.getLogger("streamvoice.engine")
 
 
-class RunStop:
-    """A piece's model runs, stoppable from another thread: a barge-in ends the decoder window in flight
-    (up to ~0.4 s of work on 2 cores) instead of letting it run to its end for nobody. ONNX Runtime checks
-    the flag between kernels; the run then raises, and the piece, already abandoned, is dropped."""
-
-    def __init__(self) -> None:
-        self.options = ort.RunOptions()
-        self.stopped = False
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.options.terminate = True
-
-
 class SplitKokoro:
-    """Front + decoder sessions; yields audio window by window."""
+    """Front + decoder sessions: a piece whole or window by window (a ``graphs.Graph``)."""
+
+    windows = True
 
     def __init__(self, model_path: Path, options: ort.SessionOptions, providers: list[str]) -> None:
         graphs = split_model(model_path)
@@ -59,6 +49,7 @@ class SplitKokoro:
         self.batcher: DecodeBatcher | None = None
         self._options, self._providers = options, providers
         self.front = ort.InferenceSession(graphs.front, sess_options=options, providers=providers)
+        self.inputs = Inputs.of(self.front)
         self.decoder = ort.InferenceSession(graphs.decoder, sess_options=options, providers=providers)
         self._front_outputs = [o.name for o in self.front.get_outputs()]
         self._decoder_outputs = [o.name for o in self.decoder.get_outputs()]
@@ -100,6 +91,34 @@ class SplitKokoro:
             yield
         finally:
             self._local.stop = previous
+
+    def decode_piece(
+        self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32], how: Decoding
+    ) -> Decoded:
+        """The front once, then the piece's frames whole or window by window, as ``how`` says."""
+        feats = self.features(feeds)
+        durations = self.durations(feats)
+        frames = self.frames(feats)
+        if not how.windowed:
+            audio, stats = self.whole(feats, style)
+            # A whole piece's statistics include its silences; a voice's are its speech's (``calibrate``),
+            # so only an export without durations learns from whole pieces.
+            if how.remember is not None and durations is None and self.norms:
+                how.remember(stats)
+            return Decoded(iter([(audio, True)]), 0, frames, durations)
+        span = (0, frames) if how.voiced is None else decode_range(durations, how.voiced, frames)
+        chunks = self.stream(
+            feats,
+            style,
+            how.plan,
+            how.prior,
+            how.cold_plan,
+            how.remember,
+            how.cap,
+            span,
+            how.silence if durations is not None else None,
+        )
+        return Decoded(chunks, span[0], span[1] - span[0], durations)
 
     def features(self, feeds: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         outputs = self.front.run(self._front_outputs, feeds, self._run_options())

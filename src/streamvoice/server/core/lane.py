@@ -20,8 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import WordTime
+from streamvoice.engine.graphs import RunStop
 from streamvoice.engine.planning import Piece
-from streamvoice.engine.split_kokoro import RunStop
 from streamvoice.engine.timing import pause_samples
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN, WindowCap, WindowPlan
