@@ -51,6 +51,13 @@ def engine(kokoro_dir: Path) -> KokoroEngine:
 
 
 @pytest.fixture(scope="session")
+def exported_engine(kokoro_dir: Path) -> KokoroEngine:
+    """The int8 file's graph as exported (``MODEL_VARIANT=int8``): what the static-int8 decoder and the
+    graphs' seam are judged against."""
+    return KokoroEngine.load(kokoro_dir, "int8")
+
+
+@pytest.fixture(scope="session")
 def speech_server(engine: KokoroEngine) -> Iterator[RunningServer]:
     server = start_speech_server(engine, warm_up=True, max_text_chars=2000, max_message_bytes=16 * 1024)
     yield server

@@ -16,10 +16,10 @@ from streamvoice.engine.windows import SAMPLES_PER_FRAME
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
 
 
-def test_both_graphs_say_what_the_exported_file_says(kokoro_dir: Path) -> None:
+def test_both_graphs_say_what_the_exported_file_says(kokoro_dir: Path, exported_engine: KokoroEngine) -> None:
     """Split into front and decoder, the graph as exported (``int8``) decodes a whole piece as the file does
     run whole (the static-int8 decoder is judged against it: ``test_static_decoder``)."""
-    engine = KokoroEngine.load(kokoro_dir, "int8")
+    engine = exported_engine
     assert engine.streams_in_piece and engine.decoder_graph == "exported"
     spec = engine.parse_voice("af_heart")
     piece = engine.planner.plan(SENTENCE, "en-us")[0]
