@@ -9,10 +9,11 @@ import json
 from typing import Any
 
 from streamvoice.agent.llm import ScriptedTextSource
-from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
+from streamvoice.agent.pipeline import SpeechPipeline, Turn, TurnOptions
+from streamvoice.bench.e2e import agent_cuts
 from streamvoice.client import SpeechClient
 from streamvoice.client.transports import TransportClosed
-from streamvoice.text.chunker import FAST_FIRST, ChunkPolicy
+from streamvoice.text.chunker import FAST_FIRST
 
 
 class FakeSpeech:
@@ -68,13 +69,13 @@ class FakeSpeech:
 
 
 async def _turn(
-    speech: FakeSpeech, text: str, mode: str = "bidi", policy: ChunkPolicy | None = None
+    speech: FakeSpeech, text: str, mode: str = "bidi", turn: type[Turn] | None = None
 ) -> list[dict[str, Any]]:
     async def connect() -> SpeechClient:
         return SpeechClient(speech)
 
-    pipeline = SpeechPipeline(ScriptedTextSource(text, ttft_s=0.0, tokens_per_s=500), connect)
-    options = TurnOptions(mode=mode, policy=policy)  # type: ignore[arg-type]
+    pipeline = SpeechPipeline(ScriptedTextSource(text, ttft_s=0.0, tokens_per_s=500), connect, turn)
+    options = TurnOptions(mode=mode)  # type: ignore[arg-type]
     return [e async for e in pipeline.run("hi", options)]
 
 
@@ -100,9 +101,10 @@ async def test_bidi_streams_every_token_into_one_message_and_reports_the_servers
     assert kinds.index("audio_start") < kinds.index("audio_chunk") < kinds.index("audio_end")
 
 
-async def test_a_schedule_makes_the_agent_cut_the_pieces_itself_one_message_each() -> None:
+async def test_a_turn_that_cuts_the_pieces_itself_sends_one_message_each() -> None:
+    """How ``bench.e2e`` composes its baselines: another ``Turn`` through the same pipeline."""
     speech = FakeSpeech()
-    events = await _turn(speech, ANSWER, policy=FAST_FIRST)
+    events = await _turn(speech, ANSWER, turn=agent_cuts(FAST_FIRST))
     assert len(speech.received) >= 2 and all("stream" not in m for m in speech.received)
     assert " ".join(m["text"] for m in speech.received).split() == ANSWER.split()
     assert events[-1]["type"] == "agent_end" and events[-1]["pieces"] == len(speech.received)

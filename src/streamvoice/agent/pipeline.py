@@ -6,8 +6,9 @@ each as soon as it is cut, so synthesis overlaps generation and audio is forward
 ``batch``: the baseline the AWS reference sample measured against; wait for the whole answer, then one
 synthesis request.
 
-A ``TurnOptions.policy`` makes the agent cut the pieces itself with that schedule, one message each: kept so
-``bench.e2e`` can compare schedules through the same pipeline; nothing else sets it.
+A turn is a ``Turn``: ``produce`` is how the model's text goes to the speech session (one streamed message,
+cut by the server). ``bench.e2e`` compares other ways through the same pipeline by giving it another
+``Turn`` (the agent cutting pieces itself, one message each); nothing at run time does.
 
 The pipeline speaks to the speech server only through ``streamvoice.client`` (the protocol), never its
 insides, so the same code drives a local server or a SageMaker endpoint.
@@ -25,10 +26,8 @@ from typing import Any, Literal
 
 from streamvoice.agent.llm import History, LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
-from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.client.transports import TransportClosed
 from streamvoice.protocol import SAMPLE_RATE, ErrorCode, ProtocolError
-from streamvoice.text.chunker import FAST_FIRST, ChunkPolicy, IncrementalSentenceChunker
 
 log = logging.getLogger("streamvoice.agent")
 
@@ -38,8 +37,6 @@ Mode = Literal["bidi", "batch", "say"]
 Event = dict[str, Any]
 Connect = Callable[[], Awaitable[SpeechClient]]
 
-# The schedule the server cuts a streamed message with (bench.e2e compares the agent cutting by it).
-SERVER_POLICY = FAST_FIRST
 # The id of the one streamed message a bidi turn speaks (each turn has its own session).
 ANSWER_ID = "answer"
 
@@ -79,14 +76,14 @@ class TurnOptions:
     voice: str | None = None
     speed: float | None = None
     format: str = "pcm"
-    policy: ChunkPolicy | None = None  # None: the server cuts the stream; a schedule: the agent does
     timeout_s: float = 120.0
 
 
 class SpeechPipeline:
-    def __init__(self, source: TextSource, connect: Connect) -> None:
+    def __init__(self, source: TextSource, connect: Connect, turn: type[Turn] | None = None) -> None:
         self.source = source
         self._connect = connect
+        self._turn = turn or Turn
 
     async def run(
         self, prompt: str, options: TurnOptions = TurnOptions(), history: History = ()
@@ -102,7 +99,7 @@ class SpeechPipeline:
             return t_ms
 
         emit("agent_start", mode=options.mode, model=self.source.name)
-        turn = _Turn(self, prompt, options, emit, queue.room, history)
+        turn = self._turn(self, prompt, options, emit, queue.room, history)
         task = asyncio.create_task(turn.run_guarded(queue))
         try:
             while (event := await queue.get()) is not None:
@@ -114,7 +111,10 @@ class SpeechPipeline:
                 await task
 
 
-class _Turn:
+class Turn:
+    """One prompt's answer, spoken: the model's text into a speech session, its audio and word times out as
+    the caller's events."""
+
     def __init__(
         self,
         pipeline: SpeechPipeline,
@@ -190,7 +190,8 @@ class _Turn:
             time_to_first_audio_ms=self.first_audio_ms,
         )
 
-    async def _text(self) -> AsyncIterator[str]:
+    async def deltas(self) -> AsyncIterator[str]:
+        """The answer's text as it is written (``say``: the prompt itself, word by word)."""
         if self.options.mode != "say":
             async for delta in self.p.source.stream(self.prompt, self.history):
                 yield delta
@@ -198,50 +199,34 @@ class _Turn:
         for i, word in enumerate(self.prompt.split(" ")):
             yield word if i == 0 else " " + word
 
-    async def _send(self, client: SpeechClient, piece: str) -> None:
+    async def send(self, client: SpeechClient, piece: str) -> None:
+        """One piece as one message of the session."""
         self.emit("speech_piece", index=self.pieces, text=piece)  # what went to speech, and when
         o = self.options
         await client.synthesize(piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.sent}")
         self.pieces += 1
         self.sent += 1
 
-    def _got(self, delta: str) -> None:
+    def took(self, delta: str) -> None:
+        """A delta of the answer, told to the caller as it arrives."""
         self.text.append(delta)
         self.emit("text_delta", text=delta)
 
-    async def _stream(self, client: SpeechClient, produced: asyncio.Event) -> None:
-        """Every token into one streamed message; the server decides when to speak."""
+    async def produce(self, client: SpeechClient, produced: asyncio.Event) -> None:
+        """Every token into one streamed message; the server decides when to speak. ``produced`` is set once
+        everything has been sent."""
         o = self.options
         await client.synthesize("", voice=o.voice, speed=o.speed, format=o.format, id=ANSWER_ID, stream=True)
         self.sent = 1
-        async for delta in self._text():
-            self._got(delta)
+        async for delta in self.deltas():
+            self.took(delta)
             await client.append(ANSWER_ID, delta)
         await client.end(ANSWER_ID)
         produced.set()
 
-    async def _cut(self, client: SpeechClient, policy: ChunkPolicy, produced: asyncio.Event) -> None:
-        """Pieces cut here with ``policy``, one message each (bench.e2e's comparison of schedules)."""
-        chunker = IncrementalSentenceChunker(policy)
-        async for delta in with_quiet(self._text()):
-            if delta is QUIET:  # the model paused after a finished sentence: speak it now
-                for piece in chunker.quiet():
-                    await self._send(client, piece)
-                continue
-            assert isinstance(delta, str)
-            self._got(delta)
-            for piece in chunker.feed(delta):
-                await self._send(client, piece)
-        for piece in chunker.flush():
-            await self._send(client, piece)
-        produced.set()
-
     async def _bidi(self, client: SpeechClient) -> None:
         produced = asyncio.Event()
-        policy = self.options.policy
-        producer = asyncio.create_task(
-            self._stream(client, produced) if policy is None else self._cut(client, policy, produced)
-        )
+        producer = asyncio.create_task(self.produce(client, produced))
         consumer = asyncio.create_task(self._consume(client, produced))
         try:
             done, _ = await asyncio.wait({producer, consumer}, return_when=asyncio.FIRST_COMPLETED)
@@ -259,11 +244,11 @@ class _Turn:
 
     async def _batch(self, client: SpeechClient) -> None:
         async for delta in self.p.source.stream(self.prompt, self.history):
-            self._got(delta)
+            self.took(delta)
         answer = " ".join("".join(self.text).split())
         produced = asyncio.Event()
         if answer:
-            await self._send(client, answer)
+            await self.send(client, answer)
         produced.set()
         await self._consume(client, produced)
 

@@ -51,6 +51,7 @@ from streamvoice.client import SpeechClient
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ProtocolError
 from streamvoice.server import ServerConfig, create_app
+from streamvoice.server.core.load import DecodedWindow
 
 ANSWER = (
     "Your order shipped this morning from our warehouse in Denver. "
@@ -138,22 +139,20 @@ def kokoro_onnx_limit(engine: KokoroEngine) -> float:
     return len(audio) / rate / (time.perf_counter() - started)
 
 
-def trace_rows(
-    trace: list[tuple[float, int, float, float, float, bool, int]], began: float
-) -> list[dict[str, Any]]:
+def trace_rows(trace: list[DecodedWindow], began: float) -> list[dict[str, Any]]:
     """The service's window trace, times from the run's start, lanes numbered in order of appearance."""
     lanes: dict[int, int] = {}
     return [
         {
-            "t": round(t - began, 3),
-            "lane": lanes.setdefault(lane, len(lanes)),
-            "frames": frames,
-            "work_s": round(work, 4),
-            "buffered_s": round(buffered, 3),
-            "piece_start": start,
-            "active": active,
+            "t": round(w.at - began, 3),
+            "lane": lanes.setdefault(w.lane, len(lanes)),
+            "frames": w.frames,
+            "work_s": round(w.work_s, 4),
+            "buffered_s": round(w.buffered_s, 3),
+            "piece_start": w.piece_start,
+            "active": w.active,
         }
-        for t, lane, frames, work, buffered, start, active in trace
+        for w in trace
     ]
 
 
@@ -313,13 +312,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             service = app.state.service
             for k in ks:
                 for run in range(args.repeat):
-                    service.load.trace = [] if args.trace else None
+                    trace: list[DecodedWindow] = []
+                    service.load.window_watchers[:] = [trace.append] if args.trace else []
                     began = time.monotonic()
                     listeners = asyncio.run(run_k(server.url, k, args.rate))
                     key = f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")
                     raw[key] = listeners
-                    if service.load.trace is not None:
-                        raw[key + "/trace"] = trace_rows(service.load.trace, began)
+                    if args.trace:
+                        raw[key + "/trace"] = trace_rows(trace, began)
                     rows.append({**summarise(option, k, listeners), "run": run})
                     print(
                         f"  {option} K={k}: fed {rows[-1]['fed']}/{k}, refused {rows[-1]['refused']}, "

@@ -15,13 +15,15 @@ from dataclasses import replace
 from typing import Any
 
 from streamvoice.agent.llm import LlamaCppSource, ScriptedTextSource, TextSource
-from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
+from streamvoice.agent.pipeline import SpeechPipeline, Turn, TurnOptions
 from streamvoice.bench.common import CLIENT_SCHEDULE, heard_onset_s, stats, table, write_result
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.client import SpeechClient
+from streamvoice.client.quiet import QUIET, with_quiet
 from streamvoice.engine import KokoroEngine
 from streamvoice.server import ServerConfig, create_app
+from streamvoice.text.chunker import ChunkPolicy, IncrementalSentenceChunker
 
 # A typical spoken answer: six sentences, ~110 words.
 ANSWER = (
@@ -33,11 +35,36 @@ ANSWER = (
     "That is why the evening sky glows orange and red."
 )
 PROMPT = "Why is the sky blue?"
-MODES: dict[str, TurnOptions] = {
-    "batch": TurnOptions(mode="batch"),
-    "bidi (sentences)": TurnOptions(mode="bidi", policy=replace(CLIENT_SCHEDULE, fast_first=False)),
-    "bidi + fast first piece (agent cuts)": TurnOptions(mode="bidi", policy=CLIENT_SCHEDULE),
-    "bidi + fast first piece": TurnOptions(mode="bidi"),  # the agent as shipped: the server cuts
+
+
+def agent_cuts(policy: ChunkPolicy) -> type[Turn]:
+    """A turn whose agent cuts the pieces itself with ``policy``, one message each: the schedules the server's
+    own cut (one streamed message, the agent as shipped) is compared with, through the same pipeline."""
+
+    class AgentCuts(Turn):
+        async def produce(self, client: SpeechClient, produced: asyncio.Event) -> None:
+            chunker = IncrementalSentenceChunker(policy)
+            async for delta in with_quiet(self.deltas()):
+                if delta is QUIET:  # the model paused after a finished sentence: speak it now
+                    for piece in chunker.quiet():
+                        await self.send(client, piece)
+                    continue
+                assert isinstance(delta, str)
+                self.took(delta)
+                for piece in chunker.feed(delta):
+                    await self.send(client, piece)
+            for piece in chunker.flush():
+                await self.send(client, piece)
+            produced.set()
+
+    return AgentCuts
+
+
+MODES: dict[str, tuple[TurnOptions, type[Turn]]] = {
+    "batch": (TurnOptions(mode="batch"), Turn),
+    "bidi (sentences)": (TurnOptions(mode="bidi"), agent_cuts(replace(CLIENT_SCHEDULE, fast_first=False))),
+    "bidi + fast first piece (agent cuts)": (TurnOptions(mode="bidi"), agent_cuts(CLIENT_SCHEDULE)),
+    "bidi + fast first piece": (TurnOptions(mode="bidi"), Turn),  # the agent as shipped: the server cuts
 }
 
 
@@ -70,14 +97,14 @@ async def run_source(url: str, source: TextSource, runs: int) -> dict[str, list[
     async def connect() -> SpeechClient:
         return await SpeechClient.connect(url)
 
-    pipeline = SpeechPipeline(source, connect)
-    await one_turn(pipeline, MODES["bidi + fast first piece"])  # warm-up, not counted
+    pipelines = {mode: SpeechPipeline(source, connect, turn) for mode, (_, turn) in MODES.items()}
+    await one_turn(pipelines["bidi + fast first piece"], MODES["bidi + fast first piece"][0])  # warm-up
     results: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
     names = list(MODES)
     for i in range(runs):
         order = names if i % 2 == 0 else names[::-1]
         for mode in order:
-            results[mode].append(await one_turn(pipeline, MODES[mode]))
+            results[mode].append(await one_turn(pipelines[mode], MODES[mode][0]))
     return results
 
 

@@ -27,7 +27,7 @@ from streamvoice.engine.voices import VoiceSpec
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN, WindowCap, WindowPlan
 from streamvoice.protocol import MAX_SPEED, MIN_SPEED, Pauses
 from streamvoice.server.core.config import ServerConfig
-from streamvoice.server.core.load import Load
+from streamvoice.server.core.load import DecodedWindow, Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.piece_audio import PieceAudio
 from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
@@ -262,7 +262,9 @@ class Lane:
         work.pending = None if work.samples == 0 else (elapsed_s, audio_s, alone)
         now = time.monotonic()
         frames = window.size / SAMPLES_PER_FRAME
-        load.record((now, id(self), frames, elapsed_s, buffered_s, work.samples == 0, load.active_lanes))
+        if load.window_watchers:
+            first = work.samples == 0
+            load.tell(DecodedWindow(now, id(self), frames, elapsed_s, buffered_s, first, load.active_lanes))
         work.samples += window.size
         self.play_end = max(self.play_end, now) + audio_s
 

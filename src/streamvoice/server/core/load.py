@@ -10,6 +10,8 @@ the server is busy, or when one caller's text is slow to plan.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from streamvoice.engine.windows import FRAME_S, FRAMES_PER_SECOND
 from streamvoice.server.core.admission import DecodeSpeed, measured_capacity
@@ -20,9 +22,19 @@ STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) meas
 PACE_WEIGHT = 0.5
 PACE_BOUNDS = (0.25, 8.0)  # one window's ratio is clipped: a pause of the whole process is not a speed
 INITIAL_RTF = 0.5  # seconds of work per second of audio assumed before the warm-up measures it
-# One decoded window, for ``bench.capacity --trace``: (monotonic end, lane, frames, seconds of work, audio
-# its listener had buffered when it started, the piece's first window, listeners with work).
-TraceRow = tuple[float, int, float, float, float, bool, int]
+
+
+@dataclass(frozen=True)
+class DecodedWindow:
+    """A window as its lane delivered it, for whoever watches the load (``bench.capacity --trace``)."""
+
+    at: float  # monotonic time it was delivered
+    lane: int  # which listener's lane (an id, stable for the lane's life)
+    frames: float
+    work_s: float
+    buffered_s: float  # audio its listener had buffered when it started
+    piece_start: bool  # the piece's first window (the front model ran in it)
+    active: int  # listeners with work at the time
 
 
 class Load:
@@ -33,7 +45,8 @@ class Load:
         # sizes with) and the cost of a window by its size (what windows are sized with).
         self.decode_speed = DecodeSpeed(rtf)
         self.window_cost = WindowCost(rtf)
-        self.trace: list[TraceRow] | None = None  # a list: every decoded window is recorded
+        # Told of every window a lane delivers (none by default: nothing is built for nobody).
+        self.window_watchers: list[Callable[[DecodedWindow], None]] = []
         # Chunks being planned (or waiting for the planning thread) right now. Planning shares the CPU with
         # decoding, so a window decoded meanwhile is not the machine's own speed either.
         self.planning = 0
@@ -90,6 +103,6 @@ class Load:
             if audio_s >= STEADY_WINDOW_S:
                 self.decode_speed.observe(seconds, audio_s)
 
-    def record(self, row: TraceRow) -> None:
-        if self.trace is not None:
-            self.trace.append(row)
+    def tell(self, window: DecodedWindow) -> None:
+        for watcher in self.window_watchers:
+            watcher(window)
