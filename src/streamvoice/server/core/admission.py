@@ -195,6 +195,13 @@ class Admission[H: Holder]:
         self.refused += 1
         return "refused"
 
+    def admit(self, who: H, can_wait: bool = True) -> Literal["admitted", "queued"]:
+        """``enter``, with a refusal raised as the one ``server_busy`` every surface tells in its own shape."""
+        decision = self.enter(who, can_wait)
+        if decision == "refused":
+            raise self.busy("no listener slot is free")
+        return decision
+
     def _hold(self, who: H) -> None:
         self._holders.add(who)
         self._since[who] = self._clock()

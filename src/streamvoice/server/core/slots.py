@@ -98,10 +98,7 @@ class Slot:
         back). A one-shot answer right after a listener's speech ended is served, never refused while the
         server is idle (``tests/test_admission.py``)."""
         admission = self.service.admission
-        decision = admission.enter(self, can_wait=False)
-        if decision == "refused":
-            raise admission.busy("no listener slot is free")
-        if decision == "queued":
+        if admission.admit(self, can_wait=False) == "queued":
             await admission.wait(self)
 
     def release(self) -> None:

@@ -176,9 +176,10 @@ class ContextSocket[S](Connection[Frame]):
         if refused is not None:
             self.refuse(refused, cid)
             return None
-        admission = self.service.admission
-        if admission.enter(self) == "refused":
-            self.refuse(admission.busy("no listener slot is free"), cid)
+        try:
+            self.service.admission.admit(self)
+        except ProtocolError as busy:
+            self.refuse(busy, cid)
             return None
         previous = self.previous()
         utterance = self.utterances.start(request, cid, gate=lambda: self.gate(previous))

@@ -155,9 +155,10 @@ class BidiSession(Connection[Frame]):
     def _admit(self, msg_id: str | None, sequence: int) -> bool:
         """A listener slot for this session: held, taken, waited for (told now), or refused (told now)."""
         admission = self.service.admission
-        decision = admission.enter(self)
-        if decision == "refused":
-            self._reply_error(admission.busy("no listener slot is free").naming(id=msg_id), sequence)
+        try:
+            decision = admission.admit(self)
+        except ProtocolError as busy:
+            self._reply_error(busy.naming(id=msg_id), sequence)
             return False
         if decision == "queued":
             detail = {

@@ -207,9 +207,7 @@ class WyomingConnection(Connection[Frame]):
             if refused is not None:
                 raise refused
             slot = reserve(self.service)  # the session cap, released with the utterance
-            admission = self.service.admission
-            if admission.enter(self, can_wait=False) == "refused":
-                raise admission.busy("no listener slot is free")
+            self.service.admission.admit(self, can_wait=False)
         except ProtocolError as exc:
             if slot is not None:
                 slot.release()
