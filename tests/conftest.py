@@ -12,6 +12,7 @@ import pytest
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import default_dir, prepare
+from tests.fakes import ScriptedGraph, scripted_engine
 from tests.helpers import VENDOR_TOKEN, RunningServer, start_speech_server
 from tests.redis_server import RedisServer
 
@@ -55,6 +56,28 @@ def exported_engine(kokoro_dir: Path) -> KokoroEngine:
     """The int8 file's graph as exported (``MODEL_VARIANT=int8``): what the static-int8 decoder and the
     graphs' seam are judged against."""
     return KokoroEngine.load(kokoro_dir, "int8")
+
+
+@pytest.fixture(scope="session")
+def scripted(kokoro_dir: Path) -> KokoroEngine:
+    """The engine as shipped over a scripted graph (``fakes.ScriptedGraph``): for tests whose property is a
+    wire's shape, order or error codes; what the speech sounds like is the real model's tests'."""
+    return scripted_engine(kokoro_dir)
+
+
+@pytest.fixture(scope="session")
+def busy_scripted(kokoro_dir: Path) -> KokoroEngine:
+    """A scripted engine whose windows take time (5 ms a frame, asleep): answers that last while others
+    arrive, as the model's do, without the model's CPU."""
+    return scripted_engine(kokoro_dir, ScriptedGraph(seconds_per_frame=0.005))
+
+
+@pytest.fixture(scope="session")
+def scripted_server(scripted: KokoroEngine) -> Iterator[RunningServer]:
+    """``speech_server``'s settings over the scripted engine."""
+    server = start_speech_server(scripted, max_text_chars=2000, max_message_bytes=16 * 1024)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

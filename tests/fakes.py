@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.alignment import WordTime
-from streamvoice.engine.graphs import RunStop
+from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.planning import Piece
+from streamvoice.engine.timing import decode_range
+from streamvoice.engine.windows import SAMPLES_PER_FRAME
+from streamvoice.model_files import ModelFiles
 from streamvoice.protocol import DEFAULT_PAUSES, ErrorCode, Pauses, ProtocolError
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.core.load import Load
@@ -109,3 +114,58 @@ class FakeListener:
 
     def shed(self, error: ProtocolError) -> None:
         self.told = error
+
+
+class ScriptedGraph:
+    """A Kokoro graph whose arithmetic is a script (``engine.graphs.Graph``): every token lasts
+    ``frames_per_token`` frames of a quiet tone (at speed 1), the two pads ``pad_frames`` of silence, so the
+    engine above it (planning, trimming, word times, windows) and the whole server run as shipped, at no
+    model cost. For tests whose property is a wire's shape, order or error codes, not the sound.
+    ``seconds_per_frame``: how long each window takes (asleep: the model busy, the CPU free)."""
+
+    windows = True
+    inputs = Inputs("tokens", np.float32)
+
+    def __init__(
+        self, frames_per_token: int = 3, pad_frames: int = 8, seconds_per_frame: float = 0.0
+    ) -> None:
+        self.frames_per_token = frames_per_token
+        self.pad_frames = pad_frames
+        self.seconds_per_frame = seconds_per_frame
+        self.calls = 0
+
+    def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def decode_piece(self, feeds: dict[str, Any], style: Any, how: Decoding) -> Decoded:
+        self.calls += 1
+        tokens = int(feeds["tokens"].shape[1])
+        speed = float(feeds["speed"][0])
+        per_token = max(1, round(self.frames_per_token / speed))
+        durations = np.array([self.pad_frames] + [per_token] * (tokens - 2) + [self.pad_frames], np.int64)
+        frames = int(durations.sum())
+        t = np.arange(frames * SAMPLES_PER_FRAME) / 24_000
+        audio = (0.2 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+        audio[: self.pad_frames * SAMPLES_PER_FRAME] = 0.0
+        audio[(frames - self.pad_frames) * SAMPLES_PER_FRAME :] = 0.0
+        if not how.windowed:
+            time.sleep(frames * self.seconds_per_frame)
+            return Decoded(iter([(audio, True)]), 0, frames, durations)
+        first, last = (0, frames) if how.voiced is None else decode_range(durations, how.voiced, frames)
+        plan = how.plan if how.prior is not None else (how.cold_plan or how.plan)
+
+        def chunks() -> Iterator[tuple[NDArray[np.float32], bool]]:
+            for a, b in plan.iter_windows(last - first, how.cap):
+                time.sleep((b - a) * self.seconds_per_frame)
+                yield (
+                    audio[(first + a) * SAMPLES_PER_FRAME : (first + b) * SAMPLES_PER_FRAME],
+                    first + b >= last,
+                )
+
+        return Decoded(chunks(), first, last - first, durations)
+
+
+def scripted_engine(kokoro_dir: Path, graph: ScriptedGraph | None = None) -> KokoroEngine:
+    """The engine as shipped (voices, G2P, planning, trimming, word times) over a ``ScriptedGraph``."""
+    files = ModelFiles(model=kokoro_dir / "kokoro-v1.0.int8.onnx", voices=kokoro_dir / "voices-v1.0.bin")
+    return KokoroEngine(files, graph=graph or ScriptedGraph())

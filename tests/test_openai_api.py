@@ -111,8 +111,10 @@ def test_sdk_speech_is_heard_as_the_input(speech_server: RunningServer, transcri
         ("pcm", "audio/pcm"),
     ],
 )
-def test_sdk_streams_every_response_format(speech_server: RunningServer, fmt: str, ctype: str) -> None:
-    with client(speech_server).audio.speech.with_streaming_response.create(
+def test_sdk_streams_every_response_format(scripted_server: RunningServer, fmt: str, ctype: str) -> None:
+    """Each format's shape through the SDK (the engine scripted: what it sounds like is
+    ``test_sdk_speech_is_heard_as_the_input``'s)."""
+    with client(scripted_server).audio.speech.with_streaming_response.create(
         model="tts-1",
         voice="af_heart",
         input=TEXT,

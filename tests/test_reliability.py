@@ -237,10 +237,10 @@ def _ping(url: str) -> int | None:
 
 
 @pytest.mark.slow
-async def test_concurrent_sessions_every_message_once_in_order(engine: KokoroEngine) -> None:
+async def test_concurrent_sessions_every_message_once_in_order(scripted: KokoroEngine) -> None:
     sessions, messages = 10, 5
     # Four listeners; the others wait 2 s for a slot (not the 10 s default) and are then told server_busy.
-    speech_server = await asyncio.to_thread(start_speech_server, engine, admission_wait_s=2.0)
+    speech_server = await asyncio.to_thread(start_speech_server, scripted, admission_wait_s=2.0)
 
     async def one(s: int) -> int:
         async with connect(speech_server.ws_url) as ws:
@@ -290,9 +290,9 @@ FRAMES = st.one_of(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.lists(FRAMES, min_size=1, max_size=6))
-def test_fuzzed_frames_never_break_the_session(speech_server: RunningServer, frames: list[Any]) -> None:
+def test_fuzzed_frames_never_break_the_session(scripted_server: RunningServer, frames: list[Any]) -> None:
     async def run() -> None:
-        async with connect(speech_server.ws_url) as ws:
+        async with connect(scripted_server.ws_url) as ws:
             for frame in frames:
                 await ws.send(frame)
             await ws.send(
@@ -312,4 +312,4 @@ def test_fuzzed_frames_never_break_the_session(speech_server: RunningServer, fra
                             return
 
     asyncio.run(run())
-    assert _ping(speech_server.url) == 200
+    assert _ping(scripted_server.url) == 200

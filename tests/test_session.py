@@ -189,9 +189,11 @@ async def test_huge_integers_are_answered_and_leak_no_session(speech_server: Run
 # --- 5. pipelining past the queue ------------------------------------------------------------------------
 
 
-async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(engine: KokoroEngine) -> None:
+async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(
+    busy_scripted: KokoroEngine,
+) -> None:
     server = await asyncio.to_thread(
-        start_speech_server, engine, warm_up=False, max_queued_messages=3, ws_ping_interval_s=1.0,
+        start_speech_server, busy_scripted, warm_up=False, max_queued_messages=3, ws_ping_interval_s=1.0,
         ws_ping_timeout_s=2.0,
     )  # fmt: skip
     try:

@@ -76,11 +76,11 @@ async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(serv
 
 
 async def test_simultaneous_requests_respect_the_caps(
-    engine: KokoroEngine, speech_server: RunningServer
+    busy_scripted: KokoroEngine, speech_server: RunningServer
 ) -> None:
     # The session cap alone (admission, on by default, would turn callers away before it: test_admission).
     server = await asyncio.to_thread(
-        start_speech_server, engine, warm_up=False, max_sessions=4, admission="off"
+        start_speech_server, busy_scripted, warm_up=False, max_sessions=4, admission="off"
     )
     try:
         async with httpx.AsyncClient(timeout=120) as client:

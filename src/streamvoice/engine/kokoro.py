@@ -103,7 +103,11 @@ def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
 class KokoroEngine:
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, files: ModelFiles, options: EngineOptions = EngineOptions()) -> None:
+    def __init__(
+        self, files: ModelFiles, options: EngineOptions = EngineOptions(), graph: Graph | None = None
+    ) -> None:
+        """``graph``: decode with this instead of ``files.model`` (a test's scripted graph: the engine and
+        everything above it as shipped, the model's arithmetic replaced where a property is not the sound)."""
         self.files = files
         so = ort.SessionOptions()
         so.intra_op_num_threads = options.intra_op_threads
@@ -116,8 +120,8 @@ class KokoroEngine:
         self.providers = choose_providers(options.providers)
         self.window_plan = options.window_plan
         self.cold_window_plan = options.cold_window_plan
-        self._split: SplitKokoro | None = None
-        if options.stream_windows:
+        self._split: SplitKokoro | None = graph if isinstance(graph, SplitKokoro) else None
+        if graph is None and options.stream_windows:
             try:
                 self._split = SplitKokoro(files.model, so, self.providers)
             except Exception as exc:  # any graph that does not split falls back to whole-piece synthesis
@@ -126,7 +130,7 @@ class KokoroEngine:
                     files.model.name,
                     exc,
                 )
-        self.graph: Graph = self._split or WholeGraph(files.model, so, self.providers)
+        self.graph: Graph = graph or self._split or WholeGraph(files.model, so, self.providers)
         with np.load(files.voices) as packs:
             self._packs: dict[str, NDArray[np.float32]] = {
                 k: packs[k].astype(np.float32) for k in packs.files
