@@ -57,8 +57,10 @@ def check_shape(events: list[dict[str, Any]]) -> None:
 
 
 @pytest.fixture(scope="module")
-def scripted_agent(speech_server: RunningServer):  # type: ignore[no-untyped-def]
-    agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.1, tokens_per_s=12), speech_server.url)
+def scripted_agent(scripted_server: RunningServer):  # type: ignore[no-untyped-def]
+    """A scripted language model over the scripted speech engine: the turn's events, their order and framing
+    (what the agent's speech sounds like, heard by Whisper, is ``test_local_model_end_to_end...``'s)."""
+    agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.1, tokens_per_s=12), scripted_server.url)
     yield agent
     agent.stop()
 
