@@ -17,15 +17,15 @@ TWO_SENTENCES = (
 )
 
 
-def test_ping_is_healthy_after_warm_up(speech_server: RunningServer) -> None:
-    r = httpx.get(speech_server.url + "/ping")
+def test_ping_is_healthy_after_warm_up(scripted_server: RunningServer) -> None:
+    r = httpx.get(scripted_server.url + "/ping")
     assert r.status_code == 200 and r.json() == {"status": "ok"}
 
 
-def test_invocations_streams_pcm_per_piece(speech_server: RunningServer) -> None:
+def test_invocations_streams_pcm_per_piece(scripted_server: RunningServer) -> None:
     chunks: list[bytes] = []
     with httpx.stream(
-        "POST", speech_server.url + "/invocations", json={"text": TWO_SENTENCES}, timeout=60
+        "POST", scripted_server.url + "/invocations", json={"text": TWO_SENTENCES}, timeout=60
     ) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("audio/L16")
@@ -39,17 +39,17 @@ def test_invocations_streams_pcm_per_piece(speech_server: RunningServer) -> None
 @pytest.mark.parametrize(
     ("fmt", "ctype"), [("wav", "audio/wav"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg")]
 )
-def test_invocations_formats(speech_server: RunningServer, fmt: str, ctype: str) -> None:
+def test_invocations_formats(scripted_server: RunningServer, fmt: str, ctype: str) -> None:
     r = httpx.post(
-        speech_server.url + "/invocations", json={"text": "Hello there.", "format": fmt}, timeout=60
+        scripted_server.url + "/invocations", json={"text": "Hello there.", "format": fmt}, timeout=60
     )
     assert r.status_code == 200 and r.headers["content-type"].startswith(ctype)
     assert len(r.content) > 1000
 
 
-def test_invocations_sse_for_response_streams(speech_server: RunningServer) -> None:
+def test_invocations_sse_for_response_streams(scripted_server: RunningServer) -> None:
     r = httpx.post(
-        speech_server.url + "/invocations", json={"text": "Hi there.", "stream": "sse"}, timeout=60
+        scripted_server.url + "/invocations", json={"text": "Hi there.", "stream": "sse"}, timeout=60
     )
     events = [json.loads(block[len("data: ") :]) for block in r.text.split("\n\n") if block]
     assert next(e["type"] for e in events) == "audio_start" and events[-1]["type"] == "audio_end"
@@ -73,8 +73,8 @@ def test_invocations_sse_for_response_streams(speech_server: RunningServer) -> N
         (b'{"text": "..."}', "empty_text"),
     ],
 )
-def test_invocations_bad_input_is_4xx_json(speech_server: RunningServer, body: bytes, code: str) -> None:
-    r = httpx.post(speech_server.url + "/invocations", content=body, timeout=30)
+def test_invocations_bad_input_is_4xx_json(scripted_server: RunningServer, body: bytes, code: str) -> None:
+    r = httpx.post(scripted_server.url + "/invocations", content=body, timeout=30)
     assert 400 <= r.status_code < 500
     err = r.json()["error"]
     assert err["code"] == code and len(err["message"]) > 10
@@ -103,15 +103,15 @@ def test_ping_is_503_until_warm(engine: KokoroEngine) -> None:
     assert r.status_code == 503 and r.json()["error"]["code"] == "not_ready"
 
 
-def test_an_unknown_route_is_answered_in_its_wires_error_shape(speech_server: RunningServer) -> None:
+def test_an_unknown_route_is_answered_in_its_wires_error_shape(scripted_server: RunningServer) -> None:
     """A voice id with "/" took ElevenLabs' clients to Starlette's plain-text "Not Found"."""
-    r = httpx.post(speech_server.url + "/v1/text-to-speech/af/heart", json={"text": "Hi."})
+    r = httpx.post(scripted_server.url + "/v1/text-to-speech/af/heart", json={"text": "Hi."})
     assert r.status_code == 404 and r.json()["detail"]["status"] == "not_found"
     assert "'/'" in r.json()["detail"]["message"]
-    r = httpx.get(speech_server.url + "/no/such/route")
+    r = httpx.get(scripted_server.url + "/no/such/route")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
     # In plain English (it said "the server has no this route").
     assert r.json()["error"]["message"] == "GET /no/such/route: this server has no such route"
-    r = httpx.get(speech_server.url + "/invocations")  # a route, not this method
+    r = httpx.get(scripted_server.url + "/invocations")  # a route, not this method
     assert r.status_code == 405 and r.json()["error"]["code"] == "not_found"
     assert r.json()["error"]["message"] == "GET /invocations: this route does not take that method"

@@ -18,8 +18,8 @@ from tests.helpers import (
 # --- 23. an unstreamed captioned answer is counted and stops with its caller ----------------------------------
 
 
-async def test_unstreamed_captioned_speech_is_counted_and_cancelled(engine: KokoroEngine) -> None:
-    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, max_sessions=2)
+async def test_unstreamed_captioned_speech_is_counted_and_cancelled(busy_scripted: KokoroEngine) -> None:
+    server = await asyncio.to_thread(start_speech_server, busy_scripted, warm_up=False, max_sessions=2)
     try:
         body = json.dumps({"input": "A long answer that nobody will wait for. " * 200, "stream": False})
         sock = socket.create_connection(("127.0.0.1", server.port))

@@ -32,8 +32,9 @@ IDLE = {
 
 
 @pytest.fixture(scope="module")
-def one_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
-    server = start_speech_server(engine, admission_listeners=1)
+def one_listener(scripted: KokoroEngine) -> Iterator[RunningServer]:
+    """What every path out gives back is bookkeeping, not sound: the scripted engine serves it."""
+    server = start_speech_server(scripted, admission_listeners=1)
     yield server
     server.stop()
 

@@ -81,10 +81,10 @@ def _raw_post(port: int, head: bytes, chunks: Any = ()) -> str:
     return received.decode("latin-1")
 
 
-def test_request_bodies_are_capped_before_they_are_read(speech_server: RunningServer) -> None:
+def test_request_bodies_are_capped_before_they_are_read(scripted_server: RunningServer) -> None:
     # A declared 400 MB body is refused before a byte of it is read.
     declared = _raw_post(
-        speech_server.port,
+        scripted_server.port,
         b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: 419430400\r\n\r\n{}",
     )
@@ -92,7 +92,7 @@ def test_request_bodies_are_capped_before_they_are_read(speech_server: RunningSe
     # 4 MB without a declared length: refused once past the limit.
     chunk = b"10000\r\n" + b"x" * 65536 + b"\r\n"
     undeclared = _raw_post(
-        speech_server.port,
+        scripted_server.port,
         b"POST /invocations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n",
         [chunk] * 64,

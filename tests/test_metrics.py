@@ -33,9 +33,9 @@ def test_errors_are_counted_by_code_and_server_side_ones_reach_cloudwatch(
     assert json.loads(line)["Errors"] == 1
 
 
-def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
-    httpx.post(speech_server.url + "/invocations", json={"text": "Counting."}, timeout=60)
-    text = httpx.get(speech_server.url + "/metrics").text
+def test_metrics_are_prometheus_text(scripted_server: RunningServer) -> None:
+    httpx.post(scripted_server.url + "/invocations", json={"text": "Counting."}, timeout=60)
+    text = httpx.get(scripted_server.url + "/metrics").text
     assert "streamvoice_model_call_seconds_count" in text and "streamvoice_active_sessions" in text
     # the gauges an autoscaler reads
     assert "streamvoice_busy_sessions 0" in text and "streamvoice_draining 0" in text
@@ -47,13 +47,13 @@ def test_metrics_are_prometheus_text(speech_server: RunningServer) -> None:
     assert 0.25 <= pace <= 8.0
 
 
-def test_first_audio_is_measured_on_the_http_routes_too(speech_server: RunningServer) -> None:
+def test_first_audio_is_measured_on_the_http_routes_too(scripted_server: RunningServer) -> None:
     """Only the WebSocket surfaces recorded time to first audio; the HTTP answers do as well now."""
     from tests.helpers import metric
 
     name = "streamvoice_time_to_first_audio_seconds_count"
-    before = metric(speech_server, name)
-    httpx.post(speech_server.url + "/invocations", json={"text": "Counted."}, timeout=60)
+    before = metric(scripted_server, name)
+    httpx.post(scripted_server.url + "/invocations", json={"text": "Counted."}, timeout=60)
     body = {"input": "Counted too.", "response_format": "pcm"}
-    httpx.post(speech_server.url + "/v1/audio/speech", json=body, timeout=60)
-    assert metric(speech_server, name) == before + 2
+    httpx.post(scripted_server.url + "/v1/audio/speech", json=body, timeout=60)
+    assert metric(scripted_server, name) == before + 2

@@ -21,8 +21,8 @@ from tests.helpers import (
 from tests.helpers import answers as next_answers
 
 
-async def test_text_and_binary_frames_many_messages_in_order(speech_server: RunningServer) -> None:
-    async with connect(speech_server.ws_url) as ws:
+async def test_text_and_binary_frames_many_messages_in_order(scripted_server: RunningServer) -> None:
+    async with connect(scripted_server.ws_url) as ws:
         await ws.send(json.dumps({"type": "synthesize", "text": "One.", "id": "a"}))
         await ws.send(json.dumps({"text": "Two, sent as binary like SageMaker does.", "id": "b"}).encode())
         await ws.send(json.dumps({"type": "synthesize", "text": "Three.", "id": "c", "format": "mp3"}))
@@ -35,7 +35,7 @@ async def test_text_and_binary_frames_many_messages_in_order(speech_server: Runn
     assert completes[0]["bytes"] == completes[0]["audio_ms"] * 48  # s16le at 24 kHz
 
 
-async def test_every_bad_input_gets_an_error_and_the_session_goes_on(speech_server: RunningServer) -> None:
+async def test_every_bad_input_gets_an_error_and_the_session_goes_on(scripted_server: RunningServer) -> None:
     bad_frames: list[str | bytes] = [
         "not json at all",
         "[1, 2, 3]",
@@ -62,7 +62,7 @@ async def test_every_bad_input_gets_an_error_and_the_session_goes_on(speech_serv
         "unknown_type",
         "unknown_voice",
     ]
-    async with connect(speech_server.ws_url) as ws:
+    async with connect(scripted_server.ws_url) as ws:
         for frame in bad_frames:
             await ws.send(frame)
         await ws.send(json.dumps({"type": "synthesize", "text": "Still working.", "id": "ok"}))
@@ -77,8 +77,8 @@ async def test_every_bad_input_gets_an_error_and_the_session_goes_on(speech_serv
     assert "Did you mean" in unknown["message"]
 
 
-async def test_configure_sets_session_defaults(speech_server: RunningServer) -> None:
-    async with connect(speech_server.ws_url) as ws:
+async def test_configure_sets_session_defaults(scripted_server: RunningServer) -> None:
+    async with connect(scripted_server.ws_url) as ws:
         await ws.send(json.dumps({"type": "configure", "format": "wav", "speed": 1.3, "voice": "bm_george"}))
         await ws.send(json.dumps({"type": "synthesize", "text": "Configured.", "id": "w"}))
         controls, _ = await collect(ws, 1)
@@ -87,9 +87,9 @@ async def test_configure_sets_session_defaults(speech_server: RunningServer) -> 
     assert started["format"] == "wav"
 
 
-async def test_cancel_drops_queued_and_in_progress_work(speech_server: RunningServer) -> None:
+async def test_cancel_drops_queued_and_in_progress_work(scripted_server: RunningServer) -> None:
     long_text = "This is a long message that would take many seconds to say out loud. " * 6
-    async with connect(speech_server.ws_url) as ws:
+    async with connect(scripted_server.ws_url) as ws:
         for i in range(3):
             await ws.send(json.dumps({"type": "synthesize", "text": long_text, "id": f"l{i}"}))
         await asyncio.sleep(0.2)
@@ -104,8 +104,8 @@ async def test_cancel_drops_queued_and_in_progress_work(speech_server: RunningSe
     assert audio["after"] > 0
 
 
-async def test_cancel_with_an_id_cancels_that_message_only(speech_server: RunningServer) -> None:
-    async with connect(speech_server.ws_url) as ws:
+async def test_cancel_with_an_id_cancels_that_message_only(scripted_server: RunningServer) -> None:
+    async with connect(scripted_server.ws_url) as ws:
         await ws.send(json.dumps({"text": "The first message is spoken in full. " * 3, "id": "a"}))
         await ws.send(json.dumps({"text": "The second one is interrupted before it starts.", "id": "b"}))
         await ws.send(json.dumps({"text": "The third one is spoken too.", "id": "c"}))
@@ -120,8 +120,8 @@ async def test_cancel_with_an_id_cancels_that_message_only(speech_server: Runnin
     assert [(a["type"], a["ids"]) for a in acks] == [("cancelled", ["b"]), ("cancelled", [])]
 
 
-async def test_close_finishes_queued_work_then_ends(speech_server: RunningServer) -> None:
-    client = await SpeechClient.connect(speech_server.ws_url)
+async def test_close_finishes_queued_work_then_ends(scripted_server: RunningServer) -> None:
+    client = await SpeechClient.connect(scripted_server.ws_url)
     await client.synthesize("Finish me before closing.", id="x")
     await client.close()
     events = [e async for e in client.events()]
@@ -130,8 +130,8 @@ async def test_close_finishes_queued_work_then_ends(speech_server: RunningServer
     await client.aclose()
 
 
-async def test_client_speak_and_errors(speech_server: RunningServer) -> None:
-    async with await SpeechClient.connect(speech_server.url) as client:
+async def test_client_speak_and_errors(scripted_server: RunningServer) -> None:
+    async with await SpeechClient.connect(scripted_server.url) as client:
         result = await client.speak("Client library test.", format="pcm")
         assert len(result.audio) == result.complete["bytes"] > 0
         assert result.time_to_first_audio_s is not None and result.time_to_first_audio_s > 0
@@ -142,10 +142,10 @@ async def test_client_speak_and_errors(speech_server: RunningServer) -> None:
         assert again.audio
 
 
-async def test_idle_timeout_closes_with_reason(engine) -> None:  # type: ignore[no-untyped-def]
+async def test_idle_timeout_closes_with_reason(scripted: KokoroEngine) -> None:
     from tests.helpers import start_speech_server
 
-    server = await asyncio.to_thread(start_speech_server, engine, idle_timeout_s=0.5, warm_up=False)
+    server = await asyncio.to_thread(start_speech_server, scripted, idle_timeout_s=0.5, warm_up=False)
     try:
         async with connect(server.ws_url) as ws:
             frame = await asyncio.wait_for(ws.recv(), 5)
@@ -160,15 +160,15 @@ HUGE = "9" * 400
 # --- 1. huge JSON integers ----------------------------------------------------------------------------
 
 
-async def test_huge_integers_are_answered_and_leak_no_session(speech_server: RunningServer) -> None:
-    before = metric(speech_server, "streamvoice_active_sessions")
+async def test_huge_integers_are_answered_and_leak_no_session(scripted_server: RunningServer) -> None:
+    before = metric(scripted_server, "streamvoice_active_sessions")
     frames = [
         f'{{"type": "synthesize", "text": "Hi.", "speed": {HUGE}, "id": "s"}}',
         f'{{"type": "synthesize", "text": "Hi.", "speed": -{HUGE}}}',
         '{"type": "synthesize", "text": "Hi.", "id": ' + "7" * 5000 + "}",
         f'{{"type": "configure", "speed": {HUGE}}}',
     ]
-    async with connect(speech_server.ws_url) as ws:
+    async with connect(scripted_server.ws_url) as ws:
         for frame in frames:
             await ws.send(frame)
         errors = [json.loads(await asyncio.wait_for(ws.recv(), 10)) for _ in frames]
@@ -181,8 +181,8 @@ async def test_huge_integers_are_answered_and_leak_no_session(speech_server: Run
         await ws.send(json.dumps({"text": "Still here.", "id": "ok"}))
         answers = await next_answers(ws, 1)
         assert answers[-1]["type"] == "synthesis_complete" and answers[-1]["id"] == "ok"
-    await wait_for(lambda: metric(speech_server, "streamvoice_active_sessions") == before)
-    r = httpx.post(speech_server.url + "/invocations", content=f'{{"text": "Hi.", "speed": {HUGE}}}')
+    await wait_for(lambda: metric(scripted_server, "streamvoice_active_sessions") == before)
+    r = httpx.post(scripted_server.url + "/invocations", content=f'{{"text": "Hi.", "speed": {HUGE}}}')
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_speed"
 
 
@@ -218,8 +218,8 @@ async def test_pipelining_past_the_queue_gets_queue_full_and_keeps_the_session(
 # --- 8 and 9. sizes -----------------------------------------------------------------------------------------
 
 
-async def test_oversized_frame_is_answered_and_the_session_goes_on(engine: KokoroEngine) -> None:
-    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, max_message_bytes=8192)
+async def test_oversized_frame_is_answered_and_the_session_goes_on(scripted: KokoroEngine) -> None:
+    server = await asyncio.to_thread(start_speech_server, scripted, warm_up=False, max_message_bytes=8192)
     try:
         async with connect(server.ws_url, max_size=None) as ws:
             await ws.send(json.dumps({"text": "Queued first.", "id": "a"}))
@@ -231,8 +231,8 @@ async def test_oversized_frame_is_answered_and_the_session_goes_on(engine: Kokor
         await asyncio.to_thread(server.stop)
 
 
-async def test_session_lifetime_ends_an_idle_session_on_time(engine: KokoroEngine) -> None:
-    server = await asyncio.to_thread(start_speech_server, engine, warm_up=False, session_lifetime_s=2.0)
+async def test_session_lifetime_ends_an_idle_session_on_time(scripted: KokoroEngine) -> None:
+    server = await asyncio.to_thread(start_speech_server, scripted, warm_up=False, session_lifetime_s=2.0)
     try:
         async with connect(server.ws_url) as ws:  # no frame sent: the lifetime ends it, not the idle timeout
             event = json.loads(await asyncio.wait_for(ws.recv(), 60))

@@ -37,11 +37,11 @@ def test_incomplete_final_event_is_dropped() -> None:
 
 
 @pytest.fixture(scope="module")
-def recorded_stream(speech_server: RunningServer) -> bytes:
+def recorded_stream(scripted_server: RunningServer) -> bytes:
     """A real agent response, recorded off the wire."""
     agent = start_agent(
         ScriptedTextSource("Hi there. Short answer, é ü 漢字.", ttft_s=0.05, tokens_per_s=200),
-        speech_server.url,
+        scripted_server.url,
     )
     try:
         with httpx.stream("POST", agent.url + "/invocations", json={"prompt": "hi"}, timeout=60) as r:

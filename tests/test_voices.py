@@ -95,12 +95,12 @@ def test_voice_parsing_is_linear_and_bounded() -> None:
     assert [round(w, 3) for _, w in blend.parts] == [0.7, 0.3]
 
 
-async def test_long_voice_is_refused_and_ping_stays_responsive(speech_server: RunningServer) -> None:
-    async with connect(speech_server.ws_url, max_size=None) as ws:
+async def test_long_voice_is_refused_and_ping_stays_responsive(scripted_server: RunningServer) -> None:
+    async with connect(scripted_server.ws_url, max_size=None) as ws:
         await ws.send(json.dumps({"text": "Hi.", "voice": "af_heart*" + "1" * 12_000}))
         error = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert error["code"] == "unknown_voice" and "limit" in error["message"]
-    assert httpx.get(speech_server.url + "/ping", timeout=60).status_code == 200
+    assert httpx.get(scripted_server.url + "/ping", timeout=60).status_code == 200
 
 
 # --- 12. shared tables ------------------------------------------------------------------------------------
