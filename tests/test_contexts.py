@@ -26,9 +26,10 @@ RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
 
 
 @pytest.fixture(scope="module")
-def hostile_server(engine) -> Iterator[RunningServer]:  # type: ignore[no-untyped-def]
+def hostile_server(scripted) -> Iterator[RunningServer]:  # type: ignore[no-untyped-def]
+    """Hostile clients against the vendors' context shapes: the scripted engine answers them."""
     server = start_speech_server(
-        engine,
+        scripted,
         auth_token=TOKEN,
         admission_listeners=4,
         max_queued_messages=MAX_CONTEXTS,
@@ -249,7 +250,7 @@ async def test_a_text_that_is_not_a_string_has_one_code_over_http_and_socket(
             assert "as a string, not int" in json.dumps(answer), (path, answer)
 
 
-async def test_a_client_past_the_reply_cap_is_closed_at_once_and_its_slot_freed(engine) -> None:  # type: ignore[no-untyped-def]
+async def test_a_client_past_the_reply_cap_is_closed_at_once_and_its_slot_freed(scripted) -> None:  # type: ignore[no-untyped-def]
     """Frames sent without reading any reply: past MAX_PENDING_REPLIES the connection closes, its context
     cancelled, its slot free, and the next caller is served. That the close no longer waits behind the open
     context's audio is ``test_connection.py::test_an_aborted_connection_closes_without_waiting_for_its_writer``."""
@@ -257,7 +258,7 @@ async def test_a_client_past_the_reply_cap_is_closed_at_once_and_its_slot_freed(
 
     server = await asyncio.to_thread(
         start_speech_server,
-        engine,
+        scripted,
         auth_token=TOKEN,
         admission_listeners=1,
         send_timeout_s=300.0,
