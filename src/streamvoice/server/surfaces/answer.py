@@ -28,30 +28,36 @@ class Answer:
     )
 
 
-class Renderer[F]:
-    """Events in, the wire's frames out (``F``: text or bytes on a WebSocket, events on Wyoming)."""
+class Renderer[F, A: Answer]:
+    """Events in, the wire's frames out: the one hook vocabulary every wire speaks (``F``: text or bytes on a
+    WebSocket, events on Wyoming; ``A``: the wire's answer, with its typed per-answer state)."""
 
-    def render_started(self, answer: Answer, index: int) -> list[F]:
+    def render_started(self, answer: A, index: int) -> list[F]:
         return []
 
-    def render_words(self, answer: Answer, times: list[WordTime]) -> list[F]:
+    def render_words(self, answer: A, times: list[WordTime]) -> list[F]:
         return []
 
-    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[F]:
+    def render_audio(self, answer: A, data: bytes, samples: int) -> list[F]:
         """``data`` encoded, covering ``samples`` at the model's rate after ``answer.sent_samples``."""
         raise NotImplementedError
 
-    def render_piece_ended(self, answer: Answer, index: int) -> list[F]:
+    def render_piece_ended(self, answer: A, index: int) -> list[F]:
         return []
 
-    def render_marked(self, answer: Answer, label: int) -> list[F]:
+    def render_marked(self, answer: A, label: int) -> list[F]:
         """Every piece before the caller's mark has been sent (``Utterance.mark``)."""
         return []
 
-    def render_completed(self, answer: Answer, done: Completed) -> list[F]:
+    def render_completed(self, answer: A, done: Completed) -> list[F]:
         return []
 
-    def render_failed(self, answer: Answer, error: ProtocolError) -> list[F]:
-        """The answer's one error (cancelled, nothing speakable, a failed synthesis); the wire counts what it
+    def render_cancelled(self, answer: A, error: ProtocolError) -> list[F]:
+        """The caller (or a cut) cancelled it (``error`` is ``cancelled``, named): by default told as a
+        failure; a wire whose clients expect their own cancel to be answered otherwise says so here."""
+        return self.render_failed(answer, error)
+
+    def render_failed(self, answer: A, error: ProtocolError) -> list[F]:
+        """The answer's one error (nothing speakable, a failed synthesis, shed); the wire counts what it
         reports as an error (``count_error``)."""
         return []

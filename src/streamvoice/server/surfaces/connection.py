@@ -58,13 +58,13 @@ RECENT_ANSWERS = 8
 
 
 @dataclass(frozen=True)
-class Cut:
+class Cut[A: Answer]:
     """A barge-in's account: where the listener's player was on the connection's timeline, the answers
     cancelled, and what was heard of each answer whose audio the cut stopped (in speaking order)."""
 
     played_ms: float
-    cancelled: list[Answer]
-    heard: list[tuple[Answer, Heard]]
+    cancelled: list[A]
+    heard: list[tuple[A, Heard]]
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,9 @@ class DrainCheck:
     """Queued when a drain begins: the writer ends the connection once nothing is queued before it."""
 
 
-class Connection[F](Renderer[F]):
-    """A wire's connection: subclass it, supply ``on_frame`` and the render methods (``answer.Renderer``)."""
+class Connection[F, A: Answer](Renderer[F, A]):
+    """A wire's connection: subclass it, supply ``on_frame`` and the render methods (``answer.Renderer``);
+    ``A`` is the wire's answer (its typed per-answer state), so a wire never downcasts what it is given."""
 
     name = "connection"  # in the logs: "<name>=<id>"
     hands_over = True  # a socket pauses between answers: past its hold, its slot goes to a caller waiting
@@ -92,10 +93,10 @@ class Connection[F](Renderer[F]):
         self.utterances = service.utterances()
         self.utterances.on_restart = transport.restart_playout  # the listener's playback starts again
         transport.on_stalled = self.cancel
-        self.answering: list[Answer] = []  # every answer not yet finished, in order
+        self.answering: list[A] = []  # every answer not yet finished, in order
         self.timeline = Timeline(service.sample_rate)  # the audio as the listener's player counts it
-        self._recent: deque[Answer] = deque(maxlen=RECENT_ANSWERS)
-        self._outbox: asyncio.Queue[Answer | Closing[F] | DrainCheck | _Reply[F]] = asyncio.Queue()
+        self._recent: deque[A] = deque(maxlen=RECENT_ANSWERS)
+        self._outbox: asyncio.Queue[A | Closing[F] | DrainCheck | _Reply[F]] = asyncio.Queue()
         self._notices: asyncio.Queue[F] = asyncio.Queue()  # sent at once, not behind answers (``notice``)
         self._started = time.monotonic()
         self._draining = False
@@ -122,10 +123,10 @@ class Connection[F](Renderer[F]):
         """What the client is told before the server ends the connection (idle, lifetime, drain, a bug)."""
         return None
 
-    def finished(self, answer: Answer) -> None:
+    def finished(self, answer: A) -> None:
         """The answer is over, however it ended (the wire forgets it)."""
 
-    def after_answer(self, answer: Answer) -> bool:
+    def after_answer(self, answer: A) -> bool:
         """True to close once this answer is sent (ElevenLabs' single stream-input)."""
         return False
 
@@ -167,14 +168,14 @@ class Connection[F](Renderer[F]):
     def count_error(self, error: ProtocolError) -> None:
         self.service.metrics.count_error(str(error.code))
 
-    def open_answer[A: Answer](self, answer: A) -> A:
+    def open_answer(self, answer: A) -> A:
         """Queue an accepted answer: it is answered in order, after every answer opened before it."""
         self.answering.append(answer)
         self.service.metrics.count_message()
         self._outbox.put_nowait(answer)
         return answer
 
-    def previous(self) -> Answer | None:
+    def previous(self) -> A | None:
         return self.answering[-1] if self.answering else None
 
     def refusal(self, limit_noun: str, what_to_do: str) -> ProtocolError | None:
@@ -199,7 +200,7 @@ class Connection[F](Renderer[F]):
         if not admission.holds(self):
             raise admission.busy("this connection's wait for a listener slot ran out")
 
-    def cancel(self, target: str | None = None) -> list[Answer]:
+    def cancel(self, target: str | None = None) -> list[A]:
         """Stop the answer with this id (None: every one); those cancelled."""
         cancelled = self.utterances.cancel(target)  # restarts the playout when the one speaking goes
         return [a for a in self.answering if a.utterance in cancelled]
@@ -217,7 +218,7 @@ class Connection[F](Renderer[F]):
         self.utterances.lane.restart_playback()
         self.transport.restart_playout()
 
-    def cut(self, target: str | None = None, played_ms: float | None = None) -> Cut:
+    def cut(self, target: str | None = None, played_ms: float | None = None) -> Cut[A]:
         """Cancel (as ``cancel``) and say what the listener heard of each answer the cut stops: the ones
         cancelled and, on a barge-in (no ``target``), finished ones whose audio was still playing.
         ``played_ms``: where the caller's player is on the timeline (None: the server's playout clock); a
@@ -241,7 +242,7 @@ class Connection[F](Renderer[F]):
         for answer in playing:
             self._recent.remove(answer)  # what it had past the cut is dropped: never cut twice
         cancelled = self.cancel(target)
-        heard: list[tuple[Answer, Heard]] = []
+        heard: list[tuple[A, Heard]] = []
         dropped = 0
         for answer in [*playing, *cancelled]:
             played = played_of(answer.starts_at, answer.sent_samples, position)
@@ -386,7 +387,7 @@ class Connection[F](Renderer[F]):
         except Disconnected:
             self.cancel()
 
-    def _finish(self, answer: Answer) -> None:
+    def _finish(self, answer: A) -> None:
         if answer.starts_at is not None and not answer.utterance.cancelled:
             self._recent.append(answer)
         self.finished(answer)
@@ -403,7 +404,7 @@ class Connection[F](Renderer[F]):
         except Disconnected:
             self.cancel()
 
-    async def _answer(self, answer: Answer) -> None:
+    async def _answer(self, answer: A) -> None:
         """The answer's events as the wire's frames, audio paced to the listener."""
 
         def first_audio() -> None:
@@ -437,12 +438,14 @@ class Connection[F](Renderer[F]):
                         await self._send(self.render_marked(answer, label))
                     case Completed():
                         await self._send(self.render_completed(answer, event))
+                    case Failed(error=error) if error.code == ErrorCode.CANCELLED:
+                        await self._send(self.render_cancelled(answer, error))
                     case Failed(error=error):
                         await self._send(self.render_failed(answer, error))
                     case _:
                         await self._send(self.render_words(answer, event.times))
 
-    async def _take_turns(self, answer: Answer) -> None:
+    async def _take_turns(self, answer: A) -> None:
         """At a piece's end: a listener that has held its slot past ``ADMISSION_MAX_HOLD_S`` while others
         want one (one that never pauses, such as a socket streaming a whole book) hands it over and waits
         its turn again, told so where its wire can say it (``handed_over``); its answer goes on when the
@@ -462,7 +465,7 @@ class Connection[F](Renderer[F]):
         except ProtocolError as exc:
             answer.utterance.fail(exc.naming(id=answer.id))
 
-    def handed_over(self, answer: Answer) -> F | None:
+    def handed_over(self, answer: A) -> F | None:
         """What the wire tells a listener whose turn is over and who waits for its slot again."""
         return None
 

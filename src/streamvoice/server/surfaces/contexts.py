@@ -3,8 +3,9 @@
 ElevenLabs' stream-input, Cartesia's contexts and Deepgram's Speak / Flush have one shape: a connection
 carries contexts (one per answer), each fed text as a language model writes it, flushed, ended or
 cancelled, and answered with audio, word or character times, and a "done" of the wire's own. This class is
-that shape, once; each wire subclasses it to parse its frames (``on_frame``) and render the events
-(``audio_frames``, ``words_frame``, ``done_frame``, ``failed_frame``, ``error_frame``).
+that shape, once; each wire subclasses it to parse its frames (``on_object``) and render the events
+in the runtime's one vocabulary (``answer.Renderer``: ``render_audio``, ``render_words``, ``render_completed``
+...), each given the wire's own ``Context[S]``; ``error_frame`` says a refused frame in the wire's shape.
 
 What every wire gets from here, with the session protocol's settings:
 
@@ -31,7 +32,6 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
-from streamvoice.engine.alignment import WordTime
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, parse_json_object
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
@@ -79,7 +79,7 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-class ContextSocket[S](Connection[Frame]):
+class ContextSocket[S](Connection[Frame, Context[S]]):
     name = "vendor"
     # ElevenLabs: a context that gets words while an older one, already closed, is still speaking takes
     # the voice (the older is cancelled). Its clients close a context to interrupt it and open the next.
@@ -102,26 +102,6 @@ class ContextSocket[S](Connection[Frame]):
         """One parsed client frame; True when the client asked to close (after what is queued)."""
         raise NotImplementedError
 
-    def audio_frames(self, ctx: Context[S], data: bytes, samples: int) -> list[Frame]:
-        """``data`` encoded, covering ``samples`` at the model's rate after ``ctx.sent_samples``."""
-        return list(audio_frames(data))
-
-    def words_frame(self, ctx: Context[S], times: list[WordTime]) -> Frame | None:
-        return None
-
-    def done_frame(self, ctx: Context[S]) -> Frame | None:
-        return None
-
-    def flushed_frame(self, ctx: Context[S], label: int) -> Frame | None:
-        """The audio of everything before the ``label``-th flush has been sent."""
-        return None
-
-    def cancelled_frame(self, ctx: Context[S]) -> Frame | None:
-        return None
-
-    def failed_frame(self, ctx: Context[S], error: ProtocolError) -> Frame | None:
-        return self.error_frame(error, ctx.id)
-
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         raise NotImplementedError
 
@@ -132,31 +112,23 @@ class ContextSocket[S](Connection[Frame]):
     def refused(self, error: ProtocolError) -> None:
         self.notice(self.error_frame(error, error.id))
 
-    def render_words(self, answer: Answer, times: list[WordTime]) -> list[Frame]:
-        return _frames(self.words_frame(_context(answer), times)) if times else []
+    def render_audio(self, answer: Context[S], data: bytes, samples: int) -> list[Frame]:
+        return list(audio_frames(data))
 
-    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[Frame]:
-        return self.audio_frames(_context(answer), data, samples)
+    def render_cancelled(self, answer: Context[S], error: ProtocolError) -> list[Frame]:
+        return []  # the vendors answer a cancelled context with nothing (or say so in their own frame)
 
-    def render_marked(self, answer: Answer, label: int) -> list[Frame]:
-        return _frames(self.flushed_frame(_context(answer), label))
-
-    def render_completed(self, answer: Answer, done: Completed) -> list[Frame]:
-        return _frames(self.done_frame(_context(answer)))
-
-    def render_failed(self, answer: Answer, error: ProtocolError) -> list[Frame]:
-        ctx = _context(answer)
+    def render_failed(self, answer: Context[S], error: ProtocolError) -> list[Frame]:
+        """An empty context is answered done, as the vendors do; any other failure in the wire's error shape,
+        counted."""
         if error.code == ErrorCode.EMPTY_TEXT:
-            return _frames(self.done_frame(ctx))  # vendors answer an empty context done
-        if error.code == ErrorCode.CANCELLED or (ctx.utterance.cancelled and ctx.utterance.failure is None):
-            return _frames(self.cancelled_frame(ctx))
+            return self.render_completed(answer, Completed(samples=0, pieces=0))
         self.count_error(error)
-        return _frames(self.failed_frame(ctx, error))
+        return _frames(self.error_frame(error, answer.id))
 
-    def finished(self, answer: Answer) -> None:
-        ctx = _context(answer)
-        if self.open.get(ctx.cid) is ctx:
-            del self.open[ctx.cid]
+    def finished(self, answer: Context[S]) -> None:
+        if self.open.get(answer.cid) is answer:
+            del self.open[answer.cid]
 
     # -- contexts -----------------------------------------------------------------------------------
     def send(self, frame: Frame | None) -> None:
@@ -196,7 +168,7 @@ class ContextSocket[S](Connection[Frame]):
             if self.newest_takes_over:  # by context, not by id: a reused id names the new one too
                 older = [
                     c
-                    for c in self.contexts()
+                    for c in self.answering
                     if c is not ctx and not c.taking_text and not c.utterance.cancelled
                 ]
                 self.utterances.cancel_these([c.utterance for c in older])
@@ -216,15 +188,12 @@ class ContextSocket[S](Connection[Frame]):
         ctx.utterance.end()
         self._close(ctx)
 
-    def cancel(self, target: str | None = None) -> list[Answer]:
+    def cancel(self, target: str | None = None) -> list[Context[S]]:
         """Stop the context with this id (None: every one); those cancelled."""
         cancelled = super().cancel(target)
         for ctx in cancelled:
-            self._close(_context(ctx))
+            self._close(ctx)
         return cancelled
-
-    def contexts(self) -> list[Context[S]]:
-        return [_context(a) for a in self.answering]
 
     def _close(self, ctx: Context[S]) -> None:
         if self.open.get(ctx.cid) is ctx:
@@ -232,11 +201,6 @@ class ContextSocket[S](Connection[Frame]):
         self.closed[ctx.cid] = "cancelled" if ctx.utterance.cancelled else "ended"
         if len(self.closed) > CLOSED_IDS:
             del self.closed[next(iter(self.closed))]
-
-
-def _context(answer: Answer) -> Context[Any]:
-    assert isinstance(answer, Context)
-    return answer
 
 
 def _frames(frame: Frame | None) -> list[Frame]:

@@ -56,7 +56,7 @@ def close_code(error: ProtocolError) -> int:
 
 async def serve(
     ws: WebSocket,
-    make: Callable[[WebSocket, SpeechService, str], Connection[Any]],
+    make: Callable[[WebSocket, SpeechService, str], Connection[Any, Any]],
     refusal: Callable[[ProtocolError], str | bytes],
     connection_id: Callable[[WebSocket], str | None] = lambda ws: None,
     browser: BrowserKey = BrowserKey(),

@@ -27,6 +27,7 @@ from streamvoice.protocol import (
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.cartesia.dictionaries import with_dictionary
 from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
@@ -182,7 +183,7 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
             self.end(ctx)
         return False
 
-    def audio_frames(self, ctx: Context[CartesiaContext], data: bytes, samples: int) -> list[Frame]:
+    def render_audio(self, ctx: Context[CartesiaContext], data: bytes, samples: int) -> list[Frame]:
         body = {
             "type": "chunk",
             "data": b64(data),
@@ -194,7 +195,7 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
         }
         return [json.dumps(body)]
 
-    def flushed_frame(self, ctx: Context[CartesiaContext], label: int) -> Frame | None:
+    def render_marked(self, ctx: Context[CartesiaContext], label: int) -> list[Frame]:
         ctx.wire.flush_id = label + 1  # the chunks after it belong to the next flush
         body = {
             "type": "flush_done",
@@ -204,11 +205,11 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
             "status_code": 206,
             "context_id": ctx.id,
         }
-        return json.dumps(body)
+        return [json.dumps(body)]
 
-    def words_frame(self, ctx: Context[CartesiaContext], times: list[WordTime]) -> Frame | None:
-        if not ctx.wire.timestamps:
-            return None
+    def render_words(self, ctx: Context[CartesiaContext], times: list[WordTime]) -> list[Frame]:
+        if not ctx.wire.timestamps or not times:
+            return []
         body = {
             "type": "timestamps",
             "done": False,
@@ -216,10 +217,10 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
             "context_id": ctx.id,
             "word_timestamps": timestamps(times),
         }
-        return json.dumps(body)
+        return [json.dumps(body)]
 
-    def done_frame(self, ctx: Context[CartesiaContext]) -> Frame | None:
-        return json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": ctx.id})
+    def render_completed(self, ctx: Context[CartesiaContext], done: Completed) -> list[Frame]:
+        return [json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": ctx.id})]
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         return json.dumps(error_event(error, context_id))

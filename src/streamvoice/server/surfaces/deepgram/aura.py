@@ -26,6 +26,7 @@ from starlette.websockets import WebSocket
 
 from streamvoice.protocol import ErrorCode, ProtocolError, required_text
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
 from streamvoice.server.surfaces.deepgram.request import (
     BROWSER_KEY,
@@ -107,13 +108,17 @@ class DeepgramSocket(ContextSocket[AuraContext]):
                 )
         return False
 
-    def done_frame(self, ctx: Context[AuraContext]) -> Frame | None:
+    def render_completed(self, ctx: Context[AuraContext], done: Completed) -> list[Frame]:
         if ctx.wire.sequence is None:
-            return None  # ended by the server (its text stopped, or passed the cap): no Flush to answer
-        return json.dumps({"type": "Flushed", "sequence_id": ctx.wire.sequence})
+            return []  # ended by the server (its text stopped, or passed the cap): no Flush to answer
+        return [json.dumps({"type": "Flushed", "sequence_id": ctx.wire.sequence})]
 
-    def failed_frame(self, ctx: Context[AuraContext], error: ProtocolError) -> Frame | None:
-        return json.dumps({"type": "Error", "description": error.message, "code": str(error.code).upper()})
+    def render_failed(self, ctx: Context[AuraContext], error: ProtocolError) -> list[Frame]:
+        """A turn that failed is Deepgram's ``Error``; an empty one is answered as the other vendors do."""
+        if error.code == ErrorCode.EMPTY_TEXT:
+            return super().render_failed(ctx, error)
+        self.count_error(error)
+        return [json.dumps({"type": "Error", "description": error.message, "code": str(error.code).upper()})]
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         return warning(error)

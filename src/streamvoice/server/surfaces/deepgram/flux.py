@@ -42,7 +42,6 @@ from starlette.websockets import WebSocket
 from streamvoice.protocol import ErrorCode, ProtocolError, required_text
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
-from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
 from streamvoice.server.surfaces.deepgram.request import (
     BROWSER_KEY,
@@ -177,12 +176,12 @@ class FluxSocket(ContextSocket[FluxTurn]):
         if why is not None:
             self.notice(_warn("INVALID_INTERRUPT_OFFSET", why))
             return
-        if self.timeline.samples == 0 and not any(a.sent_samples for a in self.contexts()):
+        if self.timeline.samples == 0 and not any(a.sent_samples for a in self.answering):
             self.notice(
                 _warn("NO_AUDIO_GENERATED", "this session has produced no audio yet: nothing to interrupt")
             )
             return
-        if any(c.utterance.cancelled for c in self.contexts()):
+        if any(c.utterance.cancelled for c in self.answering):
             self.notice(_warn("INTERRUPT_IN_PROGRESS", "the last Interrupt is still stopping its turns"))
             return
         floor_ms = self.timeline.ms(self.timeline.floor)
@@ -234,35 +233,33 @@ class FluxSocket(ContextSocket[FluxTurn]):
         self.notice(json.dumps({"type": "ConfigureSuccess", "applied": applied}))
 
     # -- rendering ----------------------------------------------------------------------------------
-    def render_started(self, answer: Answer, index: int) -> list[Frame]:
+    def render_started(self, answer: Context[FluxTurn], index: int) -> list[Frame]:
         if index:
             return []
         return [json.dumps({"type": "SpeechStarted", "speech_id": answer.id})]
 
-    def render_completed(self, answer: Answer, done: Completed) -> list[Frame]:
+    def render_completed(self, answer: Context[FluxTurn], done: Completed) -> list[Frame]:
         return self._turn_end(answer)
 
-    def render_failed(self, answer: Answer, error: ProtocolError) -> list[Frame]:
+    def render_failed(self, answer: Context[FluxTurn], error: ProtocolError) -> list[Frame]:
         if error.code == ErrorCode.EMPTY_TEXT:
             why = _warn(
                 "NO_SYNTHESIZABLE_TEXT", "the turn's text has nothing to say (only spaces or punctuation)"
             )
             return [why, *self._turn_end(answer)]
-        return super().render_failed(answer, error)
-
-    def failed_frame(self, ctx: Context[FluxTurn], error: ProtocolError) -> Frame | None:
-        return refusal(error)
+        self.count_error(error)
+        return [refusal(error)]
 
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         return warning(error)
 
-    def _turn_end(self, answer: Answer) -> list[Frame]:
+    def _turn_end(self, answer: Context[FluxTurn]) -> list[Frame]:
         frames: list[Frame] = [json.dumps({"type": "SpeechMetadata", **self._turn_metadata(answer)})]
-        if isinstance(answer, Context) and isinstance(answer.wire, FluxTurn) and answer.wire.flushed:
+        if answer.wire.flushed:
             frames.append(json.dumps({"type": "Flushed", "speech_id": answer.id}))
         return frames
 
-    def _turn_metadata(self, answer: Answer) -> dict[str, Any]:
+    def _turn_metadata(self, answer: Context[FluxTurn]) -> dict[str, Any]:
         chars = answer.utterance.chars
         return {
             "speech_id": answer.id,

@@ -17,7 +17,7 @@ from streamvoice.protocol import (
     text_field,
 )
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.surfaces.answer import Answer
+from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
@@ -118,12 +118,13 @@ class ElevenLabsSocket(ContextSocket[ElevenLabsContext]):
             self.end(ctx)  # stream-input: the empty text ends the stream (multi-stream: a keep-alive)
         return False
 
-    def words_frame(self, ctx: Context[ElevenLabsContext], times: list[WordTime]) -> Frame | None:
-        ctx.wire.pending += characters(times, ctx.wire.said)
-        ctx.wire.said = True
-        return None
+    def render_words(self, ctx: Context[ElevenLabsContext], times: list[WordTime]) -> list[Frame]:
+        if times:  # told with the audio that speaks them (``render_audio``)
+            ctx.wire.pending += characters(times, ctx.wire.said)
+            ctx.wire.said = True
+        return []
 
-    def audio_frames(self, ctx: Context[ElevenLabsContext], data: bytes, samples: int) -> list[Frame]:
+    def render_audio(self, ctx: Context[ElevenLabsContext], data: bytes, samples: int) -> list[Frame]:
         rate = self.service.sample_rate
         start_ms = ctx.sent_samples * 1000 / rate
         end_ms = start_ms + samples * 1000 / rate
@@ -140,19 +141,22 @@ class ElevenLabsSocket(ContextSocket[ElevenLabsContext]):
             body["contextId"] = ctx.id
         return [json.dumps(body)]
 
-    def done_frame(self, ctx: Context[ElevenLabsContext]) -> Frame | None:
+    def render_completed(self, ctx: Context[ElevenLabsContext], done: Completed) -> list[Frame]:
+        return [self._final(ctx)]
+
+    def render_cancelled(self, ctx: Context[ElevenLabsContext], error: ProtocolError) -> list[Frame]:
+        return [self._final(ctx)]  # a closed (cancelled) context ends as a finished one does
+
+    def _final(self, ctx: Context[ElevenLabsContext]) -> Frame:
         body: dict[str, Any] = {"isFinal": True}
         if self.multi:
             body["contextId"] = ctx.id
         return json.dumps(body)
 
-    def cancelled_frame(self, ctx: Context[ElevenLabsContext]) -> Frame | None:
-        return self.done_frame(ctx)
-
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         return ws_error(error, context_id if self.multi else None)
 
-    def after_answer(self, answer: Answer) -> bool:
+    def after_answer(self, answer: Context[ElevenLabsContext]) -> bool:
         return not self.multi
 
 

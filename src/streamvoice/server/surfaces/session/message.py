@@ -127,10 +127,9 @@ def failed(message: Message, error: ProtocolError) -> tuple[list[Frame], Protoco
     return [encode_event(ErrorEvent(str(told.code), told.message, message.id, message.sequence))], told
 
 
-def heard(cut: Cut) -> list[dict[str, object]]:
+def heard(cut: Cut[Message]) -> list[dict[str, object]]:
     """Each message the cut stopped: how much of its audio was played, what of its text was heard and not."""
     return [
         {"id": answer.id, "played_ms": what.played_ms, "heard": what.heard, "unheard": what.unheard}
         for answer, what in cut.heard
-        if isinstance(answer, Message)
     ]

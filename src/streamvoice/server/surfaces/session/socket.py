@@ -38,7 +38,6 @@ from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces import upgrade
-from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import caller
 from streamvoice.server.surfaces.session import message as rendered
@@ -52,7 +51,7 @@ log = logging.getLogger("streamvoice.session")
 Frame = str | bytes
 
 
-class BidiSession(Connection[Frame]):
+class BidiSession(Connection[Frame, Message]):
     name = "session"
 
     def __init__(self, ws: WebSocket, service: SpeechService, session_id: str) -> None:
@@ -187,16 +186,14 @@ class BidiSession(Connection[Frame]):
         body = configured_body(candidate, pauses)
         self.reply(encode_event(Ack("configured", {**body, "lexicon_name": msg.lexicon_name})))
 
-    def cancel(self, target: str | None = None) -> list[Answer]:
+    def cancel(self, target: str | None = None) -> list[Message]:
         cancelled = super().cancel(target)
         for message in cancelled:
-            assert isinstance(message, Message)
             message.advance(MessageState.CANCELLED)
         return cancelled
 
-    def handed_over(self, answer: Answer) -> Frame | None:
+    def handed_over(self, message: Message) -> Frame | None:
         admission = self.service.admission
-        message = _message(answer)
         detail = {
             "id": message.id,
             "sequence": message.sequence,
@@ -207,33 +204,27 @@ class BidiSession(Connection[Frame]):
         return encode_event(Ack("queued", detail))
 
     # -- rendering ----------------------------------------------------------------------------------
-    def render_started(self, answer: Answer, index: int) -> list[Frame]:
-        return rendered.started(_message(answer))
+    def render_started(self, message: Message, index: int) -> list[Frame]:
+        return rendered.started(message)
 
-    def render_words(self, answer: Answer, times: list[WordTime]) -> list[Frame]:
-        return rendered.words(_message(answer), times)
+    def render_words(self, message: Message, times: list[WordTime]) -> list[Frame]:
+        return rendered.words(message, times)
 
-    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[Frame]:
-        return rendered.audio(_message(answer), data)
+    def render_audio(self, message: Message, data: bytes, samples: int) -> list[Frame]:
+        return rendered.audio(message, data)
 
-    def render_completed(self, answer: Answer, done: Completed) -> list[Frame]:
-        return rendered.completed(_message(answer), done, self.service.sample_rate)
+    def render_completed(self, message: Message, done: Completed) -> list[Frame]:
+        return rendered.completed(message, done, self.service.sample_rate)
 
-    def render_failed(self, answer: Answer, error: ProtocolError) -> list[Frame]:
-        frames, told = rendered.failed(_message(answer), error)
+    def render_failed(self, message: Message, error: ProtocolError) -> list[Frame]:
+        frames, told = rendered.failed(message, error)
         if told is not None:
             self.count_error(told)
         return frames
 
-    def finished(self, answer: Answer) -> None:
-        message = _message(answer)
+    def finished(self, message: Message) -> None:
         message.answered.set()
         self.streams.forget(message)
-
-
-def _message(answer: Answer) -> Message:
-    assert isinstance(answer, Message)
-    return answer
 
 
 async def bidi(ws: WebSocket) -> None:

@@ -104,7 +104,7 @@ class Refused:
     answered."""
 
 
-class WyomingConnection(Connection[Frame]):
+class WyomingConnection(Connection[Frame, Spoken]):
     name = "wyoming"
 
     def __init__(self, transport: TcpTransport, service: SpeechService) -> None:
@@ -225,8 +225,7 @@ class WyomingConnection(Connection[Frame]):
         return utterance
 
     # -- rendering ----------------------------------------------------------------------------------
-    def render_audio(self, answer: Answer, data: bytes, samples: int) -> list[Frame]:
-        spoken = _spoken(answer)
+    def render_audio(self, spoken: Spoken, data: bytes, samples: int) -> list[Frame]:
         frames: list[Frame] = []
         if not spoken.open_block:
             spoken.open_block = True
@@ -234,20 +233,20 @@ class WyomingConnection(Connection[Frame]):
         frames.append(AudioChunk(rate=self.rate, width=WIDTH, channels=CHANNELS, audio=data).event())
         return frames
 
-    def render_piece_ended(self, answer: Answer, index: int) -> list[Frame]:
-        spoken = _spoken(answer)
+    def render_piece_ended(self, spoken: Spoken, index: int) -> list[Frame]:
         if spoken.streaming and spoken.open_block:  # a block per piece, as wyoming-piper does
             spoken.open_block = False
             return [AudioStop().event()]
         return []
 
-    def render_completed(self, answer: Answer, done: Completed) -> list[Frame]:
-        return self._ending(_spoken(answer))
+    def render_completed(self, spoken: Spoken, done: Completed) -> list[Frame]:
+        return self._ending(spoken)
 
-    def render_failed(self, answer: Answer, error: ProtocolError) -> list[Frame]:
-        spoken = _spoken(answer)
-        quiet = error.code == ErrorCode.CANCELLED or (spoken.streaming and error.code == ErrorCode.EMPTY_TEXT)
-        if quiet:  # its own cancel, or a stream that carried nothing speakable: not an error to the client
+    def render_cancelled(self, spoken: Spoken, error: ProtocolError) -> list[Frame]:
+        return self._ending(spoken)  # its own cancel: not an error to the client
+
+    def render_failed(self, spoken: Spoken, error: ProtocolError) -> list[Frame]:
+        if spoken.streaming and error.code == ErrorCode.EMPTY_TEXT:  # a stream with nothing speakable
             return self._ending(spoken)
         self.count_error(error)
         return [error_event(error.code, error.message), *self._ending(spoken)]
@@ -261,15 +260,9 @@ class WyomingConnection(Connection[Frame]):
             frames.append(SynthesizeStopped().event())
         return frames
 
-    def finished(self, answer: Answer) -> None:
-        spoken = _spoken(answer)
+    def finished(self, spoken: Spoken) -> None:
         if spoken.slot is not None:
             spoken.slot.release()
-
-
-def _spoken(answer: Answer) -> Spoken:
-    assert isinstance(answer, Spoken)
-    return answer
 
 
 class SpeechHandler(AsyncEventHandler):
