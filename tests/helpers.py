@@ -87,7 +87,8 @@ def start_speech_server(engine: KokoroEngine, sndbuf: int | None = None, **confi
 
 
 def start_agent(source: object, speech_url: str, **config: object) -> RunningServer:
-    from streamvoice.agent.app import AgentConfig, create_agent_app
+    from streamvoice.agent.app import create_agent_app
+    from streamvoice.agent.config import AgentConfig
 
     app = create_agent_app(source, AgentConfig(speech_url=speech_url, **config))  # type: ignore[arg-type]
     return RunningServer(app, free_port()).start()

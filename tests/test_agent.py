@@ -57,20 +57,59 @@ def check_shape(events: list[dict[str, Any]]) -> None:
 
 
 @pytest.fixture(scope="module")
-def scripted_agent(scripted_server: RunningServer):  # type: ignore[no-untyped-def]
+def unpaced_speech(scripted):  # type: ignore[no-untyped-def]
+    """The scripted speech engine behind a server that sends audio as fast as it is made (pacing to the
+    listener is ``test_lane.py``'s): the agent's turn shapes without waiting out the answer's audio."""
+    speech = start_speech_server(scripted, max_send_ahead_s=600)
+    yield speech
+    speech.stop()
+
+
+@pytest.fixture(scope="module")
+def scripted_agent(unpaced_speech: RunningServer):  # type: ignore[no-untyped-def]
     """A scripted language model over the scripted speech engine: the turn's events, their order and framing
     (what the agent's speech sounds like, heard by Whisper, is ``test_local_model_end_to_end...``'s)."""
-    agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.1, tokens_per_s=12), scripted_server.url)
+    agent = start_agent(ScriptedTextSource(ANSWER, ttft_s=0.1, tokens_per_s=200), unpaced_speech.url)
     yield agent
     agent.stop()
 
 
-def test_bidi_speaks_while_the_model_is_still_writing(scripted_agent: RunningServer) -> None:
-    events = turn(scripted_agent.url, {"prompt": "Why is the sky blue?", "mode": "bidi"})
+class HeldTextSource:
+    """Writes the answer's first sentence, then holds the rest until the caller has heard audio (``heard``,
+    set by the test as it reads): a serial agent would never speak before the text ends, so the order of
+    the events, not a clock, shows the overlap (the hold gives up after a minute so a failure is an assert)."""
+
+    name = "held"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.heard = threading.Event()
+
+    async def stream(self, prompt: str, history: object = ()) -> Any:
+        first, rest = self.text.split(". ", 1)
+        yield first + ". "
+        await asyncio.to_thread(self.heard.wait, 60)
+        for word in rest.split(" "):
+            yield word + " "
+
+
+def test_bidi_speaks_while_the_model_is_still_writing(unpaced_speech: RunningServer) -> None:
+    source = HeldTextSource(ANSWER)
+    agent = start_agent(source, unpaced_speech.url)
+    events: list[dict[str, Any]] = []
+    try:
+        payload = {"prompt": "Why is the sky blue?", "mode": "bidi"}
+        with httpx.stream("POST", agent.url + "/invocations", json=payload, timeout=120) as r:
+            for e in iter_sse(r.iter_raw()):
+                events.append(e.json())
+                if events[-1]["type"] == "audio_chunk":
+                    source.heard.set()
+    finally:
+        agent.stop()
     check_shape(events)
-    first_audio = next(e["t_ms"] for e in events if e["type"] == "audio_chunk")
-    last_text = max(e["t_ms"] for e in events if e["type"] == "text_delta")
-    assert first_audio < last_text, "bidi must overlap synthesis with generation"
+    types = [e["type"] for e in events]
+    last_text = len(types) - 1 - types[::-1].index("text_delta")
+    assert types.index("audio_chunk") < last_text, "bidi must overlap synthesis with generation"
     end = events[-1]
     assert end["pieces"] >= 3 and end["text"].startswith("Light from the sun")
     assert pcm_of(events).size / 24_000 > 8
@@ -347,7 +386,8 @@ def test_an_unknown_agentcore_release_fails_loudly() -> None:
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route
 
-    from streamvoice.agent.app import AgentConfig, check_framework, create_agent_app
+    from streamvoice.agent.app import check_framework, create_agent_app
+    from streamvoice.agent.config import AgentConfig
     from streamvoice.agent.llm import ScriptedTextSource
 
     check_framework(create_agent_app(ScriptedTextSource("Hi."), AgentConfig()))  # the locked release passes

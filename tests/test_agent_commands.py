@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from streamvoice.agent.app import AgentConfig, exposure
+from streamvoice.agent.config import AgentConfig, exposure
 
 
 def test_exposure_without_a_key_is_loopback_only_unless_allowed() -> None:

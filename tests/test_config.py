@@ -87,7 +87,7 @@ def test_the_agents_settings_are_rendered_from_its_fields_and_the_server_knows_t
     """The agent declares its settings as the server does (``streamvoice.settings``): its table in
     ``docs/configuration.md`` is rendered from ``AgentConfig`` (regenerate: ``python -m
     streamvoice.agent_commands``), and a server started beside it never refuses one of its names."""
-    from streamvoice.agent.app import AgentConfig
+    from streamvoice.agent.config import AgentConfig
     from streamvoice.server.core.config import KNOWN_NAMES
     from streamvoice.settings import env_names, markdown_table
 
@@ -103,7 +103,7 @@ def test_the_agents_settings_are_rendered_from_its_fields_and_the_server_knows_t
 def test_the_agent_reads_its_settings_typed_and_refuses_them_out_of_range(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from streamvoice.agent.app import AgentConfig
+    from streamvoice.agent.config import AgentConfig
 
     monkeypatch.setenv("STREAMVOICE_CORS_ORIGINS", "https://a.example, https://b.example")
     monkeypatch.setenv("STREAMVOICE_MAX_TURNS", "3")

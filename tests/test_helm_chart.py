@@ -161,7 +161,7 @@ def test_pods_run_unprivileged_with_the_model_from_a_verified_download() -> None
 
 
 def test_the_agent_is_rendered_only_with_a_key_or_an_explicit_gateway() -> None:
-    """Without a key the agent refuses to serve beyond loopback (``agent.app.exposure``): the chart says so
+    """Without a key the agent refuses to serve beyond loopback (``agent.config.exposure``): the chart says so
     at render time instead of shipping a pod that would exit."""
     refused = subprocess.run(
         [helm(), "template", "t", str(CHART), "--set", "agent.enabled=true"], capture_output=True, text=True

@@ -44,7 +44,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from streamvoice.agent.app import AgentConfig, create_agent_app, exposure
+    from streamvoice.agent.app import create_agent_app
+    from streamvoice.agent.config import AgentConfig, exposure
     from streamvoice.agent.llm import LlamaCppSource
     from streamvoice.asgi import LOOPBACK_HOSTS
 
@@ -123,14 +124,14 @@ def add_agent_commands(sub: Any) -> None:
 
 
 AGENT_TABLE_START = (
-    "<!-- agent settings: rendered from agent/app.py by python -m streamvoice.agent_commands -->"
+    "<!-- agent settings: rendered from agent/config.py by python -m streamvoice.agent_commands -->"
 )
 AGENT_TABLE_END = "<!-- end of agent settings -->"
 
 
 def with_agent_settings(page: str) -> str:
     """``docs/configuration.md`` with the agent's settings table (``AgentConfig``) rendered anew."""
-    from streamvoice.agent.app import AgentConfig
+    from streamvoice.agent.config import AgentConfig
     from streamvoice.settings import markdown_table, with_table
 
     return with_table(page, AGENT_TABLE_START, AGENT_TABLE_END, markdown_table(AgentConfig))
