@@ -69,19 +69,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             )
         service = SpeechService(eng, config, Metrics(config.endpoint_name if config.emf else None))
         vendor_voices(service).check()  # a bad vendor voice map stops the start, before a caller finds it
-        service.metrics.queue_depth = lambda: service.scheduler.queue_depth
-        service.metrics.busy_sessions = lambda: sum(1 for s in service.connections if s.busy)
-        service.metrics.draining = lambda: service.draining
-        service.metrics.capacity_sessions = config.max_sessions
-        admission = service.admission
-        service.metrics.listeners = lambda: {
-            "capacity": admission.capacity,
-            "admitted": admission.admitted,
-            "queued": admission.queued,
-            "headroom": admission.headroom,
-        }
-        service.metrics.decoder_batches = lambda: eng.batch_counts
-        service.metrics.pace = lambda: service.load.pace
+        _gauges(service)
         service.start()
         app.state.service = service  # the drain (runner) reaches it here
         # Wyoming listens from the start and answers not_ready until warm-up is done, like /ping.
@@ -131,6 +119,23 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
+
+
+def _gauges(service: SpeechService) -> None:
+    """What ``/metrics`` reads at each scrape, from the service's live state."""
+    metrics, admission = service.metrics, service.admission
+    metrics.queue_depth = lambda: service.scheduler.queue_depth
+    metrics.busy_sessions = lambda: sum(1 for s in service.connections if s.busy)
+    metrics.draining = lambda: service.draining
+    metrics.capacity_sessions = service.config.max_sessions
+    metrics.listeners = lambda: {
+        "capacity": admission.capacity,
+        "admitted": admission.admitted,
+        "queued": admission.queued,
+        "headroom": admission.headroom,
+    }
+    metrics.decoder_batches = lambda: service.engine.batch_counts
+    metrics.pace = lambda: service.load.pace
 
 
 class Holding:
