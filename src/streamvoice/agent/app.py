@@ -28,8 +28,9 @@ from starlette.websockets import WebSocket
 from streamvoice import log_redaction
 from streamvoice.agent.config import AgentConfig
 from streamvoice.agent.conversations import Conversations
+from streamvoice.agent.events import Event
 from streamvoice.agent.llm import TextSource
-from streamvoice.agent.pipeline import Event, SpeechPipeline
+from streamvoice.agent.pipeline import SpeechPipeline
 from streamvoice.agent.requests import Caller, parse_conversation, parse_turn_request, require_bearer
 from streamvoice.agent.socket import CallerSocket, accept_caller
 from streamvoice.agent.turns import converse, interrupted_event
@@ -51,11 +52,11 @@ SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"  # AgentCore's se
 WEB_DIR = Path(str(resources.files("streamvoice").joinpath("web/static")))
 
 
-def to_sse_payload(event: Event) -> Event:
+def to_sse_payload(event: Event) -> dict[str, Any]:
     """SSE is text: audio travels base64-encoded inside JSON (the AgentCore entry point yields dicts)."""
     if event["type"] == "audio_chunk":
         return {**event, "data": base64.b64encode(event["data"]).decode("ascii")}
-    return event
+    return dict(event)
 
 
 def check_framework(app: Any) -> None:
@@ -149,7 +150,7 @@ class AgentApp(BedrockAgentCoreApp):
             on_close=release,
         )
 
-    async def _sse(self, events: AsyncIterator[Event]) -> AsyncGenerator[bytes]:
+    async def _sse(self, events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[bytes]:
         """The turn's events as SSE; closing this closes the turn (its LLM stream and speech session)."""
         try:
             async for event in events:
@@ -223,13 +224,13 @@ async def invocation(
         if asked.interrupt_only:
             found = conversations.find(caller.owner, asked.id)
             cut = await conversations.interrupt(found, asked.played_ms) if found is not None else None
-            return JSONResponse({**interrupted_event(cut), "conversation": asked.id})
+            return JSONResponse(interrupted_event(cut, asked.id))
         prompt, options = parse_turn_request(payload, cfg)
         conversation = await conversations.open(caller.owner, asked.id)
     except ProtocolError as exc:
         return error_response(exc)
 
-    async def events() -> AsyncIterator[Event]:
+    async def events() -> AsyncIterator[dict[str, Any]]:
         turn = converse(conversations, conversation, pipeline, prompt, options, asked.played_ms)
         async for event in turn:  # the turn is counted by the route
             yield to_sse_payload(event)

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from streamvoice.agent import events as ev
 from streamvoice.agent.llm import History, LLMError, TextSource
 from streamvoice.client import AudioChunk, ControlEvent, SpeechClient
 from streamvoice.client.transports import TransportClosed
@@ -34,7 +35,6 @@ log = logging.getLogger("streamvoice.agent")
 # bidi: the LLM's answer, streamed into speech as it is written; batch: the whole answer, then speech;
 # say: the prompt itself, spoken (the page's voice samples, in any language), streamed like bidi.
 Mode = Literal["bidi", "batch", "say"]
-Event = dict[str, Any]
 Connect = Callable[[], Awaitable[SpeechClient]]
 
 # The id of the one streamed message a bidi turn speaks (each turn has its own session).
@@ -50,12 +50,12 @@ class _Events:
     """The turn's events for the caller: control events always fit, audio waits for room."""
 
     def __init__(self, limit: int = MAX_QUEUED_EVENTS) -> None:
-        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[ev.TurnEvent | None] = asyncio.Queue()
         self._limit = limit
         self._room = asyncio.Event()
         self._room.set()
 
-    def put(self, event: Event | None) -> None:
+    def put(self, event: ev.TurnEvent | None) -> None:
         self.queue.put_nowait(event)
         if self.queue.qsize() >= self._limit:
             self._room.clear()
@@ -63,7 +63,7 @@ class _Events:
     async def room(self) -> None:
         await self._room.wait()
 
-    async def get(self) -> Event | None:
+    async def get(self) -> ev.TurnEvent | None:
         event = await self.queue.get()
         if self.queue.qsize() < self._limit:
             self._room.set()
@@ -87,18 +87,18 @@ class SpeechPipeline:
 
     async def run(
         self, prompt: str, options: TurnOptions = TurnOptions(), history: History = ()
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[ev.TurnEvent]:
         """Yield caller events, each stamped with ``t_ms`` since ``agent_start``. Never raises, never hangs.
         ``history``: the conversation so far, for the model (``conversations``)."""
         t0 = time.perf_counter()
         queue = _Events()
 
-        def emit(kind: str, **fields: Any) -> float:
-            t_ms = round((time.perf_counter() - t0) * 1000, 1)
-            queue.put({"type": kind, "t_ms": t_ms, **fields})
+        def emit(event: ev.TurnEvent) -> float:
+            event["t_ms"] = t_ms = round((time.perf_counter() - t0) * 1000, 1)
+            queue.put(event)
             return t_ms
 
-        emit("agent_start", mode=options.mode, model=self.source.name)
+        emit(ev.AgentStart(type="agent_start", mode=options.mode, model=self.source.name))
         turn = self._turn(self, prompt, options, emit, queue.room, history)
         task = asyncio.create_task(turn.run_guarded(queue))
         try:
@@ -120,7 +120,7 @@ class Turn:
         pipeline: SpeechPipeline,
         prompt: str,
         options: TurnOptions,
-        emit: Callable[..., float],
+        emit: Callable[[ev.TurnEvent], float],
         room: Callable[[], Awaitable[None]],
         history: History = (),
     ):
@@ -158,7 +158,7 @@ class Turn:
 
     def _fail(self, code: ErrorCode | str, message: str) -> None:
         self._end_audio()
-        self.emit("error", code=str(code), message=message)
+        self.emit(ev.Failure(type="error", code=str(code), message=message))
 
     async def _run(self) -> None:
         try:
@@ -183,11 +183,13 @@ class Turn:
                 await client.aclose()
         self._end_audio()
         self.emit(
-            "agent_end",
-            text="".join(self.text),
-            pieces=self.pieces,
-            audio_bytes=self.audio_bytes,
-            time_to_first_audio_ms=self.first_audio_ms,
+            ev.AgentEnd(
+                type="agent_end",
+                text="".join(self.text),
+                pieces=self.pieces,
+                audio_bytes=self.audio_bytes,
+                time_to_first_audio_ms=self.first_audio_ms,
+            )
         )
 
     async def deltas(self) -> AsyncIterator[str]:
@@ -201,7 +203,7 @@ class Turn:
 
     async def send(self, client: SpeechClient, piece: str) -> None:
         """One piece as one message of the session."""
-        self.emit("speech_piece", index=self.pieces, text=piece)  # what went to speech, and when
+        self.emit(ev.SpeechPiece(type="speech_piece", index=self.pieces, text=piece))  # what went, and when
         o = self.options
         await client.synthesize(piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.sent}")
         self.pieces += 1
@@ -210,7 +212,7 @@ class Turn:
     def took(self, delta: str) -> None:
         """A delta of the answer, told to the caller as it arrives."""
         self.text.append(delta)
-        self.emit("text_delta", text=delta)
+        self.emit(ev.TextDelta(type="text_delta", text=delta))
 
     async def produce(self, client: SpeechClient, produced: asyncio.Event) -> None:
         """Every token into one streamed message; the server decides when to speak. ``produced`` is set once
@@ -275,7 +277,7 @@ class Turn:
                 words = event.payload.get("words") or []
                 if event.payload.get("id") == ANSWER_ID:  # one frame per piece the server cut
                     text = " ".join(str(w.get("word", "")) for w in words)
-                    self.emit("speech_piece", index=self.pieces, text=text)
+                    self.emit(ev.SpeechPiece(type="speech_piece", index=self.pieces, text=text))
                     self.pieces += 1
                 self._words(words)
             elif event.type == "synthesis_complete":
@@ -293,8 +295,8 @@ class Turn:
     def _audio(self, data: bytes) -> None:
         if not self.audio_started:
             self.audio_started = True
-            self.emit("audio_start", format=self.options.format, sample_rate=SAMPLE_RATE)
-        t_ms = self.emit("audio_chunk", seq=self.seq, data=data)
+            self.emit(ev.AudioStart(type="audio_start", format=self.options.format, sample_rate=SAMPLE_RATE))
+        t_ms = self.emit(ev.AudioChunk(type="audio_chunk", seq=self.seq, data=data))
         if self.first_audio_ms is None:
             self.first_audio_ms = t_ms
         self.seq += 1
@@ -304,19 +306,17 @@ class Turn:
         """Relay the speech server's word times, counted from the turn's first audio sample (the pieces'
         messages play back to back), so a caller can caption or tell what was heard before a barge-in."""
         offset = self.message_start_ms
-        self.emit(
-            "alignment",
-            words=[
-                {
-                    "word": w.get("word"),
-                    "start_ms": round(float(w.get("start_ms", 0)) + offset, 1),
-                    "end_ms": round(float(w.get("end_ms", 0)) + offset, 1),
-                }
-                for w in words
-            ],
-        )
+        timed = [
+            ev.TimedWord(
+                word=w.get("word"),
+                start_ms=round(float(w.get("start_ms", 0)) + offset, 1),
+                end_ms=round(float(w.get("end_ms", 0)) + offset, 1),
+            )
+            for w in words
+        ]
+        self.emit(ev.Alignment(type="alignment", words=timed))
 
     def _end_audio(self) -> None:
         if self.audio_started:
             self.audio_started = False
-            self.emit("audio_end", chunks=self.seq, bytes=self.audio_bytes)
+            self.emit(ev.AudioEnd(type="audio_end", chunks=self.seq, bytes=self.audio_bytes))

@@ -18,7 +18,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from streamvoice.agent.config import AgentConfig
 from streamvoice.agent.conversations import Conversations
-from streamvoice.agent.pipeline import Event, SpeechPipeline
+from streamvoice.agent.events import Event
+from streamvoice.agent.pipeline import SpeechPipeline
 from streamvoice.agent.requests import (
     Caller,
     ConversationRequest,
@@ -113,7 +114,7 @@ class CallerSocket:
         found = self.conversations.find(self.caller.owner, asked.id)
         cut = await self.conversations.interrupt(found, asked.played_ms) if found is not None else None
         if not self._running or cut is None:  # else the turn itself says what was heard
-            await self.send({**interrupted_event(cut), "conversation": asked.id})
+            await self.send(interrupted_event(cut, asked.id))
 
     async def _speak(self, events: AsyncIterator[Event], release: Callable[[], None]) -> None:
         try:

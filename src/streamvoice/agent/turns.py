@@ -9,36 +9,41 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 
+from streamvoice.agent import events as ev
 from streamvoice.agent.conversations import Conversation, Conversations, Interrupted, Playing, WordTime
-from streamvoice.agent.pipeline import Event, SpeechPipeline, TurnOptions
+from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
 from streamvoice.protocol import SAMPLE_RATE
 
 BYTES_PER_MS = SAMPLE_RATE * 2 / 1000  # the turn's audio: 16-bit PCM at the model's rate
 
 
-def interrupted_event(cut: Interrupted | None) -> Event:
-    return {
-        "type": "interrupted",
-        **(asdict(cut) if cut is not None else {"played_ms": 0.0, "heard": "", "unheard": ""}),
-    }
+def heard_part(cut: Interrupted) -> ev.HeardPart:
+    return ev.HeardPart(played_ms=cut.played_ms, heard=cut.heard, unheard=cut.unheard)
 
 
-def observe(playing: Playing, event: Event) -> None:
+def interrupted_event(cut: Interrupted | None, conversation: str | None = None) -> ev.Interrupted:
+    """What was heard of the answer an interrupt stopped (nothing, when none was playing); ``conversation``
+    named when the interrupt was its own message rather than the end of a turn's events."""
+    part = heard_part(cut) if cut is not None else ev.HeardPart(played_ms=0.0, heard="", unheard="")
+    event = ev.Interrupted(
+        type="interrupted", played_ms=part["played_ms"], heard=part["heard"], unheard=part["unheard"]
+    )
+    if conversation is not None:
+        event["conversation"] = conversation
+    return event
+
+
+def observe(playing: Playing, event: ev.Event) -> None:
     """What the turn has sent the caller so far, for a later interrupt."""
-    match event["type"]:
-        case "text_delta":
-            playing.text += str(event.get("text", ""))
-        case "alignment":
-            playing.words += [
-                WordTime(str(w.get("word", "")), float(w.get("start_ms", 0)), float(w.get("end_ms", 0)))
-                for w in event.get("words") or []
-            ]
-        case "audio_chunk":
-            if playing.first_audio_at is None:
-                playing.first_audio_at = time.monotonic()
-            playing.audio_ms += len(event["data"]) / BYTES_PER_MS
+    if event["type"] == "text_delta":
+        playing.text += event["text"]
+    elif event["type"] == "alignment":
+        playing.words += [WordTime(w["word"] or "", w["start_ms"], w["end_ms"]) for w in event["words"]]
+    elif event["type"] == "audio_chunk":
+        if playing.first_audio_at is None:
+            playing.first_audio_at = time.monotonic()
+        playing.audio_ms += len(event["data"]) / BYTES_PER_MS
 
 
 async def converse(
@@ -48,16 +53,16 @@ async def converse(
     prompt: str,
     options: TurnOptions,
     played_ms: float | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncIterator[ev.Event]:
     """The turn's events, first ``conversation`` (its id, and what was heard of the answer this prompt
     interrupted, if one was playing); an interrupt from elsewhere ends them with ``interrupted``."""
     cut = await conversations.interrupt(conversation, played_ms)
     history = list(conversation.history)
     playing = Playing(prompt)
     conversation.playing = playing
-    opened: Event = {"type": "conversation", "id": conversation.id}
+    opened = ev.ConversationOpened(type="conversation", id=conversation.id)
     if cut is not None:
-        opened["interrupted"] = asdict(cut)
+        opened["interrupted"] = heard_part(cut)
     yield opened
     events = aiter(pipeline.run(prompt, options, history))
     stop = asyncio.ensure_future(playing.stopped.wait())

@@ -73,18 +73,17 @@ async def one_turn(pipeline: SpeechPipeline, options: TurnOptions) -> dict[str, 
     pcm = bytearray()
     arrivals: list[tuple[float, int]] = []
     async for event in pipeline.run(PROMPT, options):
-        kind = event["type"]
-        if kind == "text_delta" and out["first_text_ms"] is None:
+        if event["type"] == "text_delta" and out["first_text_ms"] is None:
             out["first_text_ms"] = event["t_ms"]
-        elif kind == "audio_chunk":
+        elif event["type"] == "audio_chunk":
             if out["first_audio_ms"] is None:
                 out["first_audio_ms"] = event["t_ms"]
             data = event["data"] if isinstance(event["data"], bytes) else base64.b64decode(event["data"])
             pcm += data
             arrivals.append((event["t_ms"] / 1000, len(data)))
-        elif kind == "agent_end":
+        elif event["type"] == "agent_end":
             out["total_ms"] = event["t_ms"]
-        elif kind == "error":
+        elif event["type"] == "error":
             out["error"] = event["code"]
     heard = heard_onset_s(0.0, arrivals, bytes(pcm))
     out["heard_ms"] = None if heard is None else heard * 1000
