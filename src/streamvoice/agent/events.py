@@ -7,6 +7,17 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from streamvoice.protocol import SAMPLE_RATE
+
+# A turn's audio is what the agent asks the speech server for: 16-bit mono PCM at the model's rate.
+AUDIO_FORMAT = "pcm"
+PCM_BYTES_PER_MS = SAMPLE_RATE * 2 / 1000
+
+
+def pcm_ms(nbytes: int) -> float:
+    """Milliseconds of the turn's audio in ``nbytes``."""
+    return nbytes / PCM_BYTES_PER_MS
+
 
 class Stamped(TypedDict, total=False):
     """Every event of a turn carries ``t_ms``, milliseconds since its ``agent_start`` (set as it is emitted)."""

@@ -75,7 +75,6 @@ class TurnOptions:
     mode: Mode = "bidi"
     voice: str | None = None
     speed: float | None = None
-    format: str = "pcm"
     timeout_s: float = 120.0
 
 
@@ -205,7 +204,9 @@ class Turn:
         """One piece as one message of the session."""
         self.emit(ev.SpeechPiece(type="speech_piece", index=self.pieces, text=piece))  # what went, and when
         o = self.options
-        await client.synthesize(piece, voice=o.voice, speed=o.speed, format=o.format, id=f"p{self.sent}")
+        await client.synthesize(
+            piece, voice=o.voice, speed=o.speed, format=ev.AUDIO_FORMAT, id=f"p{self.sent}"
+        )
         self.pieces += 1
         self.sent += 1
 
@@ -218,7 +219,9 @@ class Turn:
         """Every token into one streamed message; the server decides when to speak. ``produced`` is set once
         everything has been sent."""
         o = self.options
-        await client.synthesize("", voice=o.voice, speed=o.speed, format=o.format, id=ANSWER_ID, stream=True)
+        await client.synthesize(
+            "", voice=o.voice, speed=o.speed, format=ev.AUDIO_FORMAT, id=ANSWER_ID, stream=True
+        )
         self.sent = 1
         async for delta in self.deltas():
             self.took(delta)
@@ -272,7 +275,7 @@ class Turn:
                     f"speech synthesis failed: {event.payload.get('message', 'unknown error')}",
                 )
             if event.type == "synthesis_started":
-                self.message_start_ms = self.audio_bytes / 2 * 1000 / SAMPLE_RATE
+                self.message_start_ms = ev.pcm_ms(self.audio_bytes)
             elif event.type == "alignment":
                 words = event.payload.get("words") or []
                 if event.payload.get("id") == ANSWER_ID:  # one frame per piece the server cut
@@ -295,7 +298,7 @@ class Turn:
     def _audio(self, data: bytes) -> None:
         if not self.audio_started:
             self.audio_started = True
-            self.emit(ev.AudioStart(type="audio_start", format=self.options.format, sample_rate=SAMPLE_RATE))
+            self.emit(ev.AudioStart(type="audio_start", format=ev.AUDIO_FORMAT, sample_rate=SAMPLE_RATE))
         t_ms = self.emit(ev.AudioChunk(type="audio_chunk", seq=self.seq, data=data))
         if self.first_audio_ms is None:
             self.first_audio_ms = t_ms

@@ -13,9 +13,6 @@ from collections.abc import AsyncIterator
 from streamvoice.agent import events as ev
 from streamvoice.agent.conversations import Conversation, Conversations, Interrupted, Playing, WordTime
 from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
-from streamvoice.protocol import SAMPLE_RATE
-
-BYTES_PER_MS = SAMPLE_RATE * 2 / 1000  # the turn's audio: 16-bit PCM at the model's rate
 
 
 def heard_part(cut: Interrupted) -> ev.HeardPart:
@@ -43,7 +40,7 @@ def observe(playing: Playing, event: ev.Event) -> None:
     elif event["type"] == "audio_chunk":
         if playing.first_audio_at is None:
             playing.first_audio_at = time.monotonic()
-        playing.audio_ms += len(event["data"]) / BYTES_PER_MS
+        playing.audio_ms += ev.pcm_ms(len(event["data"]))
 
 
 async def converse(
