@@ -97,23 +97,24 @@ class CallerSocket:
 
     async def _on_message(self, payload: Any) -> None:
         asked = parse_conversation(payload, self._current)
+        running = self._running  # as the message arrived (the awaits below may see the turn end)
         if asked.interrupt_only:
-            await self._interrupt(asked)
+            await self._interrupt(asked, running)
             return
         prompt, options = parse_turn_request(payload, self.config)
         conversation = await self.conversations.open(self.caller.owner, asked.id)
         self._current = conversation.id
-        if self._running and self._turn is not None:
+        if running and self._turn is not None:
             await self.conversations.interrupt(conversation, asked.played_ms)
             await self._turn  # it ends with ``interrupted`` and gives its room back
         release = self.take_turn()
         events = converse(self.conversations, conversation, self.pipeline, prompt, options, asked.played_ms)
         self._turn = asyncio.create_task(self._speak(events, release))
 
-    async def _interrupt(self, asked: ConversationRequest) -> None:
+    async def _interrupt(self, asked: ConversationRequest, running: bool) -> None:
         found = self.conversations.find(self.caller.owner, asked.id)
         cut = await self.conversations.interrupt(found, asked.played_ms) if found is not None else None
-        if not self._running or cut is None:  # else the turn itself says what was heard
+        if not running or cut is None:  # else the turn itself says what was heard
             await self.send(interrupted_event(cut, asked.id))
 
     async def _speak(self, events: AsyncIterator[Event], release: Callable[[], None]) -> None:
