@@ -73,3 +73,14 @@ def test_the_noisy_neighbour_bench_finds_the_longest_silence_before_the_listener
     assert silences([(0, 5), (6, 12)], None) == (1, 5)
     assert silences([(0, 5), (8, 12)], 7) == (2, 5)  # the wait is counted up to when it was told
     assert silences([(0, 5)], 9) == (4, 5)  # it had run dry
+
+
+def test_the_arrival_order_baseline_shares_a_fixed_window_while_others_wait() -> None:
+    from streamvoice.bench.capacity import FIFO_SHARED_WINDOW_FRAMES, ArrivalOrder
+    from streamvoice.server.core.window_sizing import LARGEST_WINDOW_FRAMES, WindowCost
+
+    baseline, cost = ArrivalOrder(), WindowCost(rtf=0.33)
+    alone = baseline.window_cap(cost, own_s=5.0, waiting_s=None, listeners=1, overloaded=False, batched=False)
+    shared = baseline.window_cap(cost, own_s=5.0, waiting_s=0.1, listeners=2, overloaded=True, batched=False)
+    assert (alone, shared) == (LARGEST_WINDOW_FRAMES, FIFO_SHARED_WINDOW_FRAMES)
+    assert baseline.order_key(deadline=5.0, now=1.0) == 1.0 and baseline.requeue_key(1.0, deadline=9.0) == 1.0

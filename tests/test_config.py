@@ -130,9 +130,9 @@ def test_a_value_out_of_range_is_refused_naming_the_setting_and_its_range(
             "STREAMVOICE_PAUSE_SENTENCE_MS=-5 is out of range: it takes 0-3000",
         ),
         (
-            "STREAMVOICE_SCHEDULER",
+            "STREAMVOICE_ADMISSION",
             "lifo",
-            "STREAMVOICE_SCHEDULER='lifo' is out of range: it takes deadline / fifo",
+            "STREAMVOICE_ADMISSION='lifo' is out of range: it takes off / refuse / queue",
         ),
         ("STREAMVOICE_MAX_SESSIONS", "0", "STREAMVOICE_MAX_SESSIONS=0 is out of range: it takes 1-1000000"),
     ):
@@ -143,17 +143,23 @@ def test_a_value_out_of_range_is_refused_naming_the_setting_and_its_range(
             assert str(refused.value).startswith(says), str(refused.value)
 
 
+def test_a_removed_setting_is_refused_with_what_to_do_instead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMVOICE_SCHEDULER", "deadline")
+    with pytest.raises(ConfigError, match=r"STREAMVOICE_SCHEDULER is no longer a setting: .* unset it"):
+        ServerConfig.from_env()
+
+
 def test_an_empty_variable_is_unset_for_free_text_and_refused_for_a_word_or_a_number(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STREAMVOICE_AUTH_TOKEN", "")
     assert ServerConfig.from_env().auth_token is None
-    monkeypatch.setenv("STREAMVOICE_SCHEDULER", "")
+    monkeypatch.setenv("STREAMVOICE_ADMISSION", "")
     with pytest.raises(
-        ConfigError, match="STREAMVOICE_SCHEDULER='' is out of range: it takes deadline / fifo"
+        ConfigError, match="STREAMVOICE_ADMISSION='' is out of range: it takes off / refuse / queue"
     ):
         ServerConfig.from_env()
-    monkeypatch.delenv("STREAMVOICE_SCHEDULER")
+    monkeypatch.delenv("STREAMVOICE_ADMISSION")
     monkeypatch.setenv("STREAMVOICE_PORT", "")
     with pytest.raises(ConfigError, match="STREAMVOICE_PORT='' is not a valid int"):
         ServerConfig.from_env()
@@ -169,8 +175,9 @@ def test_an_unknown_streamvoice_name_is_refused_at_start(monkeypatch: pytest.Mon
 
 
 def test_every_streamvoice_name_the_code_reads_is_known() -> None:
-    """The agent's, the tools' and the benchmarks' names are in ``OTHER_NAMES``: the start never refuses one."""
-    from streamvoice.server.core.config import KNOWN_NAMES
+    """The agent's, the tools' and the benchmarks' names are in ``OTHER_NAMES``: the start never refuses one
+    (a removed name is read only to be refused with what to do instead)."""
+    from streamvoice.server.core.config import KNOWN_NAMES, REMOVED_NAMES
 
     root = Path(__file__).resolve().parents[1]
     used = set()
@@ -179,7 +186,7 @@ def test_every_streamvoice_name_the_code_reads_is_known() -> None:
             readable = path.suffix in (".py", ".yaml", ".tpl", "") or folder == "docker"
             if path.is_file() and readable and "egg-info" not in str(path) and "__pycache__" not in str(path):
                 used |= set(re.findall(r"STREAMVOICE_[A-Z0-9_]*[A-Z0-9]", path.read_text(errors="ignore")))
-    assert used - KNOWN_NAMES == set()
+    assert used - KNOWN_NAMES - set(REMOVED_NAMES) == set()
 
 
 def test_serve_help_shows_every_setting() -> None:

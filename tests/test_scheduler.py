@@ -1,4 +1,5 @@
-"""The deadline (or FIFO) scheduler: ordering, requeueing between turns, cancelling."""
+"""The deadline scheduler: ordering, requeueing between turns, cancelling; and that its policy is its methods
+(``bench.capacity``'s arrival-order baseline is a subclass)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import asyncio
 import threading
 import time
 
+from streamvoice.bench.capacity import ArrivalOrder
 from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
 
 
-async def _order_of(policy: str) -> list[str]:
-    scheduler = SynthesisScheduler(workers=1, policy=policy)  # type: ignore[arg-type]
+async def _order_of(scheduler: SynthesisScheduler) -> list[str]:
     gate = threading.Event()
     order: list[str] = []
     blocker = scheduler.submit(lambda: gate.wait(5), deadline=0.0)
@@ -28,8 +29,8 @@ async def _order_of(policy: str) -> list[str]:
 
 
 async def test_deadline_runs_the_most_urgent_first_and_fifo_runs_in_arrival_order() -> None:
-    assert await _order_of("deadline") == ["urgent", "soon", "later"]
-    assert await _order_of("fifo") == ["later", "soon", "urgent"]
+    assert await _order_of(SynthesisScheduler(workers=1)) == ["urgent", "soon", "later"]
+    assert await _order_of(ArrivalOrder(workers=1)) == ["later", "soon", "urgent"]
 
 
 async def test_a_requeued_job_yields_to_a_more_urgent_one_between_turns() -> None:

@@ -5,7 +5,6 @@ import pytest
 from streamvoice.engine.windows import FRAME_S
 from streamvoice.server.core.window_sizing import (
     COST_SPREAD,
-    FIFO_SHARED_WINDOW_FRAMES,
     LARGEST_WINDOW_FRAMES,
     PAST_CAPACITY_WINDOW_FRAMES,
     SMALLEST_WINDOW_FRAMES,
@@ -123,15 +122,13 @@ def test_a_listener_short_of_audio_is_kept_fed_from_the_others_spare() -> None:
     assert COST_SPREAD * cost.seconds(frames) <= 0.3
 
 
-def test_the_cap_follows_the_policy_and_the_load() -> None:
+def test_the_cap_follows_the_load() -> None:
     cost = WindowCost(rtf=0.33)
     args = {"cost": cost, "own_s": 5.0, "listeners": 1, "batched": False}
-    assert window_cap("fifo", waiting_s=None, overloaded=False, **args) == LARGEST_WINDOW_FRAMES
-    assert window_cap("fifo", waiting_s=0.1, overloaded=False, **args) == FIFO_SHARED_WINDOW_FRAMES
-    assert window_cap("deadline", waiting_s=0.1, overloaded=True, **args) == PAST_CAPACITY_WINDOW_FRAMES
-    assert window_cap("deadline", waiting_s=None, overloaded=False, **args) == LARGEST_WINDOW_FRAMES
+    assert window_cap(waiting_s=0.1, overloaded=True, **args) == PAST_CAPACITY_WINDOW_FRAMES
+    assert window_cap(waiting_s=None, overloaded=False, **args) == LARGEST_WINDOW_FRAMES
     short = {**args, "own_s": 0.3}
-    frames = window_cap("deadline", waiting_s=None, overloaded=False, **short)
+    frames = window_cap(waiting_s=None, overloaded=False, **short)
     assert COST_SPREAD * cost.seconds(frames) <= 0.3
-    batched = window_cap("deadline", waiting_s=None, overloaded=False, **{**short, "batched": True})
+    batched = window_cap(waiting_s=None, overloaded=False, **{**short, "batched": True})
     assert batched == batch_bucket(frames) <= frames

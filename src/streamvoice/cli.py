@@ -37,7 +37,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         model_dir=args.model_dir,
         model_variant=args.variant,
-        scheduler=args.scheduler,
         drain_timeout_s=args.drain_timeout,
         wyoming_uri=args.wyoming_uri,
     )
@@ -199,7 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default=None, help="default 127.0.0.1 (the container passes 0.0.0.0)")
     p.add_argument("--port", type=int, default=None, help="default 8080")
-    p.add_argument("--scheduler", choices=["deadline", "fifo"], default=None)
     p.add_argument(
         "--drain-timeout",
         type=float,

@@ -19,7 +19,6 @@ from streamvoice.engine.kokoro import EngineOptions
 from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 from streamvoice.server.core.admission import Mode
-from streamvoice.server.core.scheduler import Policy
 from streamvoice.settings import (
     ConfigError,
     check,
@@ -63,7 +62,6 @@ class ServerConfig:
     decode_batch_linger_ms: float = setting(
         10.0, "how long a window waits for company while other work runs", 0, 1000
     )
-    scheduler: Policy = setting("deadline", "which model job runs next", choices=get_args(Policy))
     admission: Mode = setting(
         "queue",
         "a listener beyond capacity: let in (off), answered `server_busy` (refuse), or waits, told `queued` (queue)",
@@ -209,6 +207,8 @@ class ServerConfig:
         """``STREAMVOICE_<FIELD>`` for every field, then explicit overrides (CLI flags) on top."""
         values = from_environ(cls, os.environ)
         unknown = sorted(n for n in os.environ if n.startswith("STREAMVOICE_") and n not in KNOWN_NAMES)
+        if unknown and unknown[0] in REMOVED_NAMES:
+            raise ConfigError(f"{unknown[0]} is no longer a setting: {REMOVED_NAMES[unknown[0]]}")
         if unknown:
             raise ConfigError(
                 f"{unknown[0]} is not a setting of this server or of the agent: check its spelling "
@@ -232,6 +232,11 @@ OTHER_NAMES = frozenset(
     }
 )  # fmt: skip
 KNOWN_NAMES = OTHER_NAMES | env_names(ServerConfig)
+# Settings an earlier release read, and what to do instead: refused by name, never silently ignored.
+REMOVED_NAMES = {
+    "STREAMVOICE_SCHEDULER": "the server always runs the model job with the earliest playback deadline first; "
+    "unset it (the arrival-order baseline is bench.capacity's own)",
+}
 
 
 def settings_markdown() -> str:

@@ -31,7 +31,6 @@ from streamvoice.server.core.load import DecodedWindow, Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.piece_audio import PieceAudio
 from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
-from streamvoice.server.core.window_sizing import window_cap
 
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5
@@ -288,8 +287,7 @@ class Lane:
         host = self._host
         due = host.scheduler.earliest_waiting()
         now = time.monotonic()
-        return window_cap(
-            host.scheduler.policy,
+        return host.scheduler.window_cap(
             host.load.window_cost,
             own_s=self.play_end - now,
             waiting_s=None if due is None else due - now,

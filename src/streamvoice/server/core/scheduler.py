@@ -3,9 +3,11 @@
 The model is the scarce resource (two cores run one call at a time well). Model calls go through one
 priority queue served by worker threads, so the event loop never blocks and the order is a policy:
 
-- ``deadline``: earliest playback deadline first. A new session's first piece is due now; a later piece
-  of a session that already has seconds of audio buffered is due only when that audio runs out.
-- ``fifo``: arrival order, the baseline the benchmarks compare against.
+Earliest playback deadline first: a new session's first piece is due now; a later piece of a session that
+already has seconds of audio buffered is due only when that audio runs out. The order and the size of the
+window a job decodes per turn are one policy, this class's (``order_key``, ``requeue_key``, ``window_cap``);
+``bench.capacity``'s arrival-order baseline is a subclass of its own. Checked by
+``pytest tests/test_scheduler.py``.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
+
+from streamvoice.server.core.window_sizing import WindowCost, window_cap
 
 T = TypeVar("T")
-Policy = Literal["deadline", "fifo"]
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,8 @@ class _Job:
 
 
 class SynthesisScheduler:
-    def __init__(self, workers: int = 1, policy: Policy = "deadline") -> None:
-        self.policy: Policy = policy
-        self._workers = workers
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
         self._heap: list[_Job] = []
         self._cv = threading.Condition()
         self._seq = itertools.count()
@@ -59,7 +61,7 @@ class SynthesisScheduler:
         if self._threads:
             return
         self._stopping = False
-        for i in range(self._workers):
+        for i in range(self.workers):
             t = threading.Thread(target=self._run, name=f"synth-{i}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -89,8 +91,29 @@ class SynthesisScheduler:
         """The calling job is the only model work running or waiting (its timing is uncontended)."""
         return self._running <= 1 and not self._heap
 
+    # -- the policy ---------------------------------------------------------------------------------------
+    def order_key(self, deadline: float | None, now: float) -> float:
+        """Where a new job waits: by its playback deadline (none: due now)."""
+        return now if deadline is None else deadline
+
+    def requeue_key(self, key: float, deadline: float) -> float:
+        """Where a job that handed its worker back between windows waits again: by its next deadline."""
+        return deadline
+
+    def window_cap(
+        self,
+        cost: WindowCost,
+        own_s: float,
+        waiting_s: float | None,
+        listeners: int,
+        overloaded: bool,
+        batched: bool,
+    ) -> int:
+        """The next window of a lane (``window_sizing.window_cap``: sized by the deadlines)."""
+        return window_cap(cost, own_s, waiting_s, listeners, overloaded, batched)
+
     def earliest_waiting(self) -> float | None:
-        """The smallest key among jobs waiting for a worker: under ``deadline``, the most urgent deadline."""
+        """The smallest key among jobs waiting for a worker: the most urgent deadline."""
         with self._cv:
             return self._heap[0].key if self._heap else None
 
@@ -99,7 +122,7 @@ class SynthesisScheduler:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         now = time.monotonic()
-        key = now if self.policy == "fifo" or deadline is None else deadline
+        key = self.order_key(deadline, now)
         with self._cv:
             if self._stopping:
                 future.set_exception(RuntimeError("scheduler is stopping"))
@@ -131,9 +154,8 @@ class SynthesisScheduler:
                 with self._cv:
                     self._running -= 1
                     if isinstance(result, Requeue) and not job.future.cancelled() and not self._stopping:
-                        if self.policy == "deadline":
-                            job.key = result.deadline
-                        heapq.heappush(self._heap, job)  # FIFO keeps its arrival key: it stays first
+                        job.key = self.requeue_key(job.key, result.deadline)
+                        heapq.heappush(self._heap, job)
                         self._cv.notify()
 
 

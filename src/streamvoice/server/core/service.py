@@ -58,7 +58,7 @@ class SpeechService:
         self.config = config
         self.metrics = metrics or Metrics()
         batch = config.decode_batch  # validated 1-16
-        self.scheduler = SynthesisScheduler(workers=max(config.synth_workers, batch), policy=config.scheduler)
+        self.scheduler = SynthesisScheduler(workers=max(config.synth_workers, batch))
         if batch > 1:  # the workers' windows meet in one batcher (see ``engine.decode_batcher``)
             engine.enable_batching(
                 batch, config.decode_batch_linger_ms / 1000, lambda: self.scheduler.running

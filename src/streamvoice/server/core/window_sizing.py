@@ -14,13 +14,11 @@ from __future__ import annotations
 import math
 
 from streamvoice.engine.windows import FRAME_S
-from streamvoice.server.core.scheduler import Policy
 
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40  # 1 s of audio; a newcomer's first window may wait for one
 # Each budget is divided by this: the 99th percentile of a window's measured cost over its fitted cost.
 COST_SPREAD = 1.2
-FIFO_SHARED_WINDOW_FRAMES = 24  # FIFO knows no deadlines: a fixed size while others wait
 # Past capacity (two or more listeners with work beyond what the server keeps fed) every listener falls
 # behind whatever the window size, and short windows make less audio per second of work: size for
 # throughput. The test is a count of listeners, never a symptom such as a late turn, so that the state ends
@@ -129,7 +127,6 @@ def batch_bucket(frames: int) -> int:
 
 
 def window_cap(
-    policy: Policy,
     cost: WindowCost,
     own_s: float,
     waiting_s: float | None,
@@ -139,8 +136,6 @@ def window_cap(
 ) -> int:
     """The lane's next window: ``own_s`` of its listener's audio buffered, the next waiting job due in
     ``waiting_s`` (None: nothing waits), ``listeners`` with work, past capacity or not."""
-    if policy != "deadline":
-        return LARGEST_WINDOW_FRAMES if waiting_s is None else FIFO_SHARED_WINDOW_FRAMES
     if overloaded:
         return PAST_CAPACITY_WINDOW_FRAMES
     frames = window_frames(cost, own_s, waiting_s, cost.floor_frames(listeners))
