@@ -222,8 +222,7 @@ async def invocation(
     try:
         asked = parse_conversation(payload, caller.session_id)
         if asked.interrupt_only:
-            found = conversations.find(caller.owner, asked.id)
-            cut = await conversations.interrupt(found, asked.played_ms) if found is not None else None
+            cut = await conversations.interrupt_named(caller.owner, asked.id, asked.played_ms)
             return JSONResponse(interrupted_event(cut, asked.id))
         prompt, options = parse_turn_request(payload, cfg)
         conversation = await conversations.open(caller.owner, asked.id)

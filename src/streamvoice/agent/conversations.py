@@ -212,6 +212,14 @@ class Conversations:
         conversation = self._held.get((owner, cid))
         return list(conversation.history) if conversation is not None else []
 
+    async def interrupt_named(
+        self, owner: str, cid: str | None, played_ms: float | None
+    ) -> Interrupted | None:
+        """An interrupt that is its own message (over HTTP or the socket): the caller's conversation with this id
+        stopped where this replica holds it (``find``: never created), what was heard of it if it played."""
+        found = self.find(owner, cid)
+        return await self.interrupt(found, played_ms) if found is not None else None
+
     async def interrupt(self, conversation: Conversation, played_ms: float | None) -> Interrupted | None:
         """Stop the answer playing, if one is, and keep in the history only what the caller heard of it."""
         playing = conversation.playing

@@ -112,8 +112,7 @@ class CallerSocket:
         self._turn = asyncio.create_task(self._speak(events, release))
 
     async def _interrupt(self, asked: ConversationRequest, running: bool) -> None:
-        found = self.conversations.find(self.caller.owner, asked.id)
-        cut = await self.conversations.interrupt(found, asked.played_ms) if found is not None else None
+        cut = await self.conversations.interrupt_named(self.caller.owner, asked.id, asked.played_ms)
         if not running or cut is None:  # else the turn itself says what was heard
             await self.send(interrupted_event(cut, asked.id))
 
