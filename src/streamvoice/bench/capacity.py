@@ -53,6 +53,7 @@ from streamvoice.protocol import ProtocolError
 from streamvoice.server import ServerConfig, create_app
 from streamvoice.server.core.load import DecodedWindow
 from streamvoice.server.core.scheduler import SynthesisScheduler
+from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.window_sizing import LARGEST_WINDOW_FRAMES, WindowCost
 
 ANSWER = (
@@ -90,8 +91,8 @@ class ArrivalOrder(SynthesisScheduler):
     def requeue_key(self, key: float, deadline: float) -> float:
         return key
 
+    @staticmethod
     def window_cap(
-        self,
         cost: WindowCost,
         own_s: float,
         waiting_s: float | None,
@@ -102,7 +103,7 @@ class ArrivalOrder(SynthesisScheduler):
         return LARGEST_WINDOW_FRAMES if waiting_s is None else FIFO_SHARED_WINDOW_FRAMES
 
 
-def use_arrival_order(service: Any) -> None:
+def use_arrival_order(service: SpeechService) -> None:
     """Swap a started server's scheduler for the arrival-order baseline (nothing is queued at the swap)."""
     shipped = service.scheduler
     service.scheduler = ArrivalOrder(workers=shipped.workers)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from streamvoice.server.core.window_sizing import WindowCost, window_cap
+from streamvoice.server.core.window_sizing import window_cap
 
 T = TypeVar("T")
 
@@ -100,17 +100,8 @@ class SynthesisScheduler:
         """Where a job that handed its worker back between windows waits again: by its next deadline."""
         return deadline
 
-    def window_cap(
-        self,
-        cost: WindowCost,
-        own_s: float,
-        waiting_s: float | None,
-        listeners: int,
-        overloaded: bool,
-        batched: bool,
-    ) -> int:
-        """The next window of a lane (``window_sizing.window_cap``: sized by the deadlines)."""
-        return window_cap(cost, own_s, waiting_s, listeners, overloaded, batched)
+    # The next window of a lane: sized by the deadlines (``window_sizing.window_cap``).
+    window_cap = staticmethod(window_cap)
 
     def earliest_waiting(self) -> float | None:
         """The smallest key among jobs waiting for a worker: the most urgent deadline."""
