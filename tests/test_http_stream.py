@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import socket
+from collections.abc import AsyncGenerator
 
 import httpx
 import numpy as np
@@ -18,7 +19,8 @@ from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.utterance import Utterance
-from streamvoice.server.surfaces.http_stream import audio_body, audio_items, sse_body
+from streamvoice.server.surfaces.http_stream import Item, audio_items, audio_only, gathered, marked, sse_body
+from streamvoice.server.surfaces.rendering import Sound
 from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 from tests.helpers import (
     metric,
@@ -34,6 +36,12 @@ def _utterance(text: str, planner: FakePieceSource | None = None) -> tuple[FakeH
     utterance = Utterance(planner or FakePieceSource(), request, Lane(host))
     utterance.say()
     return host, utterance
+
+
+async def _encoded(items: AsyncGenerator[Item]) -> AsyncGenerator[bytes | Words]:
+    """What ``Started.chunks`` passes on: the encoded bytes, word times in their place."""
+    async for item in items:
+        yield item.data if isinstance(item, Sound) else item
 
 
 async def test_items_are_word_times_then_audio_per_piece() -> None:
@@ -61,11 +69,9 @@ async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
 
 async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> None:
     host, utterance = _utterance("One two. Three.")
-    items = audio_items(utterance, utterance.request, lambda: None)
-    first = await anext(items)
+    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
     events = [
-        json.loads(chunk.decode()[len("data: ") :])
-        async for chunk in sse_body(utterance.request, first, items)
+        json.loads(chunk.decode()[len("data: ") :]) async for chunk in sse_body(utterance.request, chunks)
     ]
     assert events[0] == {"type": "audio_start", "format": "pcm", "sample_rate": 24_000}
     assert events[1]["type"] == "alignment" and events[1]["words"][0]["word"] == "One"
@@ -76,11 +82,24 @@ async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> 
     host.scheduler.stop()
 
 
+async def test_marks_ride_on_the_chunk_their_piece_begins_in_and_gather_whole() -> None:
+    host, utterance = _utterance("One two. Three.")
+    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
+    lines = [(len(data), marks) async for data, marks in marked(chunks, lambda w: [t.word for t in w.times])]
+    with_marks = [marks for _, marks in lines if marks]
+    assert with_marks == [["One", "two."], ["Three."]] and lines[0][1] == ["One", "two."]
+    host.scheduler.stop()
+    host, utterance = _utterance("One two. Three.")
+    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
+    audio, marks = await gathered(marked(chunks, lambda w: [t.word for t in w.times]))
+    assert marks == ["One", "two.", "Three."] and len(audio) == sum(size for size, _ in lines)
+    host.scheduler.stop()
+
+
 async def test_the_audio_body_is_the_pcm_of_every_window() -> None:
     host, utterance = _utterance("One. Two.")
-    items = audio_items(utterance, utterance.request, lambda: None)
-    first = await anext(items)
-    body = b"".join([chunk async for chunk in audio_body(utterance.request, first, items)])
+    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
+    body = b"".join([chunk async for chunk in audio_only(chunks)])
     samples = np.frombuffer(body, dtype=np.int16)
     assert samples.size >= 4 * 2_400  # two pieces of two windows, and their pauses
     await asyncio.sleep(0)

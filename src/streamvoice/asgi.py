@@ -12,7 +12,7 @@ import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from starlette.responses import JSONResponse, StreamingResponse
@@ -56,17 +56,32 @@ def _retry_after(exc: ProtocolError) -> dict[str, str]:
     return {"retry-after": "1"} if exc.code == ErrorCode.SERVER_BUSY else {}
 
 
-def error_response(exc: ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The services' HTTP error (``error_body``) with the status the code implies."""
-    body = error_body(exc.code, exc.message, exc.param, exc.http_status)
-    return JSONResponse(body, status_code=exc.http_status, headers={**_retry_after(exc), **(headers or {})})
-
-
 ErrorShape = Callable[[ProtocolError], dict[str, Any]]
+
+
+class ErrorResponse(Protocol):
+    """An error as a route's response, in its wire's shape, with the route's headers."""
+
+    def __call__(self, exc: ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse: ...
 
 
 def openai_shape(exc: ProtocolError) -> dict[str, Any]:
     return error_body(exc.code, exc.message, exc.param, exc.http_status)
+
+
+def shaped_errors(shape: ErrorShape) -> ErrorResponse:
+    """A wire's HTTP error: its body ``shape``, the status the code implies, and when to try again if the
+    server is full; each vendor's routes answer in their vendor's shape, the same way."""
+
+    def respond(exc: ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
+        return JSONResponse(
+            shape(exc), status_code=exc.http_status, headers={**_retry_after(exc), **(headers or {})}
+        )
+
+    return respond
+
+
+error_response = shaped_errors(openai_shape)  # the services' own routes: OpenAI's shape (``error_body``)
 
 
 async def send_json_error(send: Send, exc: ProtocolError, shape: ErrorShape = openai_shape) -> None:

@@ -4,8 +4,9 @@ with a status happens here, and the slot is released on every path that does not
 
 The slot is reserved before the body is read, so the session cap holds for callers arriving together; the
 first audio is awaited before any header is sent, so a full server, nothing speakable or a failed
-synthesis is a status, not a cut stream. A new HTTP surface supplies ``parse`` (its body to a request)
-and renders ``Started`` as its body.
+synthesis is a status, not a cut stream. A new HTTP surface supplies ``parse`` (its body to a request) and
+its error shape, and answers with ``Started.respond`` (a streamed body made from ``Started.chunks``) or
+``Started.whole`` (one JSON object made once the audio is all there).
 """
 
 from __future__ import annotations
@@ -13,19 +14,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from streamvoice.asgi import error_response
+from streamvoice.asgi import ErrorResponse, error_response
 from streamvoice.protocol import ProtocolError, parse_json_object
+from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
-from streamvoice.server.surfaces.http_stream import Item, TimedStream, audio_body, first_audio
+from streamvoice.server.surfaces.http_stream import (
+    Item,
+    TimedStream,
+    audio_only,
+    first_audio,
+    gathered,
+    marked,
+)
+from streamvoice.server.surfaces.rendering import Sound
 
 # A surface's body to a request (and what else it needs of the body); awaited, so a request naming something
 # kept in the store (a pronunciation dictionary) is resolved before the slot's first audio.
@@ -40,21 +51,55 @@ class Started[T]:
     first: Item
     pieces: AsyncGenerator[Item]
     release: Callable[[], None]  # gives the slot back when the answer ends
+    render: ErrorResponse  # the surface's error shape
+    headers: dict[str, str] | None = None  # on every answer of the surface's, errors too
+    samples: int = 0  # the model's samples passed on so far (OpenAI's usage counts them)
 
-    def respond(
-        self, body: AsyncGenerator[bytes] | None, media: str, headers: dict[str, str] | None = None
-    ) -> TimedStream:
+    async def chunks(self) -> AsyncGenerator[bytes | Words]:
+        """Encoded audio as it is ready, word times in their place; closing it stops the work behind it (a
+        client that left or timed out releases its queued model calls)."""
+        async with aclosing(self.pieces) as rest:
+            yield self._passed(self.first)
+            async for item in rest:
+                yield self._passed(item)
+
+    def _passed(self, item: Item) -> bytes | Words:
+        if isinstance(item, Sound):
+            self.samples += item.samples
+            return item.data
+        return item
+
+    def respond(self, body: AsyncGenerator[bytes] | None, media: str) -> TimedStream:
         """The answer as a streamed response (``body`` None: the audio alone), slot released at its end."""
-        chunks = audio_body(self.resolved, self.first, self.pieces) if body is None else body
+        chunks = audio_only(self.chunks()) if body is None else body
         timeout = self.service.config.send_timeout_s
-        return TimedStream(chunks, media, self.service.metrics, timeout, headers, self.release)
+        return TimedStream(chunks, media, self.service.metrics, timeout, self.headers, self.release)
+
+    async def whole[M](
+        self,
+        request: Request,
+        marks: Callable[[Words], list[M]],
+        reply: Callable[[bytes, list[M]], Response],
+    ) -> Response:
+        """One body made once all the audio is there (``reply`` of the audio and its ``marks``): nothing is
+        written before, so only a watch on the connection tells that the caller left (then 499, and the work
+        stops); a failure is the surface's error; the slot is given back on every path."""
+        try:
+            audio, found = await until_disconnect(request, gathered(marked(self.chunks(), marks)))
+        except ClientLeft:
+            return Response(status_code=499)
+        except ProtocolError as exc:
+            return self.render(exc, self.headers)
+        finally:
+            self.release()
+        return reply(audio, found)
 
 
 async def start_answer[T](
     request: Request,
     parse: Parse[T],
     headers: dict[str, str] | None = None,
-    render: Callable[[ProtocolError, dict[str, str] | None], Response] = error_response,
+    render: ErrorResponse = error_response,
 ) -> Started[T] | Response:
     """The answer's first audio, or the error response to send instead (``render``: the surface's error
     shape, by default ``asgi.error_response``'s, with the surface's ``headers``)."""
@@ -77,21 +122,21 @@ async def start_answer[T](
     except BaseException:
         slot.release()
         raise
-    return Started(service, parsed, resolved, first, pieces, slot.release)
+    return Started(service, parsed, resolved, first, pieces, slot.release, render, headers)
 
 
 async def audio_answer[T](
     request: Request,
     parse: Parse[T],
     media: Callable[[ResolvedRequest], str],
-    render: Callable[[ProtocolError, dict[str, str] | None], Response] = error_response,
+    render: ErrorResponse = error_response,
     headers: dict[str, str] | None = None,
 ) -> Response:
     """A route whose answer is the audio alone, streamed (``media``: its content type for the request)."""
-    started = await start_answer(request, parse, render=render)
+    started = await start_answer(request, parse, headers, render)
     if isinstance(started, Response):
         return started
-    return started.respond(None, media(started.resolved), headers)
+    return started.respond(None, media(started.resolved))
 
 
 class ClientLeft(Exception):

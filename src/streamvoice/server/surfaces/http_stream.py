@@ -87,29 +87,37 @@ async def audio_items(
                 yield event
 
 
-async def chained(first: Item, rest: AsyncGenerator[Item]) -> AsyncGenerator[Item]:
-    """The first item (awaited before the headers) and the rest; closing it stops the work behind it."""
-    yield first
-    async with aclosing(rest):  # a client that leaves (or times out) releases the queued model work
-        async for item in rest:
-            yield item
-
-
-async def encoded(first: Item, rest: AsyncGenerator[Item]) -> AsyncGenerator[bytes | Words]:
-    """Encoded audio as it is ready, word times passed through in their place."""
-    async with aclosing(chained(first, rest)) as items:
-        async for item in items:
-            yield item.data if isinstance(item, Sound) else item
-
-
-async def audio_body(
-    request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
-) -> AsyncGenerator[bytes]:
-    """The audio alone (word times need the SSE form)."""
-    async with aclosing(encoded(first, rest)) as chunks:
+async def audio_only(chunks: AsyncGenerator[bytes | Words]) -> AsyncGenerator[bytes]:
+    """The audio alone (word times need a form that carries them: SSE, JSON lines)."""
+    async with aclosing(chunks):
         async for data in chunks:
             if isinstance(data, bytes):
                 yield data
+
+
+async def marked[M](
+    chunks: AsyncGenerator[bytes | Words], marks: Callable[[Words], list[M]]
+) -> AsyncGenerator[tuple[bytes, list[M]]]:
+    """Each audio chunk with the marks (a wire's word or character times, ``marks`` of each piece's words)
+    of the pieces that begin in it: the JSON-line and whole-JSON answers put them on that chunk."""
+    pending: list[M] = []
+    async with aclosing(chunks):
+        async for data in chunks:
+            if isinstance(data, Words):
+                pending += marks(data)
+                continue
+            yield data, pending
+            pending = []
+
+
+async def gathered[M](chunks: AsyncGenerator[tuple[bytes, list[M]]]) -> tuple[bytes, list[M]]:
+    """A marked answer made whole: all its audio and all its marks."""
+    audio, found = bytearray(), []
+    async with aclosing(chunks):
+        async for data, marks in chunks:
+            audio += data
+            found += marks
+    return bytes(audio), found
 
 
 def sse_event(payload: dict[str, Any]) -> bytes:
@@ -117,15 +125,13 @@ def sse_event(payload: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(payload)}\n\n".encode()
 
 
-async def sse_body(
-    request: ResolvedRequest, first: Item, rest: AsyncGenerator[Item]
-) -> AsyncGenerator[bytes]:
+async def sse_body(request: ResolvedRequest, chunks: AsyncGenerator[bytes | Words]) -> AsyncGenerator[bytes]:
     """Audio as SSE events with base64 data, for InvokeEndpointWithResponseStream callers; each piece's
     word times as an ``alignment`` event before its audio."""
 
     yield sse_event({"type": "audio_start", "format": request.format, "sample_rate": request.sample_rate})
     seq = 0
-    async with aclosing(encoded(first, rest)) as chunks:
+    async with aclosing(chunks):
         async for data in chunks:
             if isinstance(data, Words):
                 yield sse_event({"type": "alignment", "words": as_json(data.times)})

@@ -15,7 +15,7 @@ from streamvoice.protocol import ErrorCode, ProtocolError, Synthesize, message_f
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.http_answer import start_answer
-from streamvoice.server.surfaces.http_stream import TimedStream, audio_body, sse_body
+from streamvoice.server.surfaces.http_stream import sse_body
 
 
 async def _invocation(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
@@ -39,11 +39,10 @@ async def invocations(request: Request) -> Response:
     started = await start_answer(request, _invocation)
     if isinstance(started, Response):
         return started
-    resolved, service = started.resolved, started.service
-    sse = started.parsed or "text/event-stream" in request.headers.get("accept", "")
-    body = (sse_body if sse else audio_body)(resolved, started.first, started.pieces)
-    media = "text/event-stream" if sse else media_type(resolved.format, resolved.sample_rate)
-    return TimedStream(body, media, service.metrics, service.config.send_timeout_s, on_close=started.release)
+    resolved = started.resolved
+    if started.parsed or "text/event-stream" in request.headers.get("accept", ""):
+        return started.respond(sse_body(resolved, started.chunks()), "text/event-stream")
+    return started.respond(None, media_type(resolved.format, resolved.sample_rate))
 
 
 ROUTES = [Route("/invocations", invocations, methods=["POST"])]

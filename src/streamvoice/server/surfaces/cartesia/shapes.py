@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
-
+from streamvoice.asgi import shaped_errors
 from streamvoice.protocol import ProtocolError, whole_number
 
 
@@ -15,8 +14,7 @@ def error_shape(error: ProtocolError) -> dict[str, Any]:
     return {"error": error.message, "title": title, "error_code": str(error.code), "message": error.message}
 
 
-def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
+http_error = shaped_errors(error_shape)
 
 
 def cursor_page(items: list[dict[str, Any]], query: Mapping[str, str]) -> tuple[list[dict[str, Any]], bool]:

@@ -33,7 +33,7 @@ from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.guards import caller, listing_service
 from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
-from streamvoice.server.surfaces.http_stream import encoded, sse_event
+from streamvoice.server.surfaces.http_stream import sse_event
 from streamvoice.server.surfaces.upgrade import BrowserKey
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
@@ -107,12 +107,26 @@ def resolve(
     )
 
 
-def timestamps(times: list[WordTime]) -> dict[str, list[Any]]:
+def chunk_event(data: bytes, step_ms: float, **ids: Any) -> dict[str, Any]:
+    """Audio, on the socket (``ids``: its context and flush) and over SSE alike."""
     return {
+        "type": "chunk",
+        "data": b64(data),
+        "done": False,
+        "status_code": 206,
+        "step_time": step_ms,
+        **ids,
+    }
+
+
+def timestamps_event(times: list[WordTime], **ids: Any) -> dict[str, Any]:
+    """A piece's word times in seconds, on the socket and over SSE alike."""
+    stamps = {
         "words": [w.word for w in times],
         "start": [round(w.start_ms / 1000, 3) for w in times],
         "end": [round(w.end_ms / 1000, 3) for w in times],
     }
+    return {"type": "timestamps", "done": False, "status_code": 206, **ids, "word_timestamps": stamps}
 
 
 def error_event(error: ProtocolError, context_id: str | None) -> dict[str, Any]:
@@ -184,16 +198,8 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
         return False
 
     def render_audio(self, ctx: Context[CartesiaContext], data: bytes, samples: int) -> list[Frame]:
-        body = {
-            "type": "chunk",
-            "data": b64(data),
-            "done": False,
-            "status_code": 206,
-            "step_time": round(samples * 1000 / self.service.sample_rate, 1),
-            "context_id": ctx.id,
-            "flush_id": ctx.wire.flush_id,
-        }
-        return [json.dumps(body)]
+        step = round(samples * 1000 / self.service.sample_rate, 1)
+        return [json.dumps(chunk_event(data, step, context_id=ctx.id, flush_id=ctx.wire.flush_id))]
 
     def render_marked(self, ctx: Context[CartesiaContext], label: int) -> list[Frame]:
         ctx.wire.flush_id = label + 1  # the chunks after it belong to the next flush
@@ -210,14 +216,7 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
     def render_words(self, ctx: Context[CartesiaContext], times: list[WordTime]) -> list[Frame]:
         if not ctx.wire.timestamps or not times:
             return []
-        body = {
-            "type": "timestamps",
-            "done": False,
-            "status_code": 206,
-            "context_id": ctx.id,
-            "word_timestamps": timestamps(times),
-        }
-        return [json.dumps(body)]
+        return [json.dumps(timestamps_event(times, context_id=ctx.id))]
 
     def render_completed(self, ctx: Context[CartesiaContext], done: Completed) -> list[Frame]:
         return [json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": ctx.id})]
@@ -264,29 +263,13 @@ async def tts_sse(request: Request) -> Response:
 
     async def body() -> AsyncGenerator[bytes]:
         try:
-            async with aclosing(encoded(started.first, started.pieces)) as chunks:
+            async with aclosing(started.chunks()) as chunks:
                 async for data in chunks:
-                    if isinstance(data, Words):
-                        if started.parsed and data.times:
-                            yield sse_event(
-                                {
-                                    "type": "timestamps",
-                                    "done": False,
-                                    "status_code": 206,
-                                    "word_timestamps": timestamps(data.times),
-                                }
-                            )
-                        continue
-                    step = round(raw_duration_ms(fmt, rate, len(data)), 1)  # bytes: 1, 2 or 4 per sample
-                    yield sse_event(
-                        {
-                            "type": "chunk",
-                            "data": b64(data),
-                            "done": False,
-                            "status_code": 206,
-                            "step_time": step,
-                        }
-                    )
+                    if not isinstance(data, Words):
+                        step = round(raw_duration_ms(fmt, rate, len(data)), 1)  # bytes: 1, 2 or 4 per sample
+                        yield sse_event(chunk_event(data, step))
+                    elif started.parsed and data.times:
+                        yield sse_event(timestamps_event(data.times))
         except ProtocolError as exc:
             yield sse_event({**error_event(exc, None), "request_id": ""})
             return

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
-from streamvoice.asgi import header_value
+from streamvoice.asgi import header_value, shaped_errors
 from streamvoice.protocol import (
     SAMPLE_RATES,
     ErrorCode,
@@ -120,8 +120,7 @@ def error_shape(error: ProtocolError) -> dict[str, Any]:
     return {"err_code": str(error.code).upper(), "err_msg": error.message, "request_id": str(uuid.uuid4())}
 
 
-def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
+http_error = shaped_errors(error_shape)
 
 
 def speak_call(default_model: str, speed_of: Speed) -> Callable[[Request], Any]:

@@ -13,7 +13,6 @@ from starlette.routing import Route, WebSocketRoute
 
 from streamvoice.engine.voices import LANGUAGES
 from streamvoice.protocol import (
-    ProtocolError,
     check_text,
     required_text,
 )
@@ -28,8 +27,8 @@ from streamvoice.server.surfaces.elevenlabs.request import MEDIA, MODEL_IDS, htt
 from streamvoice.server.surfaces.elevenlabs.socket import multi_stream_input, stream_input
 from streamvoice.server.surfaces.elevenlabs.voices import search_voices, voices
 from streamvoice.server.surfaces.guards import authorized, caller, service_of, unauthorized
-from streamvoice.server.surfaces.http_answer import ClientLeft, audio_answer, start_answer, until_disconnect
-from streamvoice.server.surfaces.http_stream import encoded
+from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
+from streamvoice.server.surfaces.http_stream import marked
 
 
 def _parser(request: Request) -> Any:
@@ -54,18 +53,16 @@ def _media(resolved: ResolvedRequest) -> str:
     return MEDIA.get(resolved.format, "audio/pcm")
 
 
-async def _timestamped(started: Any) -> AsyncGenerator[tuple[bytes, list[Char]]]:
-    """Audio chunks with the characters that start in them, times from the answer's start."""
-    pending: list[Char] = []
-    said = False
-    async with aclosing(encoded(started.first, started.pieces)) as chunks:
-        async for data in chunks:
-            if isinstance(data, Words):
-                pending += characters(data.times, said)
-                said = said or bool(data.times)
-                continue
-            yield data, pending
-            pending = []
+class _Characters:
+    """Each piece's words as ElevenLabs' characters, a space before every piece but the first said."""
+
+    def __init__(self) -> None:
+        self.said = False
+
+    def __call__(self, words: Words) -> list[Char]:
+        chars = characters(words.times, self.said)
+        self.said = self.said or bool(words.times)
+        return chars
 
 
 def _timestamped_body(audio: bytes, chars: list[Char]) -> dict[str, Any]:
@@ -78,24 +75,9 @@ async def with_timestamps(request: Request) -> Response:
     started = await start_answer(request, _parser(request), render=http_error)
     if isinstance(started, Response):
         return started
-    try:  # made whole before anything is sent: only the watch tells that the caller left
-        audio, chars = await until_disconnect(request, _gathered(started))
-    except ClientLeft:
-        return Response(status_code=499)  # nobody reads it; the work behind it is already released
-    except ProtocolError as exc:
-        return http_error(exc)
-    finally:
-        started.release()
-    return JSONResponse(_timestamped_body(bytes(audio), chars))
-
-
-async def _gathered(started: Any) -> tuple[bytearray, list[Char]]:
-    audio, chars = bytearray(), []
-    async with aclosing(_timestamped(started)) as chunks:
-        async for data, chunk_chars in chunks:
-            audio += data
-            chars += chunk_chars
-    return audio, chars
+    return await started.whole(
+        request, _Characters(), lambda audio, chars: JSONResponse(_timestamped_body(audio, chars))
+    )
 
 
 async def stream_with_timestamps(request: Request) -> Response:
@@ -105,8 +87,9 @@ async def stream_with_timestamps(request: Request) -> Response:
         return started
 
     async def body() -> AsyncGenerator[bytes]:
-        async for data, chars in _timestamped(started):
-            yield (json.dumps(_timestamped_body(data, chars)) + "\n").encode()
+        async with aclosing(marked(started.chunks(), _Characters())) as chunks:
+            async for data, chars in chunks:
+                yield (json.dumps(_timestamped_body(data, chars)) + "\n").encode()
 
     return started.respond(body(), "application/json")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
-
+from streamvoice.asgi import shaped_errors
 from streamvoice.protocol import (
     SAMPLE_RATES,
     ErrorCode,
@@ -95,5 +94,4 @@ def error_shape(error: ProtocolError) -> dict[str, Any]:
     return {"detail": {"status": STATUS.get(error.http_status, str(error.code)), "message": error.message}}
 
 
-def http_error(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse(error_shape(error), status_code=error.http_status, headers=headers)
+http_error = shaped_errors(error_shape)

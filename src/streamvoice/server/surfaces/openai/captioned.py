@@ -16,74 +16,36 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from streamvoice.server.core.piece_audio import Words
-from streamvoice.server.surfaces.http_answer import ClientLeft, until_disconnect
-from streamvoice.server.surfaces.http_stream import TimedStream, encoded
+from streamvoice.server.surfaces.http_stream import marked
 from streamvoice.server.surfaces.openai.speech import request_id_headers, start_speech
 
 
 async def captioned_speech(request: Request) -> Response:
     """Kokoro-FastAPI's captioned speech: with ``stream`` (default) NDJSON lines ``{"audio", "audio_format",
     "timestamps"}`` as audio is ready, each piece's words (seconds) on its first chunk; else one JSON."""
-    headers = request_id_headers(request)
-    started = await start_speech(request, headers)
+    started = await start_speech(request, request_id_headers(request))
     if isinstance(started, Response):
         return started
     fmt = started.parsed.response_format
-    captions = _captions(encoded(started.first, started.pieces))
     if started.parsed.stream:
-        lines = _captioned_lines(captions, fmt)
-        config = started.service.config
-        return TimedStream(
-            lines,
-            "application/x-ndjson",
-            started.service.metrics,
-            config.send_timeout_s,
-            headers,
-            started.release,
-        )
-    try:
-        audio, stamps = await until_disconnect(request, _gather(captions))
-    except ClientLeft:
-        return Response(status_code=499)  # nobody reads it; the work behind it is already released
-    finally:
-        started.release()
-    body = {"audio": base64.b64encode(bytes(audio)).decode(), "audio_format": fmt}
-    return JSONResponse({**body, "timestamps": stamps}, headers=headers)
+        return started.respond(_lines(marked(started.chunks(), _timestamps), fmt), "application/x-ndjson")
+
+    def reply(audio: bytes, stamps: list[dict[str, Any]]) -> Response:
+        body = {"audio": base64.b64encode(audio).decode(), "audio_format": fmt, "timestamps": stamps}
+        return JSONResponse(body, headers=started.headers)
+
+    return await started.whole(request, _timestamps, reply)
 
 
-async def _gather(
-    captions: AsyncGenerator[tuple[bytes, list[dict[str, Any]]]],
-) -> tuple[bytearray, list[dict[str, Any]]]:
-    audio, stamps = bytearray(), []
-    async with aclosing(captions) as each:
-        async for data, words in each:
-            audio += data
-            stamps += words
-    return audio, stamps
+def _timestamps(words: Words) -> list[dict[str, Any]]:
+    """Kokoro-FastAPI's word times: seconds."""
+    return [
+        {"word": w.word, "start_time": round(w.start_ms / 1000, 3), "end_time": round(w.end_ms / 1000, 3)}
+        for w in words.times
+    ]
 
 
-async def _captions(
-    chunks: AsyncGenerator[bytes | Words],
-) -> AsyncGenerator[tuple[bytes, list[dict[str, Any]]]]:
-    """Each encoded chunk with the words (Kokoro-FastAPI's shape, seconds) of the piece it begins."""
-    pending: list[dict[str, Any]] = []
-    async with aclosing(chunks):
-        async for data in chunks:
-            if isinstance(data, Words):
-                pending += [
-                    {
-                        "word": w.word,
-                        "start_time": round(w.start_ms / 1000, 3),
-                        "end_time": round(w.end_ms / 1000, 3),
-                    }
-                    for w in data.times
-                ]
-                continue
-            yield data, pending
-            pending = []
-
-
-async def _captioned_lines(
+async def _lines(
     captions: AsyncGenerator[tuple[bytes, list[dict[str, Any]]]], fmt: str
 ) -> AsyncGenerator[bytes]:
     async with aclosing(captions):

@@ -46,8 +46,7 @@ from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.guards import authorized, listing_service, service_of, unauthorized
 from streamvoice.server.surfaces.http_answer import Started, start_answer
-from streamvoice.server.surfaces.http_stream import Item, TimedStream, audio_body, encoded, sse_event
-from streamvoice.server.surfaces.rendering import Sound
+from streamvoice.server.surfaces.http_stream import sse_event
 
 FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 CONTENT_TYPES = {
@@ -203,19 +202,11 @@ async def speech(request: Request) -> Response:
     started = await start_speech(request, headers)
     if isinstance(started, Response):
         return started
-    speech, resolved, config = started.parsed, started.resolved, started.service.config
+    speech = started.parsed
     if speech.stream_format == "sse":
-        samples = SampleCount()
-        chunks = encoded(*samples.counted(started.first, started.pieces))
-        body = _speech_sse(chunks, lambda: usage(speech.input, samples.value, SAMPLE_RATE))
-        media = "text/event-stream"
-    else:
-        body, media = (
-            audio_body(resolved, started.first, started.pieces),
-            CONTENT_TYPES[speech.response_format],
-        )
-    metrics = started.service.metrics
-    return TimedStream(body, media, metrics, config.send_timeout_s, headers, started.release)
+        body = _speech_sse(started.chunks(), lambda: usage(speech.input, started.samples, SAMPLE_RATE))
+        return started.respond(body, "text/event-stream")
+    return started.respond(None, CONTENT_TYPES[speech.response_format])
 
 
 async def voices(request: Request) -> Response:
@@ -259,28 +250,6 @@ ROUTES = [
 
 
 # --- bodies ---------------------------------------------------------------------------------------------
-
-
-class SampleCount:
-    """Counts the samples passing through, for ``usage`` once the stream is done."""
-
-    def __init__(self) -> None:
-        self.value = 0
-
-    def counted(self, first: Item, rest: AsyncGenerator[Item]) -> tuple[Item, AsyncGenerator[Item]]:
-        """The answer's items, counted as they pass (the first one too)."""
-        self._add(first)
-        return first, self._count(rest)
-
-    async def _count(self, items: AsyncGenerator[Item]) -> AsyncGenerator[Item]:
-        async with aclosing(items):
-            async for item in items:
-                self._add(item)
-                yield item
-
-    def _add(self, item: Item) -> None:
-        if isinstance(item, Sound):
-            self.value += item.samples
 
 
 def _failure(exc: ProtocolError) -> dict[str, Any]:
