@@ -229,9 +229,9 @@ async def test_a_burst_of_answered_frames_from_a_client_that_reads_is_answered_w
     The cap is made small here so that any machine's burst outruns the writer, as that one's did."""
     from websockets.asyncio.client import connect as aconnect
 
-    from streamvoice.server.surfaces import connection
+    from streamvoice.server.surfaces import outbox
 
-    monkeypatch.setattr(connection, "MAX_PENDING_REPLIES", 8)
+    monkeypatch.setattr(outbox, "MAX_PENDING_REPLIES", 8)
 
     url = vendor_server.url.replace("http", "ws", 1) + "/v2/speak?model=flux-alexis-en&encoding=linear16"
     async with aconnect(url, additional_headers={"Authorization": f"Token {TOKEN}"}, max_size=None) as ws:

@@ -46,9 +46,11 @@ def test_when_to_reconnect(code: int | None, refused: bool, unanswered: int, exp
 
 
 @pytest.fixture
-def two_servers(engine: KokoroEngine) -> Iterator[tuple[RunningServer, RunningServer]]:
-    a = start_speech_server(engine, warm_up=False, drain_timeout_s=30)
-    b = start_speech_server(engine, warm_up=False)
+def two_servers(scripted: KokoroEngine) -> Iterator[tuple[RunningServer, RunningServer]]:
+    """Two replicas over the scripted engine: what is resent, restarted or answered once is the client's
+    and the drain's (the model's sound plays no part)."""
+    a = start_speech_server(scripted, warm_up=False, drain_timeout_s=30)
+    b = start_speech_server(scripted, warm_up=False)
     yield a, b
     a.stop()
     b.stop()
@@ -95,7 +97,7 @@ async def test_a_drain_mid_answer_moves_the_rest_to_another_replica(
     client = SpeechClient(await dial(), dial, FAST)
     await client.synthesize(LONG, id="m1")
     reader = asyncio.create_task(answers(client, {"m1", "m2", "m3"}))
-    while a.drainer.app.state.service.metrics.active_sessions == 0 or not _audio_started(a):
+    while a.drainer.app.state.service.rooms.sessions == 0 or not _audio_started(a):
         await asyncio.sleep(0.02)
     a.drainer.request_shutdown()  # SIGTERM mid-answer
     while not a.drainer.app.state.service.draining:
@@ -114,8 +116,8 @@ def _audio_started(server: RunningServer) -> bool:
     return any(s.busy for s in server.drainer.app.state.service.connections)
 
 
-async def test_a_full_server_is_retried_with_backoff(engine: KokoroEngine) -> None:
-    server = start_speech_server(engine, warm_up=False, max_sessions=1)
+async def test_a_full_server_is_retried_with_backoff(scripted: KokoroEngine) -> None:
+    server = start_speech_server(scripted, warm_up=False, max_sessions=1)
     try:
         holder = await SpeechClient.connect(server.url, reconnect=None)
         patient = await SpeechClient.connect(server.url, reconnect=Reconnect(attempts=8, base_delay_s=0.05))
@@ -129,8 +131,8 @@ async def test_a_full_server_is_retried_with_backoff(engine: KokoroEngine) -> No
         server.stop()
 
 
-async def test_every_message_is_answered_when_no_replica_comes_back(engine: KokoroEngine) -> None:
-    server = start_speech_server(engine, warm_up=False)
+async def test_every_message_is_answered_when_no_replica_comes_back(scripted: KokoroEngine) -> None:
+    server = start_speech_server(scripted, warm_up=False)
     dial = dial_in_turn(server.url)
     client = SpeechClient(await dial(), dial, FAST)
     server.drainer.request_shutdown()

@@ -46,17 +46,17 @@ def test_the_cap_counts_from_the_reservation_and_a_release_twice_gives_back_once
     service: SpeechService,
 ) -> None:
     first, second = reserve(service), reserve(service, "session")
-    assert service.metrics.active_streams == 1 and service.metrics.active_sessions == 1
+    assert service.rooms.streams == 1 and service.rooms.sessions == 1
     with pytest.raises(ProtocolError) as full:
         reserve(service)
     assert full.value.code == ErrorCode.SERVER_BUSY
     assert unavailable(service, new_work=False) is None  # /ping stays healthy while full
     first.release()
     first.release()
-    assert service.metrics.active_streams == 0 and not first.held and second.held
+    assert service.rooms.streams == 0 and not first.held and second.held
     reserve(service).release()
     second.release()
-    assert service.metrics.active_sessions == 0
+    assert service.rooms.sessions == 0
 
 
 async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(service: SpeechService) -> None:
@@ -76,7 +76,7 @@ async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(serv
 
 
 async def test_simultaneous_requests_respect_the_caps(
-    busy_scripted: KokoroEngine, speech_server: RunningServer
+    busy_scripted: KokoroEngine, scripted_server: RunningServer
 ) -> None:
     # The session cap alone (admission, on by default, would turn callers away before it: test_admission).
     server = await asyncio.to_thread(
@@ -101,7 +101,7 @@ async def test_simultaneous_requests_respect_the_caps(
     # Each admitted turn lasts seconds (its LLM's first token comes after 2 s), so all eight requests
     # arrive while the first two are held: a turn that ended at once could free its place for a ninth.
     slow = ScriptedTextSource("One two three four five.", ttft_s=2.0)
-    agent = await asyncio.to_thread(start_agent, slow, speech_server.url, max_concurrent_turns=2)
+    agent = await asyncio.to_thread(start_agent, slow, scripted_server.url, max_concurrent_turns=2)
     try:
         async with httpx.AsyncClient(timeout=60) as client:
             answers = await asyncio.gather(

@@ -113,7 +113,7 @@ def test_blends_fill_no_shared_table(engine: KokoroEngine) -> None:
             spec = engine.parse_voice(f"{a}*0.6+{b}*0.4")
             engine.style_pack(spec)
             assert engine.memory.recorder(spec) is None  # blends are never learnt
-    from streamvoice.engine.kokoro import BLEND_STYLE_CACHE
+    from streamvoice.engine.styles import BLEND_STYLE_CACHE
 
     assert engine.cached_styles <= BLEND_STYLE_CACHE
     assert set(engine.memory._stats) <= engine.voice_names

@@ -45,7 +45,7 @@ from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wer import character_error_rate
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.kokoro import calibration_text
+from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.engine.voices import describe
 from streamvoice.protocol import SAMPLE_RATE

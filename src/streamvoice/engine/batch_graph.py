@@ -40,11 +40,10 @@ class BatchGraphError(RuntimeError):
 
 def make_batchable(model: Any) -> None:
     """Rewrite the split decoder (in place) to take and return a batch of windows; see the module doc."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     graph = model.graph
     nodes = {n.name: n for n in graph.node}
-    producers = {out: n for n in graph.node for out in n.output}
 
     def node(name: str, op: str) -> Any:
         found = nodes.get(name)
@@ -54,15 +53,23 @@ def make_batchable(model: Any) -> None:
 
     keep_batch = "batch_graph.keep_batch"
     graph.initializer.append(numpy_helper.from_array(np.array([0], dtype=np.int64), keep_batch))
-
     # 1. [1, 1, samples] -> [0, 1, samples]: keep the batch.
     node(_GEN + "Concat", "Concat").input[0] = keep_batch
     # 2. [shape[1], shape[2]] -> [shape[0], shape[2]]: the row count, not a dimension that is always 1.
-    gather = node(_GEN + "Gather_2", "Gather")
-    zero = _scalar_initializer(graph, 0)
-    gather.input[1] = zero
+    node(_GEN + "Gather_2", "Gather").input[1] = _scalar_initializer(graph, 0)
     # 3. The window-sum normalisation, scattered along the sample axis of the transposed signal.
-    scatter = node(_STFT + "ScatterND", "ScatterND")
+    _batch_istft_scatter(graph, node(_STFT + "ScatterND", "ScatterND"), keep_batch)
+    # 4. End at the batched audio, before the export squeezes it to one row.
+    _end_at_batched_audio(graph)
+    _batch_dimensions(graph)
+    _prune(graph)
+
+
+def _batch_istft_scatter(graph: Any, scatter: Any, keep_batch: str) -> None:
+    """The inverse STFT's normalisation, one scatter for every row instead of the export's single row."""
+    from onnx import helper
+
+    producers = {out for n in graph.node for out in n.output}
     signal, positions = _STFT + "Squeeze_1_output_0", _STFT + "Transpose_output_0"
     nonzero, window_sum = _STFT + "NonZero_output_0", _STFT + "Slice_1_output_0"
     for name in (signal, positions, nonzero, window_sum):
@@ -87,7 +94,14 @@ def make_batchable(model: Any) -> None:
     graph.node.remove(scatter)
     for k, new in enumerate(rebuilt):
         graph.node.insert(at + k, new)
-    # 4. End at the batched audio, before the export squeezes it to one row (Gather, Reshape [1, -1], Gather).
+
+
+def _end_at_batched_audio(graph: Any) -> None:
+    """The audio output becomes the batched audio before the export's squeeze (Gather, Reshape [1, -1],
+    Gather)."""
+    from onnx import helper
+
+    producers = {out: n for n in graph.node for out in n.output}
     out = graph.output[0]
     tail = producers.get(out.name)
     for expected in ("Gather", "Reshape", "Gather"):
@@ -100,8 +114,13 @@ def make_batchable(model: Any) -> None:
     outputs[0] = helper.make_tensor_value_info(tail.output[0], out.type.tensor_type.elem_type, None)
     del graph.output[:]
     graph.output.extend(outputs)
-    # Every input and statistics output gets a batch dimension; inferred intermediate shapes are dropped.
-    # The blend weights become one per row, shaped to broadcast over the norms' [batch, channels, 1].
+
+
+def _batch_dimensions(graph: Any) -> None:
+    """Every input and statistics output gets a batch dimension; inferred intermediate shapes are dropped.
+    The blend weights become one per row, shaped to broadcast over the norms' [batch, channels, 1]."""
+    from onnx import helper
+
     for value in graph.input:
         if value.name in (BLEND_PRIOR, BLEND_WINDOW):
             value.CopyFrom(
@@ -113,6 +132,10 @@ def make_batchable(model: Any) -> None:
             dims[0].ClearField("dim_value")
             dims[0].dim_param = BATCH
     del graph.value_info[:]
+
+
+def _prune(graph: Any) -> None:
+    """Nodes and initializers nothing reads any more go."""
     kept = live(list(graph.node), graph)
     del graph.node[:]
     graph.node.extend(kept)

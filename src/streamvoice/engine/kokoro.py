@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,16 +23,17 @@ from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.g2p import G2P
 from streamvoice.engine.g2p.packs import require as require_language_pack
 from streamvoice.engine.graphs import Decoding, Graph, RunStop, WholeGraph
+from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
+from streamvoice.engine.styles import VoiceStyles
 from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
     VoiceSpec,
-    blend_style,
     default_lang,
     describe,
     parse_voice_spec,
@@ -55,8 +54,6 @@ log = logging.getLogger("streamvoice.engine")
 logging.getLogger("phonemizer").setLevel(logging.ERROR)
 
 MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding tokens
-# Blends' style packs (~0.5 MB each) are computed on demand; the most recent few are kept.
-BLEND_STYLE_CACHE = 16
 CALIBRATION_PIECES = 1  # the greeting's first sentence: ~0.5 s a voice on 2 cores
 
 
@@ -131,15 +128,10 @@ class KokoroEngine:
                     exc,
                 )
         self.graph: Graph = graph or self._split or WholeGraph(files.model, so, self.providers)
-        with np.load(files.voices) as packs:
-            self._packs: dict[str, NDArray[np.float32]] = {
-                k: packs[k].astype(np.float32) for k in packs.files
-            }
-        self.voice_names = frozenset(self._packs)
+        self.styles = VoiceStyles(files.voices)
+        self.voice_names = self.styles.names
         self.g2p = G2P(SUPPORTED_LANGS, english=options.english_g2p)
         self.planner = Planner(self.g2p)
-        self._style_cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
-        self._style_lock = threading.Lock()
         self.memory = VoiceMemory(self.voice_names)
         self.decoder_graph: DecoderGraph = "exported"
         if options.decoder == "static-int8" or (options.decoder is None and self._static_by_default()):
@@ -194,17 +186,7 @@ class KokoroEngine:
         return parse_voice_spec(spec, self.voice_names)
 
     def style_pack(self, voice: VoiceSpec) -> NDArray[np.float32]:
-        if len(voice.parts) == 1:
-            return self._packs[voice.parts[0][0]]
-        key = voice.text
-        with self._style_lock:
-            pack = self._style_cache.pop(key, None)
-            if pack is None:
-                pack = blend_style(voice, self._packs)
-            self._style_cache[key] = pack  # most recent last
-            while len(self._style_cache) > BLEND_STYLE_CACHE:
-                self._style_cache.popitem(last=False)
-        return pack
+        return self.styles.pack(voice)
 
     @staticmethod
     def resolve_lang(voice: VoiceSpec, lang: str | None) -> str:
@@ -229,8 +211,8 @@ class KokoroEngine:
 
     @property
     def cached_styles(self) -> int:
-        """Blended style vectors held (bounded by ``BLEND_STYLE_CACHE``)."""
-        return len(self._style_cache)
+        """Blended style vectors held (bounded by ``styles.BLEND_STYLE_CACHE``)."""
+        return self.styles.blends_kept
 
     def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]:
         """Model runs on this thread inside the block end early once ``stop.stop()`` is called."""
@@ -464,22 +446,3 @@ class KokoroEngine:
                 these.append((window.size / SAMPLE_RATE, time.perf_counter() - started))
             timed += [t for t in these[1:-1] if t[0] >= 0.75 * frames * SAMPLES_PER_FRAME / SAMPLE_RATE]
         return timed
-
-
-# What a voice agent says all day: a greeting and an offer to help, per language.
-CALIBRATION_TEXT = {
-    "en-us": "Thanks for calling. I can help you with your order, your account, or anything else today.",
-    "en-gb": "Thanks for calling. I can help you with your order, your account, or anything else today.",
-    "es": "Gracias por llamar. Puedo ayudarle con su pedido, su cuenta o cualquier otra cosa hoy.",
-    "fr-fr": "Merci de votre appel. Je peux vous aider avec votre commande, votre compte ou autre chose.",
-    "hi": "कॉल करने के लिए धन्यवाद। मैं आज आपके ऑर्डर या खाते में आपकी मदद कर सकता हूँ।",
-    "it": "Grazie per aver chiamato. Posso aiutarla con il suo ordine, il suo conto o altro oggi.",
-    "ja": "おでんわ ありがとうございます。きょうは なにを おてつだい できますか。",  # kana, as first measured
-    "pt-br": "Obrigado por ligar. Posso ajudar com o seu pedido, a sua conta ou qualquer outra coisa hoje.",
-    "cmn": "感谢您的来电。今天我可以帮您处理订单。",
-}
-
-
-def calibration_text(lang: str) -> str:
-    """The greeting a voice is calibrated, warmed and timed with in ``lang`` (English where none is set)."""
-    return CALIBRATION_TEXT.get(lang, CALIBRATION_TEXT["en-us"])

@@ -8,6 +8,7 @@ JSON object; anything else is audio. Raw PCM may start with ``{`` (0x7b), so a f
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -126,68 +127,81 @@ def decode_client_frame(data: str | bytes, limits: Limits = DEFAULT_LIMITS) -> C
     return message_from_object(parse_json_object(data, limits), limits)
 
 
+def _synthesize(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> Synthesize:
+    fields = _options(obj, msg_id)
+    ssml = obj.get("ssml")
+    if ssml is not None and not isinstance(ssml, bool):
+        raise ProtocolError(ErrorCode.INVALID_FIELD, '"ssml" must be true or false', msg_id)
+    stream = obj.get("stream", False)
+    if not isinstance(stream, bool):
+        raise ProtocolError(ErrorCode.INVALID_FIELD, '"stream" must be true or false', msg_id)
+    if not stream:
+        return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, ssml=ssml, **fields)
+    if ssml:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD, "SSML is parsed whole: send it as one synthesize, not a stream", msg_id
+        )
+    text = obj.get("text", "")
+    if not isinstance(text, str):
+        raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', msg_id)
+    check_text(text, limits, msg_id, speakable=False)
+    return Synthesize(text=text, id=msg_id, ssml=False, stream=True, **fields)
+
+
+def _append(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> Append:
+    text = obj.get("text")
+    if not isinstance(text, str):
+        raise ProtocolError(
+            ErrorCode.MISSING_TEXT, '"append" needs "text": the next tokens, a string', msg_id
+        )
+    return Append(text=check_text(text, limits, msg_id, speakable=False), id=msg_id)
+
+
+def _configure(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> Configure:
+    pauses = obj.get("pauses")
+    lexicon = obj.get("lexicon")
+    return Configure(
+        **_options(obj, msg_id),
+        pauses=validate_pauses(pauses, msg_id) if pauses is not None else None,
+        lexicon=validate_lexicon(lexicon, msg_id) if lexicon is not None else None,
+        lexicon_name=lexicon_name(obj.get("lexicon_name"), msg_id),
+    )
+
+
+# Each message type's parser: the object, its id, the server's limits.
+_PARSERS: dict[str, Callable[[dict[str, Any], str | None, Limits], ClientMessage]] = {
+    "synthesize": _synthesize,
+    "append": _append,
+    "flush": lambda obj, msg_id, limits: Flush(id=msg_id),
+    "end": lambda obj, msg_id, limits: End(id=msg_id),
+    "configure": _configure,
+    "cancel": lambda obj, msg_id, limits: Cancel(
+        id=msg_id, played_ms=played_ms(obj.get("played_ms"), msg_id)
+    ),
+    "close": lambda obj, msg_id, limits: Close(),
+}
+
+
 def message_from_object(obj: dict[str, Any], limits: Limits = DEFAULT_LIMITS) -> ClientMessage:
     msg_id = _id_of(obj)
     kind = obj.get("type")
     if kind is None and "text" in obj:
         kind = "synthesize"  # what the reference client sends
-    if kind == "synthesize":
-        fields = _options(obj, msg_id)
-        ssml = obj.get("ssml")
-        if ssml is not None and not isinstance(ssml, bool):
-            raise ProtocolError(ErrorCode.INVALID_FIELD, '"ssml" must be true or false', msg_id)
-        stream = obj.get("stream", False)
-        if not isinstance(stream, bool):
-            raise ProtocolError(ErrorCode.INVALID_FIELD, '"stream" must be true or false', msg_id)
-        if stream:
-            if ssml:
-                raise ProtocolError(
-                    ErrorCode.INVALID_FIELD,
-                    "SSML is parsed whole: send it as one synthesize, not a stream",
-                    msg_id,
-                )
-            text = obj.get("text", "")
-            if not isinstance(text, str):
-                raise ProtocolError(ErrorCode.INVALID_FIELD, '"text" must be a string', msg_id)
-            check_text(text, limits, msg_id, speakable=False)
-            return Synthesize(text=text, id=msg_id, ssml=False, stream=True, **fields)
-        return Synthesize(text=_text(obj, msg_id, limits), id=msg_id, ssml=ssml, **fields)
-    if kind == "append":
-        text = obj.get("text")
-        if not isinstance(text, str):
-            raise ProtocolError(
-                ErrorCode.MISSING_TEXT, '"append" needs "text": the next tokens, a string', msg_id
-            )
-        return Append(text=check_text(text, limits, msg_id, speakable=False), id=msg_id)
-    if kind == "flush":
-        return Flush(id=msg_id)
-    if kind == "end":
-        return End(id=msg_id)
-    if kind == "configure":
-        pauses = obj.get("pauses")
-        lexicon = obj.get("lexicon")
-        return Configure(
-            **_options(obj, msg_id),
-            pauses=validate_pauses(pauses, msg_id) if pauses is not None else None,
-            lexicon=validate_lexicon(lexicon, msg_id) if lexicon is not None else None,
-            lexicon_name=lexicon_name(obj.get("lexicon_name"), msg_id),
-        )
-    if kind == "cancel":
-        return Cancel(id=msg_id, played_ms=played_ms(obj.get("played_ms"), msg_id))
-    if kind == "close":
-        return Close()
     if kind is None:
         raise ProtocolError(
             ErrorCode.MISSING_TEXT,
             'message has neither "type" nor "text"; send {"type": "synthesize", "text": "..."}',
             msg_id,
         )
-    shown = kind[:40] if isinstance(kind, str) else type(kind).__name__
-    raise ProtocolError(
-        ErrorCode.UNKNOWN_TYPE,
-        f"unknown message type {shown!r}; use one of {', '.join(MESSAGE_TYPES)}",
-        msg_id,
-    )
+    parse = _PARSERS.get(kind) if isinstance(kind, str) else None
+    if parse is None:
+        shown = kind[:40] if isinstance(kind, str) else type(kind).__name__
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_TYPE,
+            f"unknown message type {shown!r}; use one of {', '.join(MESSAGE_TYPES)}",
+            msg_id,
+        )
+    return parse(obj, msg_id, limits)
 
 
 def _text(obj: dict[str, Any], msg_id: str | None, limits: Limits) -> str:

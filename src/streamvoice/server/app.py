@@ -125,6 +125,8 @@ def _gauges(service: SpeechService) -> None:
     """What ``/metrics`` reads at each scrape, from the service's live state."""
     metrics, admission = service.metrics, service.admission
     metrics.queue_depth = lambda: service.scheduler.queue_depth
+    metrics.active_sessions = lambda: service.rooms.sessions
+    metrics.active_streams = lambda: service.rooms.streams
     metrics.busy_sessions = lambda: sum(1 for s in service.connections if s.busy)
     metrics.draining = lambda: service.draining
     metrics.capacity_sessions = service.config.max_sessions

@@ -81,7 +81,7 @@ class DrainingServer:
             service.begin_drain()
             deadline = asyncio.get_running_loop().time() + self.drain_timeout_s
             # Sessions finish what they hold; streamed answers (HTTP and Wyoming) finish speaking.
-            while (service.connections or service.metrics.active_streams) and (
+            while (service.connections or service.rooms.streams) and (
                 asyncio.get_running_loop().time() < deadline
             ):
                 await asyncio.sleep(0.05)

@@ -71,8 +71,8 @@ class Metrics:
         self.messages = 0
         self.shed = 0  # listeners stopped to keep the earlier ones fed when the machine slowed down
         self.audio_seconds = 0.0
-        self.active_sessions = 0
-        self.active_streams = 0  # POST /invocations answers being streamed
+        self.active_sessions: Callable[[], int] = lambda: 0  # sockets holding a room (``service.rooms``)
+        self.active_streams: Callable[[], int] = lambda: 0  # HTTP answers being streamed
         self.queue_depth: Callable[[], int] = lambda: 0
         # For autoscaling: sessions with a message queued or in flight (an idle open session costs nothing),
         # the session capacity, and whether this replica is draining (it takes no new work).
@@ -132,9 +132,9 @@ class Metrics:
             lines += [f'streamvoice_errors_total{{code="{c}"}} {n}' for c, n in sorted(self.errors.items())]
             lines += [
                 "# TYPE streamvoice_active_sessions gauge",
-                f"streamvoice_active_sessions {self.active_sessions}",
+                f"streamvoice_active_sessions {self.active_sessions()}",
                 "# TYPE streamvoice_active_streams gauge",
-                f"streamvoice_active_streams {self.active_streams}",
+                f"streamvoice_active_streams {self.active_streams()}",
             ]
             lines += ["# TYPE streamvoice_queue_depth gauge", f"streamvoice_queue_depth {self.queue_depth()}"]
             lines += [

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,11 +52,24 @@ class LiveConnection(Listener, Protocol):
         ...
 
 
+@dataclass
+class Rooms:
+    """What ``MAX_SESSIONS`` counts (``core.slots.Slot``): sockets and HTTP answers holding a room now."""
+
+    sessions: int = 0
+    streams: int = 0  # HTTP answers being streamed
+
+    @property
+    def taken(self) -> int:
+        return self.sessions + self.streams
+
+
 class SpeechService:
     def __init__(self, engine: KokoroEngine, config: ServerConfig, metrics: Metrics | None = None) -> None:
         self.engine = engine
         self.config = config
         self.metrics = metrics or Metrics()
+        self.rooms = Rooms()
         batch = config.decode_batch  # validated 1-16
         self.scheduler = SynthesisScheduler(workers=max(config.synth_workers, batch))
         if batch > 1:  # the workers' windows meet in one batcher (see ``engine.decode_batcher``)

@@ -26,8 +26,8 @@ def unavailable(service: SpeechService | None, new_work: bool = True) -> Protoco
         return ProtocolError(ErrorCode.GOING_AWAY, "the server is shutting down; retry on another instance")
     if service is None or not service.ready:
         return ProtocolError(ErrorCode.NOT_READY, "model is loading or warming up; retry after /ping is 200")
-    metrics, cap = service.metrics, service.config.max_sessions
-    if new_work and metrics.active_sessions + metrics.active_streams >= cap:
+    cap = service.config.max_sessions
+    if new_work and service.rooms.taken >= cap:
         return ProtocolError(
             ErrorCode.SERVER_BUSY, f"the server holds {cap} sessions and streams; retry later"
         )
@@ -61,7 +61,7 @@ class Slot:
 
     def __init__(self, service: SpeechService, kind: str) -> None:
         self.service = service
-        self.kind = kind  # "session" or "stream": which gauge counts it
+        self.kind = kind  # "session" or "stream": which room it counts in (``service.rooms``)
         self.utterance: Utterance | None = (
             None  # the answer it streams (``watch`` reads its lane, may shed it)
         )
@@ -109,11 +109,11 @@ class Slot:
         self.service.admission.leave(self)
 
     def _count(self, delta: int) -> None:
-        metrics = self.service.metrics
+        rooms = self.service.rooms
         if self.kind == "session":
-            metrics.active_sessions += delta
+            rooms.sessions += delta
         else:
-            metrics.active_streams += delta
+            rooms.streams += delta
 
 
 class Holdings:

@@ -3,15 +3,14 @@
 A connection carries answers (a session's messages, a vendor's contexts, a Wyoming utterance) in the order
 they were opened, on one listener lane. What is written here once, and nowhere else:
 
+- what the listener heard at a cut (``playout``);
 - two tasks: the reader parses frames as they arrive and never stops reading (a client's keepalive pongs
   travel behind its data; a paused reader would get a busy client disconnected), the writer answers what
   the reader queued, in order, so audio never interleaves and every answer gets exactly one ending;
 - ``idle_timeout_s`` without a frame (while nothing is queued) and ``session_lifetime_s`` end the
   connection, told in the wire's shape first (``closing_frame``);
-- at most ``MAX_PENDING_REPLIES`` replies wait unsent: past it the reader waits for the writer to catch up
-  (a client that floods while it reads is slowed, never closed); only when a send has stalled for
-  ``STALLED_SEND_S`` with the replies past the cap (the client reads nothing, no answer can reach it) does
-  the connection close at once, its answers cancelled and its listener slot freed;
+- a cap on replies waiting unsent (``outbox``): a client that floods while it reads is slowed, one that
+  reads nothing is closed at once, its answers cancelled and its listener slot freed;
 - a client that stops reading is closed by the transport (1008 after ``send_timeout_s``);
 - the admission gate (one planner per connection, in answer order; a listener slot held before planning),
   and the slot given back when the connection goes idle or away;
@@ -29,54 +28,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 
 from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
-from streamvoice.server.core.heard import Heard, Timeline, played_of
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import speech_ends
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted
 from streamvoice.server.surfaces.answer import Answer, Renderer
+from streamvoice.server.surfaces.outbox import Closing, DrainCheck, Outbox, Reply
+from streamvoice.server.surfaces.playout import Cut, Playout
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
 from streamvoice.server.surfaces.transport import Disconnected, Transport, run_reader_and_writer
 
 log = logging.getLogger("streamvoice.connection")
-
-# Replies waiting to be sent beyond which the reader waits for the writer; a client that sends frames but
-# reads nothing is closed (1008) once a send has stalled this long past the cap. Judged by what the client
-# does not read, not by what the writer has not had its turn to write: a burst of 5,000 answered frames
-# from a client reading all along was closed after 2,606 replies
-# (``tests/test_deepgram_flux.py::test_a_burst_of_answered_frames_from_a_client_that_reads_is_answered_whole``).
-MAX_PENDING_REPLIES = 1024
-STALLED_SEND_S = 2.0
-# Finished answers remembered for a cut: their audio may still be playing (sent ahead of the player).
-RECENT_ANSWERS = 8
-
-
-@dataclass(frozen=True)
-class Cut[A: Answer]:
-    """A barge-in's account: where the listener's player was on the connection's timeline, the answers
-    cancelled, and what was heard of each answer whose audio the cut stopped (in speaking order)."""
-
-    played_ms: float
-    cancelled: list[A]
-    heard: list[tuple[A, Heard]]
-
-
-@dataclass(frozen=True)
-class Closing[F]:
-    code: int = 1000
-    reason: str = ""
-    frame: F | None = None  # told before the close
-
-
-@dataclass(frozen=True)
-class DrainCheck:
-    """Queued when a drain begins: the writer ends the connection once nothing is queued before it."""
 
 
 class Connection[F, A: Answer](Renderer[F, A]):
@@ -94,17 +60,13 @@ class Connection[F, A: Answer](Renderer[F, A]):
         self.utterances.on_restart = transport.restart_playout  # the listener's playback starts again
         transport.on_stalled = self.cancel
         self.answering: list[A] = []  # every answer not yet finished, in order
-        self.timeline = Timeline(service.sample_rate)  # the audio as the listener's player counts it
-        self._recent: deque[A] = deque(maxlen=RECENT_ANSWERS)
-        self._outbox: asyncio.Queue[A | Closing[F] | DrainCheck | _Reply[F]] = asyncio.Queue()
-        self._notices: asyncio.Queue[F] = asyncio.Queue()  # sent at once, not behind answers (``notice``)
+        self.playout = Playout[A](service.sample_rate)  # where each answer sits on the listener's player
+        self._outbox = Outbox[F, A](transport.send)
         self._started = time.monotonic()
         self._draining = False
         self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
         # A browser's key that its first frame must carry (``upgrade.BrowserKey.first_message``), else None.
         self.key_due: str | None = None
-        self._sending = 0  # sends in flight (the writer's and the notices')
-        self._sent = asyncio.Event()  # set by each frame that leaves
 
     # -- the wire's side ----------------------------------------------------------------------------
     async def on_frame(self, frame: F) -> bool:
@@ -143,7 +105,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
     def drain(self) -> None:
         if not self._draining:
             self._draining = True
-            self._outbox.put_nowait(DrainCheck())
+            self._outbox.put(DrainCheck())
 
     @property
     def draining(self) -> bool:
@@ -153,17 +115,17 @@ class Connection[F, A: Answer](Renderer[F, A]):
     def reply(self, frame: F | None) -> None:
         """Queue a frame behind the answers already queued."""
         if frame is not None:
-            self._outbox.put_nowait(_Reply(frame))
+            self._outbox.put(Reply(frame))
 
     def reply_later(self, make: Callable[[], F | None]) -> None:
         """Queue a frame made when its turn comes (a summary of the answers before it)."""
-        self._outbox.put_nowait(_Reply(make))
+        self._outbox.put(Reply(make))
 
     def notice(self, frame: F | None) -> None:
         """Send a frame now, not behind the answers queued (the vendors' wires name the answer in every
         message, so a refusal need not wait for other answers' audio)."""
         if frame is not None:
-            self._notices.put_nowait(frame)
+            self._outbox.notice(frame)
 
     def count_error(self, error: ProtocolError) -> None:
         self.service.metrics.count_error(str(error.code))
@@ -172,7 +134,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         """Queue an accepted answer: it is answered in order, after every answer opened before it."""
         self.answering.append(answer)
         self.service.metrics.count_message()
-        self._outbox.put_nowait(answer)
+        self._outbox.put(answer)
         return answer
 
     def previous(self) -> A | None:
@@ -223,33 +185,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         cancelled and, on a barge-in (no ``target``), finished ones whose audio was still playing.
         ``played_ms``: where the caller's player is on the timeline (None: the server's playout clock); a
         position before the last cut's is ``invalid_field`` and nothing is cancelled."""
-        timeline = self.timeline
-        if played_ms is not None and played_ms < timeline.ms(timeline.floor):
-            raise ProtocolError(
-                ErrorCode.INVALID_FIELD,
-                f"played_ms {played_ms:g} is before {timeline.ms(timeline.floor):g}, where the last cancel left "
-                "the player; count the audio played since the session began, without what a cancel dropped",
-                param="played_ms",
-            )
-        position = timeline.position(played_ms, self.transport.unplayed_s())
-        playing = [
-            a
-            for a in self._recent
-            if target is None
-            and a.starts_at is not None
-            and played_of(a.starts_at, a.sent_samples, position) < a.sent_samples
-        ]
-        for answer in playing:
-            self._recent.remove(answer)  # what it had past the cut is dropped: never cut twice
-        cancelled = self.cancel(target)
-        heard: list[tuple[A, Heard]] = []
-        dropped = 0
-        for answer in [*playing, *cancelled]:
-            played = played_of(answer.starts_at, answer.sent_samples, position)
-            dropped += answer.sent_samples - played
-            heard.append((answer, answer.utterance.heard(timeline.ms(played))))
-        timeline.cut(position, dropped)
-        return Cut(timeline.ms(position), cancelled, heard)
+        return self.playout.cut(target, played_ms, self.transport.unplayed_s(), self.cancel)
 
     # -- running ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -276,7 +212,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
             # A bug in the reader must not leave the writer waiting forever and the listener slot taken.
             log.exception("%s=%s: reader failed; closing", self.name, self.connection_id)
             message = "the connection failed; reconnect"
-            await self._outbox.put(self._closing(ErrorCode.INTERNAL, "internal error", message, 1011))
+            self._outbox.put(self._closing(ErrorCode.INTERNAL, "internal error", message, 1011))
 
     async def _read_loop(self) -> None:
         cfg = self.service.config
@@ -284,7 +220,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
             left = cfg.session_lifetime_s - (time.monotonic() - self._started)
             if left <= 0:
                 why = f"connections last at most {cfg.session_lifetime_s:g} s; open a new one to go on"
-                await self._outbox.put(self._closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
+                self._outbox.put(self._closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
                 return
             # A socket accepted for a browser's key in its first frame has only a body's time to send it.
             idle_s = cfg.body_timeout_s if self.key_due is not None else cfg.idle_timeout_s
@@ -294,13 +230,13 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 if self.answering or time.monotonic() - self._started >= cfg.session_lifetime_s:
                     continue  # busy, or the lifetime check above ends the connection
                 why = f"no message for {idle_s:g} s; the connection is closed"
-                await self._outbox.put(self._closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
+                self._outbox.put(self._closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
                 return
             if frame is None:
                 self.cancel()
-                await self._outbox.put(Closing(1000, "client went away"))
+                self._outbox.put(Closing(1000, "client went away"))
                 return
-            if not await self._room_for_replies():
+            if not await self._outbox.room():
                 self.service.metrics.count_error("too_many_pending")
                 self._aborted = (1008, "too many unanswered frames")  # closed at once, answers cancelled
                 self.cancel()
@@ -313,7 +249,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 self.key_due = None
             try:
                 if await self.on_frame(frame):
-                    await self._outbox.put(Closing(1000, "client closed"))
+                    self._outbox.put(Closing(1000, "client closed"))
                     return
             except ProtocolError as exc:
                 self.count_error(exc)
@@ -324,49 +260,24 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 self.count_error(internal)
                 self.refused(internal)
 
-    def _pending(self) -> int:
-        return self._outbox.qsize() + self._notices.qsize()
-
-    async def _room_for_replies(self) -> bool:
-        """True once the replies waiting fit under the cap (at once, unless the client floods); False when
-        they do not and a send has been stuck for ``STALLED_SEND_S``: the client reads nothing."""
-        while self._pending() > MAX_PENDING_REPLIES:
-            self._sent.clear()
-            try:
-                await asyncio.wait_for(self._sent.wait(), STALLED_SEND_S)
-            except TimeoutError:
-                if self._sending:
-                    return False
-        return True
-
-    async def _deliver(self, frame: F) -> None:
-        """Every frame leaves here: what the reader's cap watches (``_room_for_replies``)."""
-        self._sending += 1
-        try:
-            await self.transport.send(frame)
-        finally:
-            self._sending -= 1
-        self._sent.set()
-
     async def _write_loop(self) -> None:
         try:
             while True:
-                item = await self._outbox.get()
+                item = await self._outbox.queue.get()
                 if isinstance(item, Closing):
                     await self.transport.close(item.code, item.reason, item.frame)
                     return
                 if isinstance(item, DrainCheck):
-                    if self._outbox.empty():
+                    if self._outbox.queue.empty():
                         message = "the server is shutting down; reconnect to go on"
                         done = self._closing(ErrorCode.GOING_AWAY, "server shutting down", message, 1001)
                         await self.transport.close(done.code, done.reason, done.frame)
                         return
-                    await self._outbox.put(item)  # answer what arrived first, then look again
+                    self._outbox.put(item)  # answer what arrived first, then look again
                     continue
-                if isinstance(item, _Reply):
-                    frame = item.frame() if callable(item.frame) else item.frame
-                    if frame is not None:
-                        await self._deliver(frame)
+                if isinstance(item, Reply):
+                    if (frame := item.made()) is not None:
+                        await self._outbox.deliver(frame)
                     continue
                 try:
                     await self._answer(item)
@@ -388,8 +299,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
             self.cancel()
 
     def _finish(self, answer: A) -> None:
-        if answer.starts_at is not None and not answer.utterance.cancelled:
-            self._recent.append(answer)
+        self.playout.finished(answer)
         self.finished(answer)
         self.utterances.done(answer.utterance)
         if answer in self.answering:
@@ -399,8 +309,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
 
     async def _notice_loop(self) -> None:
         try:
-            while True:
-                await self._deliver(await self._notices.get())
+            await self._outbox.deliver_notices()
         except Disconnected:
             self.cancel()
 
@@ -423,10 +332,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
                             carried += samples
                             continue
                         frames = self.render_audio(answer, data, samples + carried)
-                        if answer.starts_at is None:
-                            answer.starts_at = self.timeline.samples
-                        self.timeline.samples += samples + carried
-                        answer.sent_samples += samples + carried
+                        self.playout.sent(answer, samples + carried)
                         carried = 0
                         await self._send(frames)
                     case PieceStarted(index=index):
@@ -471,9 +377,4 @@ class Connection[F, A: Answer](Renderer[F, A]):
 
     async def _send(self, frames: list[F]) -> None:
         for frame in frames:
-            await self._deliver(frame)
-
-
-@dataclass(frozen=True)
-class _Reply[F]:
-    frame: F | Callable[[], F | None]
+            await self._outbox.deliver(frame)

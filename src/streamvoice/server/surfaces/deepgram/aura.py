@@ -27,7 +27,7 @@ from starlette.websockets import WebSocket
 from streamvoice.protocol import ErrorCode, ProtocolError, required_text
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
-from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
+from streamvoice.server.surfaces.contexts import Context, Frame, serve
 from streamvoice.server.surfaces.deepgram.request import (
     BROWSER_KEY,
     MODEL_UUID,
@@ -37,6 +37,7 @@ from streamvoice.server.surfaces.deepgram.request import (
     speak_call,
     warning,
 )
+from streamvoice.server.surfaces.deepgram.turns import TurnSocket
 
 DEFAULT_MODEL = "aura-2-thalia-en"
 
@@ -48,7 +49,7 @@ class AuraContext:
     sequence: int | None = None  # None: ended by the server (its text stopped), no Flush to answer
 
 
-class DeepgramSocket(ContextSocket[AuraContext]):
+class DeepgramSocket(TurnSocket[AuraContext]):
     name = "deepgram"
 
     def new_state(self) -> AuraContext:
@@ -58,7 +59,6 @@ class DeepgramSocket(ContextSocket[AuraContext]):
         super().__init__(ws, service, connection_id)
         self.model = ws.query_params.get("model") or DEFAULT_MODEL
         self.request, _ = resolve(service, ws.query_params, True, DEFAULT_MODEL)
-        self.current: Context[AuraContext] | None = None
         self.flushes = 0
         self.request_id = str(uuid.uuid4())
         self.send(
@@ -77,19 +77,12 @@ class DeepgramSocket(ContextSocket[AuraContext]):
         kind = obj.get("type")
         match kind:
             case "Speak":
-                text = required_text(obj)
-                ctx = self.current if self.current is not None and self.current.taking_text else None
-                if ctx is None:
-                    ctx = self.start(f"{self.flushes}", self.request)
-                    if ctx is None:
-                        return False
-                    self.current = ctx
-                self.append(ctx, text)
+                self.speak(required_text(obj), self.request, lambda: f"{self.flushes}")
             case "Flush":
-                ctx, self.current = self.current, None
+                ctx = self.flushed()
                 sequence = self.flushes
                 self.flushes += 1
-                if ctx is not None and ctx.taking_text:
+                if ctx is not None:
                     ctx.wire.sequence = sequence
                     self.end(ctx)
                 else:

@@ -42,7 +42,7 @@ from starlette.websockets import WebSocket
 from streamvoice.protocol import ErrorCode, ProtocolError, required_text
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
-from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, serve
+from streamvoice.server.surfaces.contexts import Context, Frame, serve
 from streamvoice.server.surfaces.deepgram.request import (
     BROWSER_KEY,
     MODEL_UUID,
@@ -52,6 +52,7 @@ from streamvoice.server.surfaces.deepgram.request import (
     speak_call,
     warning,
 )
+from streamvoice.server.surfaces.deepgram.turns import TurnSocket
 
 DEFAULT_MODEL = "flux-alexis-en"
 SPEEDS = (0.5, 1.5, 0.05)  # lowest, highest, step: what Flux accepts (the SDKs and LiveKit check it too)
@@ -105,7 +106,7 @@ class FluxTurn:
     flushed: bool = False  # ended by the client's Flush (answered Flushed), not by the server
 
 
-class FluxSocket(ContextSocket[FluxTurn]):
+class FluxSocket(TurnSocket[FluxTurn]):
     name = "deepgram-flux"
 
     def new_state(self) -> FluxTurn:
@@ -116,7 +117,6 @@ class FluxSocket(ContextSocket[FluxTurn]):
         self.model = ws.query_params.get("model") or DEFAULT_MODEL
         self.request, _ = resolve(service, ws.query_params, True, DEFAULT_MODEL, flux_speed)
         self.speed_set = "speed" in ws.query_params
-        self.current: Context[FluxTurn] | None = None  # the turn taking text
         self.interrupted_at: float | None = None  # the last Interrupt's position, ms: the next must pass it
         self.input_chars = 0
         self.send(
@@ -154,18 +154,11 @@ class FluxSocket(ContextSocket[FluxTurn]):
 
     # -- the client's messages ----------------------------------------------------------------------
     def _speak(self, text: str) -> None:
-        turn = self.current if self.current is not None and self.current.taking_text else None
-        if turn is None:
-            turn = self.start(f"dg_sp_{secrets.token_hex(6)}", self.request)
-            if turn is None:
-                return
-            self.current = turn
-        self.input_chars += len(text)
-        self.append(turn, text)
+        if self.speak(text, self.request, lambda: f"dg_sp_{secrets.token_hex(6)}") is not None:
+            self.input_chars += len(text)
 
     def _flush(self, quiet: bool = False) -> None:
-        turn, self.current = self.current, None
-        if turn is not None and turn.taking_text:
+        if (turn := self.flushed()) is not None:
             turn.wire.flushed = True
             self.end(turn)
         elif not quiet:
@@ -176,7 +169,7 @@ class FluxSocket(ContextSocket[FluxTurn]):
         if why is not None:
             self.notice(_warn("INVALID_INTERRUPT_OFFSET", why))
             return
-        if self.timeline.samples == 0 and not any(a.sent_samples for a in self.answering):
+        if self.playout.timeline.samples == 0 and not any(a.sent_samples for a in self.answering):
             self.notice(
                 _warn("NO_AUDIO_GENERATED", "this session has produced no audio yet: nothing to interrupt")
             )
@@ -184,7 +177,7 @@ class FluxSocket(ContextSocket[FluxTurn]):
         if any(c.utterance.cancelled for c in self.answering):
             self.notice(_warn("INTERRUPT_IN_PROGRESS", "the last Interrupt is still stopping its turns"))
             return
-        floor_ms = self.timeline.ms(self.timeline.floor)
+        floor_ms = self.playout.timeline.ms(self.playout.timeline.floor)
         # The player cannot go back: past the last cut (the timeline's floor, moved by any cut, one that
         # found nothing playing included) and past the last Interrupt's offset.
         bar = max(floor_ms, self.interrupted_at if self.interrupted_at is not None else floor_ms)
@@ -198,7 +191,7 @@ class FluxSocket(ContextSocket[FluxTurn]):
                 )
             )
             return
-        played = offset if offset is not None else self.timeline.ms(self.timeline.samples)
+        played = offset if offset is not None else self.playout.timeline.ms(self.playout.timeline.samples)
         cut = self.cut(None, max(played, floor_ms))
         self.current = None
         if not cut.heard:
@@ -263,7 +256,7 @@ class FluxSocket(ContextSocket[FluxTurn]):
         chars = answer.utterance.chars
         return {
             "speech_id": answer.id,
-            "audio_duration_ms": round(self.timeline.ms(answer.sent_samples)),
+            "audio_duration_ms": round(self.playout.timeline.ms(answer.sent_samples)),
             "input_character_count": chars,
             "billable_character_count": chars,
             "controls_applied": NO_CONTROLS,
@@ -273,7 +266,7 @@ class FluxSocket(ContextSocket[FluxTurn]):
         return json.dumps(
             {
                 "type": "SessionMetadata",
-                "total_audio_duration_ms": round(self.timeline.ms(self.timeline.samples)),
+                "total_audio_duration_ms": round(self.playout.timeline.ms(self.playout.timeline.samples)),
                 "total_input_character_count": self.input_chars,
                 "total_billable_character_count": self.input_chars,
             }

@@ -20,7 +20,7 @@ from streamvoice.protocol import (
 )
 from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.answer import Answer
-from streamvoice.server.surfaces.connection import Cut
+from streamvoice.server.surfaces.playout import Cut
 from streamvoice.server.surfaces.websocket import audio_frames
 
 Frame = str | bytes
