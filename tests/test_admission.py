@@ -112,8 +112,10 @@ def _one_listener_server(engine: KokoroEngine, wait_s: float) -> RunningServer:
 
 
 @pytest.fixture
-def one_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
-    server = _one_listener_server(engine, wait_s=20)
+def one_listener(scripted: KokoroEngine) -> Iterator[RunningServer]:
+    """On the scripted engine: what is admitted, queued and refused, and when, is paced audio and slots, not
+    the model's sound (its audio plays in real time all the same)."""
+    server = _one_listener_server(scripted, wait_s=20)
     yield server
     server.stop()
 
@@ -137,10 +139,10 @@ async def until_complete(ws: Any, msg_id: str) -> list[str]:
 
 
 @pytest.fixture
-def one_patient_listener(engine: KokoroEngine) -> Iterator[RunningServer]:
+def one_patient_listener(scripted: KokoroEngine) -> Iterator[RunningServer]:
     """One listener, and a wait long enough for a 14 s answer to end on a busy machine (20 s was not, in a
     clean-clone CI run beside mypy and Pipecat's suite: the waiting caller was refused)."""
-    server = _one_listener_server(engine, wait_s=60)
+    server = _one_listener_server(scripted, wait_s=60)
     yield server
     server.stop()
 
@@ -312,9 +314,9 @@ async def test_a_newcomer_behind_a_long_http_answer_is_told_when_it_ends(one_lis
     assert retry_s >= 60, refused  # 1,650 characters: about 100 s of speech, a few of them said
 
 
-async def test_a_chatty_session_does_not_keep_the_only_slot(engine: KokoroEngine) -> None:
+async def test_a_chatty_session_does_not_keep_the_only_slot(scripted: KokoroEngine) -> None:
     server = await asyncio.to_thread(
-        start_speech_server, engine, warm_up=False, admission="refuse", admission_listeners=1,
+        start_speech_server, scripted, warm_up=False, admission="refuse", admission_listeners=1,
         admission_max_hold_s=3.0,
     )  # fmt: skip
     try:
@@ -347,12 +349,12 @@ async def test_a_chatty_session_does_not_keep_the_only_slot(engine: KokoroEngine
         await asyncio.to_thread(server.stop)
 
 
-async def test_a_holder_that_never_pauses_hands_its_slot_over_at_a_piece_end(engine: KokoroEngine) -> None:
+async def test_a_holder_that_never_pauses_hands_its_slot_over_at_a_piece_end(scripted: KokoroEngine) -> None:
     """One listener streams a long answer without a pause (a book over one socket); past
     ADMISSION_MAX_HOLD_S, with a caller waiting, its slot goes to that caller at its next piece's end, it is
     told it waits again, and it resumes once the newcomer's answer has ended."""
     server = await asyncio.to_thread(
-        start_speech_server, engine, warm_up=False, admission="queue", admission_listeners=1,
+        start_speech_server, scripted, warm_up=False, admission="queue", admission_listeners=1,
         admission_max_hold_s=2.0, admission_idle_s=0.5, admission_wait_s=30.0,
     )  # fmt: skip
     try:

@@ -164,9 +164,11 @@ def test_a_caller_cannot_forge_the_frame_or_the_cut_off_marker(forged: str) -> N
 
 
 @pytest.fixture(scope="module")
-def agent(speech_server: RunningServer):  # type: ignore[no-untyped-def]
+def agent(scripted_server: RunningServer):  # type: ignore[no-untyped-def]
+    """Over the scripted engine: what a conversation keeps is word times and the playout's clock (the
+    engine's, as shipped), not the model's sound; Whisper checks what was heard in test_heard_audio."""
     source = ScriptedTextSource(ANSWER, ttft_s=0.05, tokens_per_s=40)
-    running = start_agent(source, speech_server.url)
+    running = start_agent(source, scripted_server.url)
     running.source = source  # type: ignore[attr-defined]
     yield running
     running.stop()
@@ -312,7 +314,7 @@ async def _sse_turn_with(
 
 @pytest.mark.slow
 async def test_a_conversation_continues_on_another_replica_and_after_a_restart(
-    speech_server: RunningServer, redis_server: Any
+    scripted_server: RunningServer, redis_server: Any
 ) -> None:
     """Two agents sharing one real Redis behind no sticky routing (SSE turns): the second turn lands on the
     other replica and the model is given the first; a restarted replica has it too; another caller's key
@@ -320,8 +322,8 @@ async def test_a_conversation_continues_on_another_replica_and_after_a_restart(
     sources = [
         ScriptedTextSource("Bees dance to show the way.", ttft_s=0.01, tokens_per_s=200) for _ in range(3)
     ]
-    one = start_agent(sources[0], speech_server.url, store_url=redis_server.url)
-    two = start_agent(sources[1], speech_server.url, store_url=redis_server.url)
+    one = start_agent(sources[0], scripted_server.url, store_url=redis_server.url)
+    two = start_agent(sources[1], scripted_server.url, store_url=redis_server.url)
     try:
         async with httpx.AsyncClient(timeout=120, headers={"Authorization": "Bearer alice"}) as client:
             first, _ = await _sse_turn(client, one.url, {"prompt": "How do bees find flowers?"})
@@ -330,7 +332,7 @@ async def test_a_conversation_continues_on_another_replica_and_after_a_restart(
             await _sse_turn(client, two.url, {"prompt": "Tell me more.", "conversation": cid})
             assert sources[1].histories[-1] == ["How do bees find flowers?", "Bees dance to show the way."]
             one.stop()
-            one = start_agent(sources[2], speech_server.url, store_url=redis_server.url)
+            one = start_agent(sources[2], scripted_server.url, store_url=redis_server.url)
             await _sse_turn(client, one.url, {"prompt": "And then?", "conversation": cid})
             assert sources[2].histories[-1] == [
                 "How do bees find flowers?", "Bees dance to show the way.", "Tell me more.", "Bees dance to show the way."

@@ -161,15 +161,17 @@ def lanes() -> Iterator[list[Any]]:
 
 
 async def test_unread_audio_is_bounded_per_listener(
-    engine: KokoroEngine, lanes: list[Any], monkeypatch: pytest.MonkeyPatch
+    scripted: KokoroEngine, lanes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On the scripted engine: the bound is the lane's, on the audio's length (the model's sound plays no
+    part), and a graph that decodes at once reaches it soonest."""
     from streamvoice.server.core import lane
 
     monkeypatch.setattr(lane, "MAX_UNSENT_S", 2.0)  # the bound, smaller: the same rule, less audio to make
     bound = lane.MAX_UNSENT_S
 
     server = await asyncio.to_thread(
-        start_speech_server, engine, sndbuf=4096, warm_up=False, send_timeout_s=60
+        start_speech_server, scripted, sndbuf=4096, warm_up=False, send_timeout_s=60
     )
     try:
         text = "The quick brown fox jumps over the lazy dog near the river bank today. " * 30

@@ -153,14 +153,16 @@ async def test_a_lone_listener_and_listeners_without_work_are_never_shed() -> No
         clock.now += 0.2
 
 
-# -- on the real server ----------------------------------------------------------------------------------
+# -- on a real server (the scripted engine: the shed is chosen, each wire tells it) ----------------------------------------------------------------------------------
 
 TEXT = "The courier left the depot at nine and will reach your street before noon. " * 4
 
 
 @pytest.fixture(scope="module")
-def server(engine: KokoroEngine):  # type: ignore[no-untyped-def]
-    running = start_speech_server(engine, admission_listeners=3, admission_shed=False)
+def server(scripted: KokoroEngine):  # type: ignore[no-untyped-def]
+    """The scripted engine: the shed is chosen here, so what is tested is each wire's telling of it (the
+    model's sound plays no part; its audio is paced all the same)."""
+    running = start_speech_server(scripted, admission_listeners=3, admission_shed=False)
     yield running
     running.stop()
 
@@ -211,10 +213,12 @@ async def test_each_wire_tells_its_shed_listener_in_its_own_shape_and_the_first_
 
 
 @pytest.fixture
-def four_wires(engine: KokoroEngine):  # type: ignore[no-untyped-def]
+def four_wires(busy_scripted: KokoroEngine):  # type: ignore[no-untyped-def]
+    """Windows that take time (Wyoming's answer is sent as made, not paced: it must still be in the making
+    when the shed comes)."""
     port = free_port()
     running = start_speech_server(
-        engine, admission_listeners=4, admission_shed=False, wyoming_uri=f"tcp://127.0.0.1:{port}"
+        busy_scripted, admission_listeners=4, admission_shed=False, wyoming_uri=f"tcp://127.0.0.1:{port}"
     )
     yield running, port
     running.stop()
