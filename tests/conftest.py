@@ -13,7 +13,13 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import default_dir, prepare
 from tests.fakes import ScriptedGraph, scripted_engine
-from tests.helpers import VENDOR_TOKEN, RunningServer, start_speech_server
+from tests.helpers import (
+    VENDOR_TOKEN,
+    RunningServer,
+    start_speech_server,
+    worker_engine_options,
+    worker_threads,
+)
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +46,7 @@ def kokoro_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def engine(kokoro_dir: Path) -> KokoroEngine:
-    engine = KokoroEngine.load(kokoro_dir)
+    engine = KokoroEngine.load(kokoro_dir, options=worker_engine_options())
     # As a server does at start: every stock voice's decoder statistics, calibrated once and cached on disk.
     # `make test` runs Pipecat's tests beside these: one process calibrates, the other waits and loads the file.
     lock_path = default_dir() / "voice-stats.lock"
@@ -55,7 +61,7 @@ def engine(kokoro_dir: Path) -> KokoroEngine:
 def exported_engine(kokoro_dir: Path) -> KokoroEngine:
     """The int8 file's graph as exported (``MODEL_VARIANT=int8``): what the static-int8 decoder and the
     graphs' seam are judged against."""
-    return KokoroEngine.load(kokoro_dir, "int8")
+    return KokoroEngine.load(kokoro_dir, "int8", worker_engine_options())
 
 
 @pytest.fixture(scope="session")
@@ -99,7 +105,7 @@ def vendor_server(engine: KokoroEngine) -> Iterator[RunningServer]:
 def transcriber(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     from streamvoice.bench.asr import Transcriber
 
-    return Transcriber.load(tmp_path_factory.mktemp("whisper"))
+    return Transcriber.load(tmp_path_factory.mktemp("whisper"), worker_threads())
 
 
 @pytest.fixture(scope="session")

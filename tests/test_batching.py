@@ -26,7 +26,7 @@ from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.engine.windows import WindowPlan
 from streamvoice.server.core.config import ConfigError, ServerConfig
 from streamvoice.server.core.window_sizing import BATCH_BUCKETS, batch_bucket
-from tests.helpers import RunningServer, collect, metric, start_speech_server
+from tests.helpers import RunningServer, collect, metric, start_speech_server, worker_engine_options
 
 SENTENCES = {
     "af_heart": "The museum opens at nine, and tours start every half hour after that.",
@@ -112,7 +112,9 @@ def test_decode_batch_is_validated() -> None:
 
 @pytest.fixture(scope="module")
 def batching_server(kokoro_dir: Path) -> Iterator[RunningServer]:
-    engine = KokoroEngine.load(kokoro_dir)  # its own engine: the server turns batching on in it
+    engine = KokoroEngine.load(
+        kokoro_dir, options=worker_engine_options()
+    )  # its own engine: the server turns batching on in it
     prepare(engine)
     # Three listeners at once, each admitted: what is tested is that their windows meet in batches.
     server = start_speech_server(engine, decode_batch=2, warm_up=False, admission_listeners=3)

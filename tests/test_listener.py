@@ -20,7 +20,7 @@ from streamvoice.engine import KokoroEngine
 from streamvoice.engine.timing import RELEASE_MS
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.protocol import Pauses
-from tests.helpers import RunningServer
+from tests.helpers import RunningServer, worker_engine_options
 
 pytestmark = pytest.mark.slow
 TEXT = "Your package left our warehouse on Monday and should arrive by Thursday afternoon."
@@ -128,7 +128,9 @@ def pesq_against(reference: np.ndarray, degraded: np.ndarray) -> float:
 
 
 def test_a_voices_first_piece_streams_as_well_as_later_ones(kokoro_dir: Any) -> None:
-    engine = KokoroEngine.load(kokoro_dir)  # fresh: nothing learnt from earlier pieces
+    engine = KokoroEngine.load(
+        kokoro_dir, options=worker_engine_options()
+    )  # fresh: nothing learnt from earlier pieces
     assert prepare(engine).startswith(("loaded", "calibrated"))
     spec = engine.parse_voice("bm_george")
     piece = engine.planner.plan("Good afternoon, thanks for waiting on the line.", "en-us")[0]

@@ -51,11 +51,11 @@ class Transcriber:
     model: Any
 
     @classmethod
-    def load(cls, cache_dir: Path | None = None) -> Transcriber:
+    def load(cls, cache_dir: Path | None = None, threads: int = 2) -> Transcriber:
         from faster_whisper import WhisperModel
 
         folder = assemble_whisper_base(cache_dir or Path.home() / ".cache" / "streamvoice" / "whisper-base")
-        return cls(WhisperModel(str(folder), device="cpu", compute_type="int8", cpu_threads=2))
+        return cls(WhisperModel(str(folder), device="cpu", compute_type="int8", cpu_threads=threads))
 
     def transcribe(
         self, audio: NDArray[np.float32], sample_rate: int = SAMPLE_RATE, language: str = "en"
