@@ -31,6 +31,19 @@ def characters(times: list[WordTime], leading_space: bool) -> list[Char]:
     return chars
 
 
+class Spelled:
+    """One answer's words as characters, piece by piece: a space before every piece's words but the first
+    said (the socket per context, the HTTP routes per answer)."""
+
+    def __init__(self) -> None:
+        self.said = False
+
+    def __call__(self, times: list[WordTime]) -> list[Char]:
+        chars = characters(times, self.said)
+        self.said = self.said or bool(times)
+        return chars
+
+
 def message_chars(pending: list[Char], end_ms: float, inside_word: bool) -> tuple[list[Char], list[Char]]:
     """The characters a message ending at ``end_ms`` carries, and those left for later messages.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -20,7 +20,7 @@ from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import b64
-from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, http_alignment
+from streamvoice.server.surfaces.elevenlabs.alignment import Char, Spelled, http_alignment
 from streamvoice.server.surfaces.elevenlabs.dictionaries import ROUTES as DICTIONARY_ROUTES
 from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
 from streamvoice.server.surfaces.elevenlabs.request import MEDIA, MODEL_IDS, http_error, resolve
@@ -53,16 +53,10 @@ def _media(resolved: ResolvedRequest) -> str:
     return MEDIA.get(resolved.format, "audio/pcm")
 
 
-class _Characters:
-    """Each piece's words as ElevenLabs' characters, a space before every piece but the first said."""
-
-    def __init__(self) -> None:
-        self.said = False
-
-    def __call__(self, words: Words) -> list[Char]:
-        chars = characters(words.times, self.said)
-        self.said = self.said or bool(words.times)
-        return chars
+def _characters() -> Callable[[Words], list[Char]]:
+    """A fresh answer's characters, piece by piece (``alignment.Spelled``)."""
+    spelled = Spelled()
+    return lambda words: spelled(words.times)
 
 
 def _timestamped_body(audio: bytes, chars: list[Char]) -> dict[str, Any]:
@@ -76,7 +70,7 @@ async def with_timestamps(request: Request) -> Response:
     if isinstance(started, Response):
         return started
     return await started.whole(
-        request, _Characters(), lambda audio, chars: JSONResponse(_timestamped_body(audio, chars))
+        request, _characters(), lambda audio, chars: JSONResponse(_timestamped_body(audio, chars))
     )
 
 
@@ -87,7 +81,7 @@ async def stream_with_timestamps(request: Request) -> Response:
         return started
 
     async def body() -> AsyncGenerator[bytes]:
-        async with aclosing(marked(started.chunks(), _Characters())) as chunks:
+        async with aclosing(marked(started.chunks(), _characters())) as chunks:
             async for data, chars in chunks:
                 yield (json.dumps(_timestamped_body(data, chars)) + "\n").encode()
 

@@ -19,7 +19,7 @@ from streamvoice.protocol import (
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
-from streamvoice.server.surfaces.elevenlabs.alignment import Char, characters, message_chars, ws_alignment
+from streamvoice.server.surfaces.elevenlabs.alignment import Char, Spelled, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
 from streamvoice.server.surfaces.elevenlabs.request import resolve, voice_speed
 from streamvoice.server.surfaces.guards import caller
@@ -41,7 +41,7 @@ class ElevenLabsContext:
     """What ElevenLabs' wire keeps per context: the characters whose times are not sent yet."""
 
     pending: list[Char] = field(default_factory=list)
-    said: bool = False  # words were timed already (the next characters follow a space)
+    spelled: Spelled = field(default_factory=Spelled)  # its words as characters, piece by piece
     in_word: bool = False  # the last message ended inside a word
 
 
@@ -119,9 +119,7 @@ class ElevenLabsSocket(ContextSocket[ElevenLabsContext]):
         return False
 
     def render_words(self, ctx: Context[ElevenLabsContext], times: list[WordTime]) -> list[Frame]:
-        if times:  # told with the audio that speaks them (``render_audio``)
-            ctx.wire.pending += characters(times, ctx.wire.said)
-            ctx.wire.said = True
+        ctx.wire.pending += ctx.wire.spelled(times)  # told with the audio that speaks them (``render_audio``)
         return []
 
     def render_audio(self, ctx: Context[ElevenLabsContext], data: bytes, samples: int) -> list[Frame]:
