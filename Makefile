@@ -67,7 +67,7 @@ typecheck: install
 # paced stream or another process lends the CPU to the other worker. `make unit PYTEST_WORKERS=0` runs in one.
 PYTEST_WORKERS ?= 2
 unit: install system-deps $(BIN)/helm
-	$(BIN)/python -m pytest -q -ra --durations=30 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra --durations=30 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-pipecat: $(PIPECAT_VENV)/bin/.installed
 	$(PIPECAT_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)

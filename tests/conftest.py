@@ -28,6 +28,38 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="streamvoice-test-data-")
 
 
+# The modules whose tests take longest, longest first (`python -m tests.durations`): pytest-xdist hands
+# whole files to its workers in collection order (`--dist loadfile --no-loadscope-reorder`), so these start
+# first and the last minutes are short files on both workers, not one long file on one of them.
+SLOWEST_FIRST = (
+    "test_locales_heard.py",
+    "test_pronounce.py",
+    "test_languages.py",
+    "test_admission.py",
+    "test_static_decoder.py",
+    "test_vendor_plugins.py",
+    "test_conversation_history.py",
+    "test_watch.py",
+    "test_streaming_engine.py",
+    "test_agent.py",
+    "test_deepgram_flux.py",
+    "test_dictionaries.py",
+    "test_elevenlabs.py",
+    "test_listener.py",
+    "test_wyoming.py",
+    "test_scale_out.py",
+    "test_openai_api.py",
+    "test_batching.py",
+    "test_normalize.py",
+    "test_heard_audio.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def model_dir() -> Path:
     configured = os.environ.get("KOKORO_MODEL_DIR")
     path = Path(configured) if configured else ROOT.parent / "shared" / "kokoro"
