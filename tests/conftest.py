@@ -146,7 +146,7 @@ def local_llm():  # type: ignore[no-untyped-def]
     priority: the shipped default (two threads at nice 10, so the speech model wins a shared CPU) starves
     when another process keeps a core busy, as on a shared CI machine (three tests took 120 s each and a turn
     timed out), and what these tests check is that the model answers, not how it shares a CPU."""
-    from streamvoice.agent.llm import LlamaCppSource
+    from streamvoice.agent.local_llm import LlamaCppSource
 
     source = LlamaCppSource(threads=1, max_tokens=120, nice=0)
     source.start()

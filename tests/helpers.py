@@ -18,7 +18,7 @@ import numpy as np
 from streamvoice.asgi import free_port
 from streamvoice.bench.loopback import LoopbackServer
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.engine.options import EngineOptions
 from streamvoice.server import ServerConfig
 from streamvoice.server.runner import DrainingServer, build_server
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from streamvoice.bench.capacity import co_tenant, kept_fed, repeats, summarise
+from streamvoice.bench.capacity_runs import kept_fed, repeats, summarise
+from streamvoice.bench.co_tenant import co_tenant
 
 
 def _listener(heard_s: float | None, stalls_s: float, **extra: Any) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def test_the_noisy_neighbour_bench_finds_the_longest_silence_before_the_listener
 
 
 def test_the_arrival_order_baseline_shares_a_fixed_window_while_others_wait() -> None:
-    from streamvoice.bench.capacity import FIFO_SHARED_WINDOW_FRAMES, ArrivalOrder
+    from streamvoice.bench.arrival_order import FIFO_SHARED_WINDOW_FRAMES, ArrivalOrder
     from streamvoice.server.core.window_sizing import LARGEST_WINDOW_FRAMES, WindowCost
 
     baseline, cost = ArrivalOrder(), WindowCost(rtf=0.33)

@@ -16,7 +16,8 @@ import pytest
 from websockets.asyncio.client import connect
 
 from streamvoice.agent.conversations import Bounds, Conversations, Entry, Playing, WordTime
-from streamvoice.agent.llm import CUT_OFF, ScriptedTextSource, said, with_history
+from streamvoice.agent.llm import CUT_OFF, ScriptedTextSource, said
+from streamvoice.agent.local_llm import with_history
 from streamvoice.client.sse import aiter_sse
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.store import Store, open_store

@@ -14,8 +14,9 @@ from aws_cdk.assertions import Match, Template
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from streamvoice.infra.agent_stack import AgentRuntimeStack, AgentSettings
 from streamvoice.infra.cli import agent_main, speech_main
-from streamvoice.infra.stacks import AgentRuntimeStack, AgentSettings, SpeechEndpointStack, SpeechSettings
+from streamvoice.infra.stacks import SpeechEndpointStack, SpeechSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = cdk.Environment(account="123456789012", region="us-east-1")

@@ -5,10 +5,11 @@ encoder's tail before the end, the first audio timed once."""
 from __future__ import annotations
 
 from streamvoice.engine.voices import VoiceSpec
+from streamvoice.server.core.events import Completed, PieceEnded, PieceStarted
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.utterance import Completed, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
 from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 

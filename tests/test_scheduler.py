@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 
-from streamvoice.bench.capacity import ArrivalOrder
+from streamvoice.bench.arrival_order import ArrivalOrder
 from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
 
 

@@ -88,7 +88,7 @@ def test_the_variant_loads_the_derived_file_by_the_models_hash(
 
 
 def test_without_the_split_decoder_the_variant_is_refused_with_what_to_do(kokoro_dir: Path) -> None:
-    from streamvoice.engine.kokoro import EngineError, EngineOptions
+    from streamvoice.engine.options import EngineError, EngineOptions
 
     with pytest.raises(EngineError, match="use the int8 variant"):
         KokoroEngine.load(kokoro_dir, "int8-static", EngineOptions(stream_windows=False))

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
 
@@ -100,7 +101,7 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
 
 
 def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
-    engine.warm_up(("af_heart",))  # as the server does: the voice's decoder statistics are known
+    warm_up(engine, ("af_heart",))  # as the server does: the voice's decoder statistics are known
     spec = engine.parse_voice("af_heart")
     piece = engine.planner.plan(SENTENCE, "en-us")[0]
     whole = engine.synthesize_piece(piece, spec, 1.0)

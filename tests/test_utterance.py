@@ -16,18 +16,12 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voices import VoiceSpec
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.events import Completed, Event, Failed, PieceEnded, PieceStarted
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.utterance import (
-    Completed,
-    Event,
-    Failed,
-    PieceEnded,
-    PieceStarted,
-    StreamBounds,
-    Utterance,
-)
+from streamvoice.server.core.utterance import Utterance
+from streamvoice.server.core.utterance_bounds import StreamBounds
 from streamvoice.server.core.utterances import Utterances
 from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 from tests.helpers import answers as next_answers

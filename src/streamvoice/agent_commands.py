@@ -26,7 +26,8 @@ def _add_llm_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_source(args: argparse.Namespace) -> Any:
-    from streamvoice.agent.llm import BedrockSource, LlamaCppSource, OpenAICompatibleSource
+    from streamvoice.agent.llm import BedrockSource, OpenAICompatibleSource
+    from streamvoice.agent.local_llm import LlamaCppSource
 
     if args.llm == "openai":
         return OpenAICompatibleSource(
@@ -46,7 +47,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     from streamvoice.agent.app import create_agent_app
     from streamvoice.agent.config import AgentConfig, exposure
-    from streamvoice.agent.llm import LlamaCppSource
+    from streamvoice.agent.local_llm import LlamaCppSource
     from streamvoice.asgi import LOOPBACK_HOSTS
 
     config = AgentConfig.from_env(

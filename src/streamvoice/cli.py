@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command in ("serve", "agent") and not args.verbose and not args.log:
         logging.getLogger("streamvoice").setLevel(str(getattr(args, "log_level", "info")).upper())
-    from streamvoice.engine.kokoro import EngineError
+    from streamvoice.engine.options import EngineError
     from streamvoice.engine.voices import VoiceError
     from streamvoice.model_files import ModelNotFoundError
     from streamvoice.settings import ConfigError

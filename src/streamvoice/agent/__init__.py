@@ -2,12 +2,12 @@
 
 from streamvoice.agent.llm import (
     BedrockSource,
-    LlamaCppSource,
     LLMError,
     OpenAICompatibleSource,
     ScriptedTextSource,
     TextSource,
 )
+from streamvoice.agent.local_llm import LlamaCppSource
 from streamvoice.agent.pipeline import SpeechPipeline, TurnOptions
 
 __all__ = [

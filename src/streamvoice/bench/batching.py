@@ -27,7 +27,8 @@ from streamvoice.bench.common import table, write_result
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.engine.options import EngineOptions
+from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.windows import WindowPlan
 
@@ -189,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     providers = tuple(args.providers.split(",")) if args.providers else None
     engine = KokoroEngine.load(options=EngineOptions(providers=providers))
-    engine.warm_up(tuple(voice for voice, _ in SENTENCES))
+    warm_up(engine, tuple(voice for voice, _ in SENTENCES))
     if engine.split is None or not engine.split.batchable:
         raise SystemExit("this model's decoder cannot be batched")
     print(f"providers: {engine.providers}")

@@ -14,7 +14,8 @@ import base64
 from dataclasses import replace
 from typing import Any
 
-from streamvoice.agent.llm import LlamaCppSource, ScriptedTextSource, TextSource
+from streamvoice.agent.llm import ScriptedTextSource, TextSource
+from streamvoice.agent.local_llm import LlamaCppSource
 from streamvoice.agent.pipeline import SpeechPipeline, Turn, TurnOptions
 from streamvoice.bench.common import CLIENT_SCHEDULE, heard_onset_s, stats, table, write_result
 from streamvoice.bench.loopback import LoopbackServer

@@ -46,6 +46,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wer import character_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.greeting import calibration_text
+from streamvoice.engine.readiness import time_windows, warm_up
 from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.engine.voices import describe
 from streamvoice.protocol import SAMPLE_RATE
@@ -95,7 +96,7 @@ def speed(engines: dict[str, KokoroEngine], repeat: int) -> dict[str, Any]:
         for name, engine in engines.items():
             whole, seconds = _timed(lambda e=engine: e.synthesize(SPEED_TEXT, "af_heart"))  # type: ignore[misc]
             rates[f"{name}: whole piece"].append(len(whole) / SAMPLE_RATE / seconds)
-            windows = engine.time_windows("af_heart")
+            windows = time_windows(engine, "af_heart")
             rates[f"{name}: full windows"].append(sum(a for a, _ in windows) / sum(w for _, w in windows))
             piece = engine.planner.plan(PIECE_60, "en-us")[0]
             spec = engine.parse_voice("af_heart")
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engines = {name: KokoroEngine.load(None, variant) for name, variant in GRAPHS.items()}
     for engine in engines.values():
         prepare(engine)
-        engine.warm_up()
+        warm_up(engine)
     print("speed ...", flush=True)
     measured = speed(engines, args.repeat)
     print(table(measured["rows"], [("path", "path"), ("audio_s_per_s", "audio s/s"),

@@ -33,6 +33,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_fusion import keep_only_used
 from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.static_decoder import CONTEXT, float_weights
 
 TEXT = "The museum opens at nine, and tours start every half hour after that today, so please come early."
@@ -107,7 +108,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     engine = KokoroEngine.load()
-    engine.warm_up((VOICE,))
+    warm_up(engine, (VOICE,))
     split = engine.split
     assert split is not None
     spec = engine.parse_voice(VOICE)

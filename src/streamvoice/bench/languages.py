@@ -27,6 +27,7 @@ from streamvoice.bench.common import machine, table, write_result
 from streamvoice.bench.spoken_values import VALUES, heard_right, read_right
 from streamvoice.bench.wer import character_error_rate, words
 from streamvoice.engine import KokoroEngine, Piece
+from streamvoice.engine.readiness import warm_up
 from streamvoice.text.normalize import neutral_rules, say, spoken_text, tokens_by
 
 SENTENCES: dict[str, tuple[str, str, list[str]]] = {
@@ -236,7 +237,7 @@ def main() -> None:
     )
     parser.parse_args()
     engine = KokoroEngine.load()
-    engine.warm_up()
+    warm_up(engine)
     transcriber = Transcriber.load()
     print("character error rate per language (Whisper base, language forced):", flush=True)
     rows = language_rows(engine, transcriber)

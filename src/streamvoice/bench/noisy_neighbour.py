@@ -23,7 +23,8 @@ import multiprocessing
 import time
 from typing import Any
 
-from streamvoice.bench.capacity import ANSWER, busy_loop, single_call_limit
+from streamvoice.bench.capacity_runs import ANSWER, single_call_limit
+from streamvoice.bench.co_tenant import busy_loop
 from streamvoice.bench.common import table, write_result
 from streamvoice.bench.continuity import playback, run_answer
 from streamvoice.bench.loopback import LoopbackServer

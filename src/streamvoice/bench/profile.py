@@ -22,7 +22,7 @@ from streamvoice.audio.encoders import make_encoder
 from streamvoice.bench.common import table, write_result
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.engine.options import EngineOptions
 from streamvoice.protocol import DEFAULT_VOICE
 
 TEXT = "The museum opens at nine, and tours start every half hour. Please bring your passport with you."

@@ -35,6 +35,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_fusion import Matcher, fuse, node, replace_nodes
 from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.static_decoder import CONTEXT, float_weights
 
 # Calibration: ten voices, the nine languages; held out: two others.
@@ -223,7 +224,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     engine = KokoroEngine.load()
-    engine.warm_up(tuple(v for v, _ in CALIBRATION + HELD_OUT))
+    warm_up(engine, tuple(v for v, _ in CALIBRATION + HELD_OUT))
     exported = split_model(engine.files.model).decoder
     calibration = windows(engine, CALIBRATION, 40)
     held_out = windows(engine, HELD_OUT, args.frames)

@@ -24,6 +24,7 @@ from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan
 from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine = KokoroEngine.load()
     if not engine.streams_in_piece:
         raise SystemExit("in-piece streaming is off for this model (see the log); nothing to compare")
-    engine.warm_up((DEFAULT_VOICE,))  # what the server does at start-up
+    warm_up(engine, (DEFAULT_VOICE,))  # what the server does at start-up
     prior = engine.voice_stats(DEFAULT_VOICE)
     runs: list[dict[str, Any]] = []
     for _ in range(args.trials):

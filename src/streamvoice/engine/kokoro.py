@@ -11,12 +11,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import WordTime
@@ -25,10 +24,11 @@ from streamvoice.engine.g2p.packs import require as require_language_pack
 from streamvoice.engine.graphs import Decoding, Graph, RunStop, WholeGraph
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.options import DecoderGraph, EngineError, EngineOptions, choose_providers
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.styles import VoiceStyles
-from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
+from streamvoice.engine.timing import TrimmedPiece, pause_samples, trim_whole, word_times
 from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
@@ -38,7 +38,7 @@ from streamvoice.engine.voices import (
     describe,
     parse_voice_spec,
 )
-from streamvoice.engine.windows import COLD_PLAN, SAMPLES_PER_FRAME, WindowCap, WindowPlan
+from streamvoice.engine.windows import WindowCap, WindowPlan
 from streamvoice.model_files import (
     STATIC_DECODER_VARIANTS,
     VARIANTS,
@@ -47,7 +47,6 @@ from streamvoice.model_files import (
     verify_model_files,
 )
 from streamvoice.protocol import DEFAULT_PAUSES, DEFAULT_VOICE, SAMPLE_RATE, Pauses
-from streamvoice.text.normalize import warm as warm_rules
 
 log = logging.getLogger("streamvoice.engine")
 # phonemizer warns on every call about word counts it cannot match; the phonemes are still right.
@@ -57,63 +56,21 @@ MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding token
 CALIBRATION_PIECES = 1  # the greeting's first sentence: ~0.5 s a voice on 2 cores
 
 
-class EngineError(RuntimeError):
-    pass
-
-
-# The decoder's graph: as exported (dynamic int8 in the int8 file) or derived as static int8 (CPU only).
-DecoderGraph = Literal["exported", "static-int8"]
 # The file the static-int8 decoder is derived from (and judged on: ``python -m streamvoice.bench.engine``).
 STATIC_SOURCE = VARIANTS["int8"]
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    intra_op_threads: int = 0  # 0: ONNX Runtime's default (all cores)
-    inter_op_threads: int = 1
-    spin: bool = False  # let idle ONNX Runtime threads spin (its default); off is faster here
-    providers: tuple[str, ...] | None = None
-    stream_windows: bool = (
-        True  # in-piece streaming: decode each piece in windows (falls back if the graph won't split)
-    )
-    window_plan: WindowPlan = field(default_factory=WindowPlan)
-    cold_window_plan: WindowPlan = COLD_PLAN  # a voice's first piece, before its statistics are known
-    english_g2p: str = "misaki"  # or "espeak" (see ``engine.g2p``)
-    # None: static int8 for the official int8 file on a CPU (1.6-2x its exported decoder; the quality bar in
-    # ``static_decoder``), the graph as exported otherwise.
-    decoder: DecoderGraph | None = None
-
-
-def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
-    available = ort.get_available_providers()
-    if requested:
-        missing = [p for p in requested if p not in available]
-        if missing:
-            raise EngineError(
-                f"ONNX Runtime providers {missing} are not available here; available: {available}"
-            )
-        return list(requested)
-    preferred = [p for p in ("CUDAExecutionProvider",) if p in available]
-    return [*preferred, "CPUExecutionProvider"]
 
 
 class KokoroEngine:
     sample_rate = SAMPLE_RATE
 
     def __init__(
-        self, files: ModelFiles, options: EngineOptions = EngineOptions(), graph: Graph | None = None
+        self, files: ModelFiles, options: EngineOptions | None = None, graph: Graph | None = None
     ) -> None:
         """``graph``: decode with this instead of ``files.model`` (a test's scripted graph: the engine and
         everything above it as shipped, the model's arithmetic replaced where a property is not the sound)."""
         self.files = files
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = options.intra_op_threads
-        so.inter_op_num_threads = options.inter_op_threads
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle intra-op threads sleep instead of spinning. The front and the decoder are two sessions with a
-        # pool each, run back to back on the first-audio path: a spinning front pool takes CPU from the
-        # decoder's (python -m streamvoice.bench.profile: front + first window 169 vs 206 ms on 2 cores).
-        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spin else "0")
+        options = options or EngineOptions()
+        so = options.session_options()
         self.providers = choose_providers(options.providers)
         self.window_plan = options.window_plan
         self.cold_window_plan = options.cold_window_plan
@@ -273,12 +230,8 @@ class KokoroEngine:
         silence: NormStats | None = None
         for piece in self.planner.plan(calibration_text(lang), lang)[:CALIBRATION_PIECES]:
             feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
-            feats = split.features(feeds)
-            durations = split.durations(feats)
-            first, last = decode_range(durations, piece.voiced, split.frames(feats))
-            speech = NormStats.merge(speech, split.decode(feats, style, first, last)[1])
-            if first > 0:
-                silence = NormStats.merge(silence, split.decode(feats, style, 0, first)[1])
+            measured, quiet = split.piece_statistics(feeds, style, piece.voiced)
+            speech, silence = NormStats.merge(speech, measured), NormStats.merge(silence, quiet)
         if speech is None:
             return None
         self.set_voice_stats(name, speech, silence)
@@ -297,13 +250,10 @@ class KokoroEngine:
         for voice, phonemes in said:
             if self.voice_stats(voice) is None:
                 self.calibrate(voice)
-            tokens = self.g2p.tokenize(phonemes)
-            feeds, style = self.feeds(tokens, self.style_pack(self.parse_voice(voice)), 1.0)
-            feats = split.features(feeds)
-            prior = self.voice_stats(voice)
-            for start in range(0, split.frames(feats) - frames - 2 * context + 1, frames):
-                end = start + frames + 2 * context
-                out.append(split.decoder_feeds(feats, style, start, end, prior, 0.5))
+            feeds, style = self.feeds(
+                self.g2p.tokenize(phonemes), self.style_pack(self.parse_voice(voice)), 1.0
+            )
+            out += split.window_feeds(feeds, style, self.voice_stats(voice), frames, context)
         return out
 
     # -- the face: a piece in, its audio window by window -------------------------------------------------
@@ -396,53 +346,3 @@ class KokoroEngine:
     ) -> NDArray[np.float32]:
         parts = list(self.stream(text, voice, speed, lang, pauses))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
-
-    def warm_up(self, voices: tuple[str, ...] = (DEFAULT_VOICE,)) -> float:
-        """Synthesise a short greeting per voice; returns seconds of audio produced.
-
-        Health means audio, not a socket: an engine that produces silence fails here. A stock voice whose
-        decoder statistics are not known yet is calibrated first (see ``calibrate``).
-        """
-        for lang in SUPPORTED_LANGS:  # each installed language's G2P loads now, not on a caller's time
-            if self.g2p.installed(lang):
-                self.g2p.phonemize(calibration_text(lang), lang)
-                warm_rules(lang)  # and its number engine (num2words, cn2an: 60-200 ms to import)
-        seconds = 0.0
-        for voice in voices:
-            spec = self.parse_voice(voice)
-            for name, _ in spec.parts:
-                if self.memory.get(self.parse_voice(name)) is None:
-                    self.calibrate(name)
-            lang = default_lang(spec)
-            audio = self.synthesize(calibration_text(lang), voice, lang=lang)
-            if audio.size == 0 or not np.isfinite(audio).all() or float(np.abs(audio).max()) < 1e-4:
-                raise EngineError(f"warm-up synthesis with {voice} produced no audible audio")
-            seconds += audio.size / SAMPLE_RATE
-        return seconds
-
-    def time_windows(
-        self, voice: str = DEFAULT_VOICE, frames: int = 40, passes: int = 2
-    ) -> list[tuple[float, float]]:
-        """(seconds of audio, seconds of work) of each full-size window of the calibration text, said
-        ``passes`` times, each piece's first window (the front model runs in it) and last (it decodes the
-        trimmed tail) left out. Blocking.
-
-        What a listener's steady windows cost on this machine, measured alone: the warm-up's own speed
-        includes loading every language's G2P, the front model and small first windows, so it reads slower
-        than steady decoding and would size the server for fewer listeners than it keeps fed."""
-        spec = self.parse_voice(voice)
-        lang = default_lang(spec)
-        plan = WindowPlan(first=frames, second=frames, growth=1.0, largest=frames)
-        pieces = self.planner.plan(calibration_text(lang), lang)
-        timed: list[tuple[float, float]] = []
-        for piece in pieces * passes:
-            windows = self.stream_piece(piece, spec, 1.0, plan=plan)
-            these: list[tuple[float, float]] = []
-            while True:
-                started = time.perf_counter()
-                window = next(windows, None)
-                if window is None:
-                    break
-                these.append((window.size / SAMPLE_RATE, time.perf_counter() - started))
-            timed += [t for t in these[1:-1] if t[0] >= 0.75 * frames * SAMPLES_PER_FRAME / SAMPLE_RATE]
-        return timed

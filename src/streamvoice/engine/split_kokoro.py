@@ -148,6 +148,29 @@ class SplitKokoro:
         audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
         return audio, NormStats.from_outputs(outputs[1:], float(b - a))
 
+    def piece_statistics(
+        self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32], voiced: tuple[int, int]
+    ) -> tuple[NormStats, NormStats | None]:
+        """A piece decoded whole and cold: its norms' statistics over the speech (``voiced`` tokens), and
+        over the model's leading silence (None when it has none)."""
+        feats = self.features(feeds)
+        first, last = decode_range(self.durations(feats), voiced, self.frames(feats))
+        speech = self.decode(feats, style, first, last)[1]
+        return speech, self.decode(feats, style, 0, first)[1] if first > 0 else None
+
+    def window_feeds(
+        self,
+        feeds: dict[str, NDArray[Any]],
+        style: NDArray[np.float32],
+        prior: NormStats | None,
+        frames: int,
+        context: int,
+    ) -> list[dict[str, NDArray[Any]]]:
+        """The decoder's feeds for every full window of a piece (``frames`` kept, ``context`` each side)."""
+        feats = self.features(feeds)
+        starts = range(0, self.frames(feats) - frames - 2 * context + 1, frames)
+        return [self.decoder_feeds(feats, style, a, a + frames + 2 * context, prior, 0.5) for a in starts]
+
     def decoder_feeds(
         self,
         feats: dict[str, NDArray[np.float32]],

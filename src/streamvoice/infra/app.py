@@ -12,7 +12,8 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
-from streamvoice.infra.stacks import AgentSettings, SpeechSettings, build_app
+from streamvoice.infra.agent_stack import AgentSettings
+from streamvoice.infra.stacks import SpeechSettings, build_app
 
 
 def build_from_env(kind: str, outdir: str | None = None) -> cdk.App:

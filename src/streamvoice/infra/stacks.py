@@ -1,5 +1,5 @@
 """AWS CDK stacks: the Kokoro speech server as a SageMaker AI real-time endpoint (bidirectional streaming),
-and the agent on Bedrock AgentCore Runtime in front of it.
+and the agent on Bedrock AgentCore Runtime in front of it (``agent_stack``); their images (``images``).
 
 Least privilege throughout: no managed full-access policies; the endpoint's role reads only its model
 bucket and pulls only its image; the agent may invoke only its one endpoint and its one Bedrock model.
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
-from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_iam as iam
@@ -21,7 +20,9 @@ from aws_cdk import aws_s3_deployment as s3_deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from streamvoice.infra.agent_stack import AgentRuntimeStack, AgentSettings
+from streamvoice.infra.images import container_image
+
 VARIANT = "AllTraffic"
 METRIC_NAMESPACE = "streamvoice"
 
@@ -29,72 +30,6 @@ METRIC_NAMESPACE = "streamvoice"
 def is_gpu_instance(instance_type: str) -> bool:
     family = instance_type.removeprefix("ml.").split(".")[0]
     return family[:1] in ("g", "p") or family.startswith("inf")
-
-
-def ecr_repository_arn(image_uri: str) -> str | None:
-    """``ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPO[:tag|@digest]`` -> the repository's ARN (None: not ECR)."""
-    host, _, path = image_uri.partition("/")
-    parts = host.split(".")
-    if len(parts) < 6 or parts[1:3] != ["dkr", "ecr"] or not path:
-        return None
-    account, region = parts[0], parts[3]
-    repo = path.split("@", 1)[0].rsplit(":", 1)[0]
-    partition = "aws-cn" if host.endswith(".com.cn") else "aws"
-    return f"arn:{partition}:ecr:{region}:{account}:repository/{repo}"
-
-
-def container_image(
-    scope: Construct,
-    construct_id: str,
-    dockerfile: str,
-    platform: ecr_assets.Platform,
-    role: iam.IRole,
-    prebuilt: str | None,
-) -> str:
-    """A prebuilt image URI as given, or an image asset built from this repository; the role may pull it."""
-    if prebuilt:
-        repository = ecr_repository_arn(prebuilt)
-        if repository is not None:
-            role.add_to_principal_policy(
-                iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
-            )
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    actions=[
-                        "ecr:BatchGetImage",
-                        "ecr:GetDownloadUrlForLayer",
-                        "ecr:BatchCheckLayerAvailability",
-                    ],
-                    resources=[repository],
-                )
-            )
-        return prebuilt
-    image = ecr_assets.DockerImageAsset(
-        scope,
-        construct_id,
-        directory=str(REPO_ROOT),
-        file=dockerfile,
-        platform=platform,
-        # What the image never needs, and what other processes write while a deploy copies the tree
-        # (the type checker's cache changing under the copy failed it: ENOENT on cache.1.db-shm).
-        exclude=[
-            ".venv",
-            ".venv-pipecat",
-            ".git",
-            "results",
-            "cdk.out",
-            "tests",
-            "tests_pipecat",
-            "demo-out",
-            "**/__pycache__",
-            ".mypy_cache",
-            ".ruff_cache",
-            ".pytest_cache",
-            "**/*.egg-info",
-        ],
-    )
-    image.repository.grant_pull(role)
-    return image.image_uri
 
 
 @dataclass(frozen=True)
@@ -312,101 +247,6 @@ class SpeechEndpointStack(cdk.Stack):
         )
         cdk.CfnOutput(self, "EndpointName", value=s.endpoint_name)
         cdk.CfnOutput(self, "ModelCacheBucket", value=bucket.bucket_name)
-
-
-@dataclass(frozen=True)
-class AgentSettings:
-    bedrock_model_id: str
-    speech_endpoint_name: str = "streamvoice-kokoro-82m"
-    runtime_name: str = "streamvoice_agent"
-    image_uri: str | None = None
-
-
-def bedrock_model_arns(scope: cdk.Stack, model_id: str) -> list[str]:
-    """A model id or a cross-region inference profile id (``us.<model>``) -> the ARNs to allow."""
-    partition, region, account = scope.partition, scope.region, scope.account
-    if model_id.split(".", 1)[0] in ("us", "eu", "apac", "global"):
-        base = model_id.split(".", 1)[1]
-        return [
-            f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}",
-            f"arn:{partition}:bedrock:*::foundation-model/{base}",
-        ]
-    return [f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}"]
-
-
-class AgentRuntimeStack(cdk.Stack):
-    def __init__(
-        self, scope: Construct, construct_id: str, settings: AgentSettings, **kwargs: object
-    ) -> None:
-        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        s = settings
-        role = iam.Role(
-            self,
-            "RuntimeRole",
-            assumed_by=iam.ServicePrincipal(
-                "bedrock-agentcore.amazonaws.com",
-                conditions={"StringEquals": {"aws:SourceAccount": self.account}},
-            ),
-            description="streamvoice agent: invoke one speech endpoint and one Bedrock model",
-        )
-        endpoint_arn = (
-            f"arn:{self.partition}:sagemaker:{self.region}:{self.account}:endpoint/{s.speech_endpoint_name}"
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "sagemaker:InvokeEndpoint",
-                    "sagemaker:InvokeEndpointWithResponseStream",
-                    "sagemaker:InvokeEndpointWithBidirectionalStream",
-                ],
-                resources=[endpoint_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                resources=bedrock_model_arns(self, s.bedrock_model_id),
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[  # this runtime's log groups only (AgentCore names them after the runtime id)
-                    f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:/aws/bedrock-agentcore/runtimes/{s.runtime_name}-*"
-                ],
-            )
-        )
-        # AgentCore Runtime runs ARM64 containers.
-        image_uri = container_image(
-            self, "AgentImage", "docker/Dockerfile.agent", ecr_assets.Platform.LINUX_ARM64, role, s.image_uri
-        )
-        runtime = agentcore.CfnRuntime(
-            self,
-            "Runtime",
-            agent_runtime_name=s.runtime_name,
-            role_arn=role.role_arn,
-            agent_runtime_artifact=agentcore.CfnRuntime.AgentRuntimeArtifactProperty(
-                container_configuration=agentcore.CfnRuntime.ContainerConfigurationProperty(
-                    container_uri=image_uri
-                )
-            ),
-            network_configuration=agentcore.CfnRuntime.NetworkConfigurationProperty(network_mode="PUBLIC"),
-            protocol_configuration="HTTP",
-            environment_variables={
-                # Configuration, never request data: the agent can only reach this endpoint.
-                "STREAMVOICE_SPEECH_URL": f"sagemaker://{s.speech_endpoint_name}?region={self.region}",
-                "STREAMVOICE_LLM": "bedrock",
-                "BEDROCK_MODEL_ID": s.bedrock_model_id,
-                "AWS_REGION": self.region,
-            },
-            description="streamvoice agent: streams LLM text into Kokoro and audio back to the caller",
-        )
-        runtime.node.add_dependency(role)
-        endpoint = agentcore.CfnRuntimeEndpoint(
-            self, "RuntimeEndpoint", agent_runtime_id=runtime.attr_agent_runtime_id, name="default_endpoint"
-        )
-        cdk.CfnOutput(self, "AgentRuntimeArn", value=runtime.attr_agent_runtime_arn)
-        cdk.CfnOutput(self, "AgentRuntimeEndpointArn", value=endpoint.attr_agent_runtime_endpoint_arn)
 
 
 SPEECH_STACK = "StreamvoiceSpeech"

@@ -242,6 +242,20 @@ class Admission[H: Holder]:
             self.refused += 1
             raise self.busy(f"no listener slot freed within {self.max_wait_s:g} s") from None
 
+    async def take_turn(self, who: H, told: Callable[[], None]) -> None:
+        """At a piece's end: a holder past ``max_hold_s`` while others want a slot (one that never pauses,
+        such as a socket streaming a whole book) hands it over and waits its turn again (``told`` first, so
+        its wire can say so); back when the slot comes back, ``server_busy`` if it cannot be (the queue is
+        full, or one hold and a wait passed)."""
+        if not self.overdue(who):
+            return
+        decision = self.hand_over(who)
+        if decision == "refused":
+            raise self.busy("this listener's turn is over and the queue is full")
+        if decision == "queued":
+            told()
+            await self.wait(who, self.max_hold_s + self.max_wait_s)
+
     def busy(self, why: str) -> ProtocolError:
         return ProtocolError(
             ErrorCode.SERVER_BUSY,

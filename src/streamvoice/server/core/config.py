@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, get_args
 from urllib.parse import ParseResult, urlparse
 
-from streamvoice.engine.kokoro import EngineOptions
+from streamvoice.engine.options import EngineOptions
 from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 from streamvoice.server.core.admission import Mode

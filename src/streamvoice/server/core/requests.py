@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from streamvoice.engine.g2p import LanguagePackMissing
-from streamvoice.engine.kokoro import EngineError, KokoroEngine
+from streamvoice.engine.kokoro import KokoroEngine
+from streamvoice.engine.options import EngineError
 from streamvoice.engine.voices import VoiceError, VoiceSpec
 from streamvoice.protocol import (
     DEFAULT_FORMAT,

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from streamvoice.engine.g2p import G2PError
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
+from streamvoice.engine.readiness import time_windows, warm_up
 from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
@@ -28,7 +29,8 @@ from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.core.scheduler import SynthesisScheduler
-from streamvoice.server.core.utterance import StreamBounds, Utterance
+from streamvoice.server.core.utterance import Utterance
+from streamvoice.server.core.utterance_bounds import StreamBounds
 from streamvoice.server.core.utterances import Utterances
 from streamvoice.server.core.watch import Watch
 from streamvoice.store import open_store
@@ -123,10 +125,10 @@ class SpeechService:
         stats_dir = Path(self.config.voice_stats_dir) if self.config.voice_stats_dir else None
         found = await self.scheduler.submit(lambda: prepare_voice_stats(self.engine, stats_dir), deadline=0.0)
         log.info("voice statistics: %s", found)
-        await self.scheduler.submit(lambda: self.engine.warm_up(voices), deadline=0.0)
+        await self.scheduler.submit(lambda: warm_up(self.engine, voices), deadline=0.0)
         # A first measure of this machine's speed, until real windows refine it: full-size windows timed
         # alone, what a listener's steady decoding costs (and what admission counts listeners with).
-        timed = await self.scheduler.submit(lambda: self.engine.time_windows(voices[0]), deadline=0.0)
+        timed = await self.scheduler.submit(lambda: time_windows(self.engine, voices[0]), deadline=0.0)
         audio_s = sum(audio for audio, _ in timed)
         if audio_s > 0:
             rtf = sum(work for _, work in timed) / audio_s

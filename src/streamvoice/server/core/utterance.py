@@ -26,88 +26,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
-
-import numpy as np
-from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import shift
 from streamvoice.engine.planning import Piece
-from streamvoice.protocol import ErrorCode, Pauses, ProtocolError
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.events import (
+    CANCELLED,
+    Completed,
+    Event,
+    Failed,
+    Marked,
+    PieceEnded,
+    PieceStarted,
+)
 from streamvoice.server.core.heard import Heard, Transcript
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import PieceAudio, Words
 from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.utterance_bounds import Silence, StreamBounds
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
-from streamvoice.text.pronounce import MAX_SILENCE_MS, written_text
+from streamvoice.text.pronounce import written_text
 
 log = logging.getLogger("streamvoice.utterance")
-
-
-@dataclass(frozen=True)
-class PieceStarted:
-    index: int  # 0: the utterance's first audio is next (a surface says "started" here)
-
-
-@dataclass(frozen=True)
-class PieceEnded:
-    index: int
-
-
-@dataclass(frozen=True)
-class Completed:
-    samples: int  # at the model's rate
-    pieces: int
-
-
-@dataclass(frozen=True)
-class Failed:
-    error: ProtocolError
-
-
-@dataclass(frozen=True)
-class Marked:
-    """A caller's mark (``Utterance.mark``): every piece of the text before it has been spoken."""
-
-    label: int
-
-
-Audio = NDArray[np.float32]
-Event = PieceStarted | Words | Audio | PieceEnded | Marked | Completed | Failed
-
-CANCELLED = "cancelled before it finished"
-
-
-@dataclass(frozen=True)
-class StreamBounds:
-    """What one streamed utterance may hold: characters in all, and seconds without text."""
-
-    max_chars: int
-    idle_end_s: float
-
-
-MS_PER_TOKEN = 70  # Kokoro speaks ~14 phoneme tokens per second at speed 1.0: an estimate, before decoding
-
-
-@dataclass
-class Silence:
-    """The silence an utterance asks for (breaks and the pauses its punctuation calls for) against its
-    speech. Past ``MAX_SILENCE_MS`` and more than the speech, the rest is refused: a message of "a." or
-    breaks repeated would otherwise hold a listener slot for most of an hour of silence."""
-
-    silence_ms: int = 0
-    speech_ms: int = 0
-
-    def add(self, piece: Piece, pauses: Pauses) -> None:
-        self.silence_ms += piece.pause_ms if piece.pause_ms is not None else pauses.after(piece.pause)
-        self.speech_ms += len(piece.tokens) * MS_PER_TOKEN
-        if self.silence_ms > MAX_SILENCE_MS and self.silence_ms > self.speech_ms:
-            raise ProtocolError(
-                ErrorCode.INVALID_FIELD,
-                f"this message asks for more than {MAX_SILENCE_MS // 1000} s of pauses and breaks, more than "
-                "its speech; send less punctuation or fewer breaks, or several messages",
-            )
 
 
 class PieceSource(Protocol):

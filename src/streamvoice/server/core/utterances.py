@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable
 
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.utterance import PieceSource, StreamBounds, Utterance
+from streamvoice.server.core.utterance import PieceSource, Utterance
+from streamvoice.server.core.utterance_bounds import StreamBounds
 
 
 class Utterances:

@@ -8,9 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamvoice.engine.alignment import WordTime
-from streamvoice.protocol import ProtocolError
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.events import Completed, Failed, Marked, PieceEnded, PieceStarted
+from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.utterance import Completed, Utterance
+from streamvoice.server.core.utterance import Utterance
 
 
 @dataclass(eq=False)
@@ -31,6 +33,26 @@ class Answer:
 class Renderer[F, A: Answer]:
     """Events in, the wire's frames out: the one hook vocabulary every wire speaks (``F``: text or bytes on a
     WebSocket, events on Wyoming; ``A``: the wire's answer, with its typed per-answer state)."""
+
+    def render(
+        self, answer: A, event: PieceStarted | Words | PieceEnded | Marked | Completed | Failed
+    ) -> list[F]:
+        """Any event but audio (which the runtime paces first: ``render_audio``) as the wire's frames."""
+        match event:
+            case PieceStarted(index=index):
+                return self.render_started(answer, index)
+            case Words(times=times):
+                return self.render_words(answer, times)
+            case PieceEnded(index=index):
+                return self.render_piece_ended(answer, index)
+            case Marked(label=label):
+                return self.render_marked(answer, label)
+            case Completed():
+                return self.render_completed(answer, event)
+            case Failed(error=error) if error.code == ErrorCode.CANCELLED:
+                return self.render_cancelled(answer, error)
+            case Failed(error=error):
+                return self.render_failed(answer, error)
 
     def render_started(self, answer: A, index: int) -> list[F]:
         return []

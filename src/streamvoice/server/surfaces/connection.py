@@ -32,10 +32,10 @@ from collections.abc import Callable
 from contextlib import aclosing
 
 from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
+from streamvoice.server.core.events import PieceEnded
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import speech_ends
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted
 from streamvoice.server.surfaces.answer import Answer, Renderer
 from streamvoice.server.surfaces.outbox import Closing, DrainCheck, Outbox, Reply
 from streamvoice.server.surfaces.playout import Cut, Playout
@@ -323,51 +323,27 @@ class Connection[F, A: Answer](Renderer[F, A]):
         carried = 0  # samples whose audio the encoder still holds (MP3): they go with the next bytes
         async with aclosing(encoded_events(answer.utterance, answer.request, first_audio)) as events:
             async for event in events:
-                match event:
-                    case Sound(data=data, samples=samples):
-                        await self.transport.pace(samples)
-                        if answer.utterance.cancelled:
-                            continue  # cut while waiting: none of it is sent (``cut`` counted what was)
-                        if not data:
-                            carried += samples
-                            continue
-                        frames = self.render_audio(answer, data, samples + carried)
-                        self.playout.sent(answer, samples + carried)
-                        carried = 0
-                        await self._send(frames)
-                    case PieceStarted(index=index):
-                        await self._send(self.render_started(answer, index))
-                    case PieceEnded(index=index):
-                        await self._send(self.render_piece_ended(answer, index))
+                if not isinstance(event, Sound):
+                    await self._send(self.render(answer, event))
+                    if isinstance(event, PieceEnded):
                         await self._take_turns(answer)
-                    case Marked(label=label):
-                        await self._send(self.render_marked(answer, label))
-                    case Completed():
-                        await self._send(self.render_completed(answer, event))
-                    case Failed(error=error) if error.code == ErrorCode.CANCELLED:
-                        await self._send(self.render_cancelled(answer, error))
-                    case Failed(error=error):
-                        await self._send(self.render_failed(answer, error))
-                    case _:
-                        await self._send(self.render_words(answer, event.times))
+                    continue
+                await self.transport.pace(event.samples)
+                if answer.utterance.cancelled:
+                    continue  # cut while waiting: none of it is sent (``cut`` counted what was)
+                if not event.data:
+                    carried += event.samples
+                    continue
+                frames = self.render_audio(answer, event.data, event.samples + carried)
+                self.playout.sent(answer, event.samples + carried)
+                carried = 0
+                await self._send(frames)
 
     async def _take_turns(self, answer: A) -> None:
-        """At a piece's end: a listener that has held its slot past ``ADMISSION_MAX_HOLD_S`` while others
-        want one (one that never pauses, such as a socket streaming a whole book) hands it over and waits
-        its turn again, told so where its wire can say it (``handed_over``); its answer goes on when the
-        slot comes back, or ends ``server_busy`` if it cannot (the wait is bounded by one hold and a wait)."""
-        admission = self.service.admission
-        if not admission.overdue(self):
-            return
-        decision = admission.hand_over(self)
-        if decision == "admitted":
-            return
-        if decision == "refused":
-            answer.utterance.fail(admission.busy("this listener's turn is over and the queue is full"))
-            return
-        self.notice(self.handed_over(answer))
+        """A listener's turn may be over at a piece's end (``Admission.take_turn``): its answer goes on
+        when its slot comes back, or ends ``server_busy``."""
         try:
-            await admission.wait(self, admission.max_hold_s + admission.max_wait_s)
+            await self.service.admission.take_turn(self, lambda: self.notice(self.handed_over(answer)))
         except ProtocolError as exc:
             answer.utterance.fail(exc.naming(id=answer.id))
 

@@ -13,7 +13,7 @@ What every wire gets from here, with the session protocol's settings:
 - at most ``max_queued_messages`` contexts open or answering: the one past it is refused in the wire's error
   shape and the connection goes on (never a dropped socket with live contexts on it);
 - at most ``max_stream_chars`` of text per context and a context with no text for ``stream_text_timeout_s``
-  ended as it stands (``utterance.StreamBounds``, the same on every surface);
+  ended as it stands (``utterance_bounds.StreamBounds``, the same on every surface);
 - a frame over ``limits.max_message_bytes`` or not a JSON object is answered in the wire's error shape;
 - from the one connection runtime (``connection``): timeouts, the pending-reply cap, the listener slot,
   drain and the upgrade, as on every wire.
@@ -33,9 +33,9 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, parse_json_object
+from streamvoice.server.core.events import Completed
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.connection import Connection

@@ -14,12 +14,13 @@ from typing import Any
 
 from streamvoice.asgi import TimedStreamingResponse
 from streamvoice.engine.alignment import as_json
+from streamvoice.server.core.events import Failed
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import Slot
-from streamvoice.server.core.utterance import Failed, Utterance
+from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
 
 log = logging.getLogger("streamvoice.server")

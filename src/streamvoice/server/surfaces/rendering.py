@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamvoice.audio.output import AudioOutput
+from streamvoice.server.core.events import Completed, Failed, Marked, PieceEnded, PieceStarted
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.utterance import Completed, Failed, Marked, PieceEnded, PieceStarted, Utterance
+from streamvoice.server.core.utterance import Utterance
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from streamvoice.protocol import (
     text_field,
     validate_speed,
 )
+from streamvoice.server.core.events import Completed
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.cartesia.dictionaries import with_dictionary
 from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve

@@ -25,8 +25,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from streamvoice.protocol import ErrorCode, ProtocolError, required_text
+from streamvoice.server.core.events import Completed
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.contexts import Context, Frame, serve
 from streamvoice.server.surfaces.deepgram.request import (
     BROWSER_KEY,

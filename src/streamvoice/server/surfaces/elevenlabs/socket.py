@@ -16,8 +16,8 @@ from streamvoice.protocol import (
     decode_control_frame,
     text_field,
 )
+from streamvoice.server.core.events import Completed
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.elevenlabs.alignment import Char, Spelled, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries

@@ -18,7 +18,7 @@ from streamvoice.protocol import (
     SynthesisStarted,
     encode_event,
 )
-from streamvoice.server.core.utterance import Completed
+from streamvoice.server.core.events import Completed
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.playout import Cut
 from streamvoice.server.surfaces.websocket import audio_frames

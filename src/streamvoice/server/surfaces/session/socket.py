@@ -34,9 +34,9 @@ from streamvoice.protocol import (
     decode_client_frame,
     encode_event,
 )
+from streamvoice.server.core.events import Completed
 from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.utterance import Completed
 from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import caller

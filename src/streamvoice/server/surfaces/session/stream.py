@@ -1,6 +1,6 @@
 """A session's streamed messages: a ``synthesize`` with ``"stream": true`` takes its text in ``append``
 messages as an LLM writes it, ``flush`` speaks what is buffered, ``end`` completes it. The utterance
-chunks it (fast first piece, the quiet cut) and bounds it (``utterance.StreamBounds``: at most
+chunks it (fast first piece, the quiet cut) and bounds it (``utterance_bounds.StreamBounds``: at most
 ``max_stream_chars``, ended as it stands after ``stream_text_timeout_s`` without text); this module only
 finds the message an ``append`` names.
 

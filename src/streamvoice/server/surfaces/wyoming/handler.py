@@ -45,10 +45,11 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from streamvoice import __version__
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_voice
+from streamvoice.server.core.events import Completed
 from streamvoice.server.core.requests import SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import Slot, holding, reserve
-from streamvoice.server.core.utterance import Completed, Utterance
+from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.transport import Disconnected

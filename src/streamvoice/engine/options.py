@@ -1,0 +1,59 @@
+"""How an engine runs: its threads, providers, window plans and decoder graph, as ONNX Runtime is told."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import onnxruntime as ort
+
+from streamvoice.engine.windows import COLD_PLAN, WindowPlan
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+# The decoder's graph: as exported (dynamic int8 in the int8 file) or derived as static int8 (CPU only).
+DecoderGraph = Literal["exported", "static-int8"]
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    intra_op_threads: int = 0  # 0: ONNX Runtime's default (all cores)
+    inter_op_threads: int = 1
+    spin: bool = False  # let idle ONNX Runtime threads spin (its default); off is faster here
+    providers: tuple[str, ...] | None = None
+    stream_windows: bool = (
+        True  # in-piece streaming: decode each piece in windows (falls back if the graph won't split)
+    )
+    window_plan: WindowPlan = field(default_factory=WindowPlan)
+    cold_window_plan: WindowPlan = COLD_PLAN  # a voice's first piece, before its statistics are known
+    english_g2p: str = "misaki"  # or "espeak" (see ``engine.g2p``)
+    # None: static int8 for the official int8 file on a CPU (1.6-2x its exported decoder; the quality bar in
+    # ``static_decoder``), the graph as exported otherwise.
+    decoder: DecoderGraph | None = None
+
+    def session_options(self) -> ort.SessionOptions:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.intra_op_threads
+        so.inter_op_num_threads = self.inter_op_threads
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle intra-op threads sleep instead of spinning. The front and the decoder are two sessions with a
+        # pool each, run back to back on the first-audio path: a spinning front pool takes CPU from the
+        # decoder's (python -m streamvoice.bench.profile: front + first window 169 vs 206 ms on 2 cores).
+        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spin else "0")
+        return so
+
+
+def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
+    available = ort.get_available_providers()
+    if requested:
+        missing = [p for p in requested if p not in available]
+        if missing:
+            raise EngineError(
+                f"ONNX Runtime providers {missing} are not available here; available: {available}"
+            )
+        return list(requested)
+    preferred = [p for p in ("CUDAExecutionProvider",) if p in available]
+    return [*preferred, "CPUExecutionProvider"]

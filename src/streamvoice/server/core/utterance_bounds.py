@@ -1,0 +1,41 @@
+"""What one utterance may hold, the same on every surface: streamed characters, seconds without text, and
+silence against speech."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamvoice.engine.planning import Piece
+from streamvoice.protocol import ErrorCode, Pauses, ProtocolError
+from streamvoice.text.pronounce import MAX_SILENCE_MS
+
+
+@dataclass(frozen=True)
+class StreamBounds:
+    """What one streamed utterance may hold: characters in all, and seconds without text."""
+
+    max_chars: int
+    idle_end_s: float
+
+
+MS_PER_TOKEN = 70  # Kokoro speaks ~14 phoneme tokens per second at speed 1.0: an estimate, before decoding
+
+
+@dataclass
+class Silence:
+    """The silence an utterance asks for (breaks and the pauses its punctuation calls for) against its
+    speech. Past ``MAX_SILENCE_MS`` and more than the speech, the rest is refused: a message of "a." or
+    breaks repeated would otherwise hold a listener slot for most of an hour of silence."""
+
+    silence_ms: int = 0
+    speech_ms: int = 0
+
+    def add(self, piece: Piece, pauses: Pauses) -> None:
+        self.silence_ms += piece.pause_ms if piece.pause_ms is not None else pauses.after(piece.pause)
+        self.speech_ms += len(piece.tokens) * MS_PER_TOKEN
+        if self.silence_ms > MAX_SILENCE_MS and self.silence_ms > self.speech_ms:
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"this message asks for more than {MAX_SILENCE_MS // 1000} s of pauses and breaks, more than "
+                "its speech; send less punctuation or fewer breaks, or several messages",
+            )
