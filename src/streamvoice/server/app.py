@@ -62,15 +62,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        eng = engine
-        if eng is None:
-            eng = await asyncio.to_thread(
-                KokoroEngine.load, config.model_dir, config.model_variant, config.engine_options
-            )
-        service = SpeechService(eng, config, Metrics(config.endpoint_name if config.emf else None))
-        vendor_voices(service).check()  # a bad vendor voice map stops the start, before a caller finds it
-        _gauges(service)
-        service.start()
+        service = await _start_service(config, engine)
         app.state.service = service  # the drain (runner) reaches it here
         # Wyoming listens from the start and answers not_ready until warm-up is done, like /ping.
         wyoming = WyomingServer(config.wyoming_uri, service) if config.wyoming_uri else None
@@ -80,7 +72,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             await service.warm_up()
         else:
             service.ready = True
-        log.info("speech server ready (providers %s)", eng.providers)
+        log.info("speech server ready (providers %s)", service.engine.providers)
         for warning, line in startup_notes(config, os.environ):
             (log.warning if warning else log.info)("%s", line)
         try:
@@ -93,19 +85,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             await service.dictionaries.close()
 
     return Starlette(
-        routes=[
-            Route("/ping", ping, methods=["GET"]),
-            Route("/live", live, methods=["GET"]),
-            *invocations.ROUTES,
-            Route("/metrics", metrics, methods=["GET"]),
-            *session.ROUTES,
-            Route("/v1/models", models, methods=["GET"]),
-            *elevenlabs.ROUTES,
-            *cartesia.ROUTES,
-            *deepgram.ROUTES,
-            *openai_api.ROUTES,
-            *captioned.ROUTES,
-        ],
+        routes=ROUTES,
         lifespan=lifespan,
         middleware=[
             Middleware(Holding),
@@ -119,6 +99,19 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
+
+
+async def _start_service(config: ServerConfig, engine: KokoroEngine | None) -> SpeechService:
+    """The engine (loaded off the event loop unless given) and the service over it, checked and started."""
+    if engine is None:
+        engine = await asyncio.to_thread(
+            KokoroEngine.load, config.model_dir, config.model_variant, config.engine_options
+        )
+    service = SpeechService(engine, config, Metrics(config.endpoint_name if config.emf else None))
+    vendor_voices(service).check()  # a bad vendor voice map stops the start, before a caller finds it
+    _gauges(service)
+    service.start()
+    return service
 
 
 def _gauges(service: SpeechService) -> None:
@@ -213,3 +206,19 @@ async def models(request: Request) -> Response:
     if "xi-api-key" in request.headers:
         return await elevenlabs.models(request)
     return await openai_api.models(request)
+
+
+# Every route the speech server answers (the handlers above and each surface's own).
+ROUTES = [
+    Route("/ping", ping, methods=["GET"]),
+    Route("/live", live, methods=["GET"]),
+    *invocations.ROUTES,
+    Route("/metrics", metrics, methods=["GET"]),
+    *session.ROUTES,
+    Route("/v1/models", models, methods=["GET"]),
+    *elevenlabs.ROUTES,
+    *cartesia.ROUTES,
+    *deepgram.ROUTES,
+    *openai_api.ROUTES,
+    *captioned.ROUTES,
+]
