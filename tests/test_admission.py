@@ -15,6 +15,7 @@ from websockets.asyncio.client import connect
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core import service as service_module
 from streamvoice.server.core.admission import PIECE_S, Admission, DecodeSpeed, measured_capacity
 from tests.fakes import FakeListener
 from tests.helpers import (
@@ -199,18 +200,20 @@ async def test_the_server_as_shipped_counts_listeners_from_its_full_windows_meas
     engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Admission is on by default, counting 0.85 of the audio full windows make per second, timed alone at
-    warm-up (``engine.time_windows``): the warm-up's own speed, G2P loading and small windows included, read
+    warm-up (``engine.readiness.time_windows``): the warm-up's own speed, G2P loading and small windows included, read
     ~1.3x slower and sized 2 cores for one listener where they keep two fed. Here the measure is given (0.4
     s of work per second of audio: two listeners), so what is checked is what the server does with it; how
     fast this machine decodes is ``python -m streamvoice.bench.capacity``'s to say. That a caller beyond the
     slots is told at once is ``test_one_too_many_waits_told_and_one_more_is_refused``."""
     measured: list[str] = []
 
-    def full_windows(voice: str = "af_heart", frames: int = 40, passes: int = 2) -> list[tuple[float, float]]:
+    def full_windows(
+        timed: KokoroEngine, voice: str = "af_heart", frames: int = 40, passes: int = 2
+    ) -> list[tuple[float, float]]:
         measured.append(voice)
         return [(1.6, 0.64), (1.6, 0.64)]
 
-    monkeypatch.setattr(engine, "time_windows", full_windows)
+    monkeypatch.setattr(service_module, "time_windows", full_windows)
     # as shipped: warm-up on, admission measured (tests.helpers turns both off unless asked)
     server = await asyncio.to_thread(start_speech_server, engine, warm_up=True, admission_listeners=0)
     try:
