@@ -7,7 +7,7 @@ alike (medians of ``--repeat`` rounds):
   kokoro-onnx gets), audio seconds per second;
 - our engine, the graph as exported (``MODEL_VARIANT=int8``) and with the static-int8 decoder
   (``int8-static``, ``engine.static_decoder``): a whole piece per call, and full 40-frame windows
-  (what a listener's steady decoding costs; ``KokoroEngine.time_windows``);
+  (what a listener's steady decoding costs; ``engine.readiness.time_windows``);
 - the time to the first window of a fresh 60-token piece (front + first window: the engine's part of heard
   onset), and the heard onset of the ~60-token first sentence of ``FOUR_SENTENCES`` on a fresh session of a
   server on loopback (a player that starts at the first byte), each as a share of kokoro-onnx's time for

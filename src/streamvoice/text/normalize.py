@@ -107,7 +107,7 @@ def say(text: str, lang: str = "en-us") -> str:
 
 
 # One line per language with a value in it, read once at start so the number engine's import and the
-# rules' compile happen then (``KokoroEngine.warm_up``), never on a caller's first request.
+# rules' compile happen then (``engine.readiness.warm_up``), never on a caller's first request.
 _WARM_TEXT = "1.234,50 € 14:30 12/03/2026 20% 3.5 km 第3 ¥1,280 ₹499"
 
 
