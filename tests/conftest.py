@@ -120,7 +120,10 @@ def scripted_server(scripted: KokoroEngine) -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="session")
 def speech_server(engine: KokoroEngine) -> Iterator[RunningServer]:
-    server = start_speech_server(engine, warm_up=True, max_text_chars=2000, max_message_bytes=16 * 1024)
+    """The real model behind the server as ``streamvoice serve`` builds it, without its warm-up: the engine
+    fixture loaded and calibrated the model, and the warm-up's G2P loads and window timing (~10 s of CPU in
+    each worker) are ``test_admission.py``'s, which starts a server that warms up as a command does."""
+    server = start_speech_server(engine, max_text_chars=2000, max_message_bytes=16 * 1024)
     yield server
     server.stop()
 

@@ -80,7 +80,7 @@ def start_speech_server(engine: KokoroEngine, sndbuf: int | None = None, **confi
     model once; a warm-up also times windows, ~5 s per server), admission counting four listeners, not
     a measure of the machine, and no shedding when the machine slows down (``core/watch.py``; a busy CI
     machine is a slow one), so a test's answers do not change with what else the machine is doing
-    (``test_admission.py`` measures; ``test_watch.py`` sheds; ``speech_server`` warms up as a command does).
+    (``test_admission.py`` warms up and measures as a command does; ``test_watch.py`` sheds).
 
     ``sndbuf``: a small kernel send buffer for every connection (accepted sockets inherit the listener's),
     so a client that stops reading blocks the server's sends within kilobytes instead of megabytes.

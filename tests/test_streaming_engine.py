@@ -85,7 +85,7 @@ def test_crossfade_keeps_high_band_power_of_uncorrelated_renditions() -> None:
     assert float(np.max(np.abs(mixed - voice))) < 0.3  # the shared band passes untouched
 
 
-@pytest.mark.parametrize("text", ["Yes.", SENTENCE, " ".join([SENTENCE] * 3)])
+@pytest.mark.parametrize("text", ["Yes.", SENTENCE])  # a longer text is more pieces of this size
 def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, text: str) -> None:
     spec = engine.parse_voice("af_heart")
     for piece in engine.planner.plan(text, "en-us"):
