@@ -72,6 +72,12 @@ BENCHMARKS = (
     ),
     Benchmark("limits", "10d. Know the limit: the engine's arithmetic against this machine's peaks"),
     Benchmark(
+        "front_int8",
+        "10e. The front graph: float and static int8 candidates",
+        (),
+        ("--repeat", "1", "--sentences", "1", "--no-asr"),
+    ),
+    Benchmark(
         "hostile", "12. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
     ),
 )

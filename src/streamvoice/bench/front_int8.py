@@ -1,0 +1,300 @@
+"""The front graph in static int8: a candidate for heard onset, timed and heard against the front as exported.
+
+A fresh piece waits for the front (text encoder, prosody and durations) before its first decoder window, ~50
+ms of a ~165 ms heard onset on 2 cores. The exported front is dynamic int8: 90 ``MatMulInteger`` and 19
+``ConvInteger`` chains, each quantizing its activation at run time (71 ``DynamicQuantizeLinear``), and six
+``DynamicQuantizeLSTM``. Two candidates are built from the official file's front:
+
+- float: every chain on its dequantized weights, the LSTMs as float ``LSTM``;
+- static int8: the chains' MatMuls and Convs quantized statically (QDQ, s8 weights per channel, u8
+  activations with ranges measured on the calibration greeting of nine voices in the nine languages), the
+  LSTMs left as exported.
+
+Each runs in the engine in place of the exported front (the same decoder after it). Speed: median ms per
+front call on three English sentences, alternated with the exported front, two rounds. Sound, per language
+on ``bench.languages``' sentences (not the calibration text): whole-piece PESQ against the exported front's
+(durations move, so PESQ reads timing as well as timbre), Whisper base's character error rate with the
+language forced (Mandarin as toneless pinyin), DNSMOS, and the length against the exported front's.
+
+Sessions take the engine's options (idle threads sleep, as in the server); ``--spin`` times them spinning.
+
+Run: ``python -m streamvoice.bench.front_int8 [--repeat 7] [--sentences 2] [--no-asr] [--spin]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from streamvoice.bench.common import table, write_result
+from streamvoice.bench.languages import SENTENCES, comparable
+from streamvoice.bench.quality import dnsmos, pesq_score
+from streamvoice.bench.tables import md_table, md_value
+from streamvoice.bench.wer import character_error_rate
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.greeting import calibration_text
+from streamvoice.engine.options import EngineOptions
+from streamvoice.engine.static_decoder import float_weights
+from streamvoice.engine.voices import describe
+
+TIMED = (
+    "Thanks for calling, I can help you with that order today.",
+    "The museum opens at nine in the morning, and the guided tours start every half hour after that.",
+    "Your package left our warehouse on Monday and is now with the courier.",
+)
+CALIBRATION_VOICES = (
+    "af_heart", "am_michael", "bf_emma", "ef_dora", "ff_siwis", "jf_alpha", "zf_xiaobei", "if_sara", "pf_dora",
+)  # fmt: skip
+
+
+def float_lstms(model: Any) -> int:
+    """Each ``DynamicQuantizeLSTM`` as a float ``LSTM`` on its dequantized weights (ONNX's layout: gates
+    first, [directions, 4 x hidden, input])."""
+    from onnx import helper, numpy_helper
+
+    inits = {i.name: i for i in model.graph.initializer}
+
+    def dequantized(q: str, scale: str, zero: str) -> np.ndarray[Any, Any]:
+        w = numpy_helper.to_array(inits[q]).astype(np.float32)
+        s, z = numpy_helper.to_array(inits[scale]), numpy_helper.to_array(inits[zero]).astype(np.float32)
+        s, z = (s[:, None, None], z[:, None, None]) if s.ndim == 1 else (s[:, None, :], z[:, None, :])
+        return np.ascontiguousarray(((w - z) * s).transpose(0, 2, 1))
+
+    nodes, count = [], 0
+    for n in model.graph.node:
+        if n.op_type != "DynamicQuantizeLSTM":
+            nodes.append(n)
+            continue
+        x, w, r, b, lengths, h0, c0, _, w_scale, w_zero, r_scale, r_zero = n.input
+        names = (f"{n.name}_W", f"{n.name}_R")
+        model.graph.initializer.extend(
+            [
+                numpy_helper.from_array(dequantized(w, w_scale, w_zero), names[0]),
+                numpy_helper.from_array(dequantized(r, r_scale, r_zero), names[1]),
+            ]
+        )
+        attributes = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        attributes = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes.items()}
+        nodes.append(helper.make_node("LSTM", [x, *names, b, lengths, h0, c0], list(n.output), **attributes))
+        count += 1
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return count
+
+
+class _Feeds:
+    """ONNX Runtime's calibration reader over a list of front feeds."""
+
+    def __init__(self, feeds: list[dict[str, Any]]) -> None:
+        self._feeds, self._it = feeds, iter(feeds)
+
+    def __len__(self) -> int:
+        return len(self._feeds)
+
+    def set_range(self, start_index: int, end_index: int) -> None:
+        self._it = iter(self._feeds[start_index:end_index])
+
+    def get_next(self) -> dict[str, Any] | None:
+        return next(self._it, None)
+
+
+def front_feeds(engine: KokoroEngine, text: str, voice: str, lang: str) -> list[dict[str, Any]]:
+    assert engine.split is not None
+    names = [i.name for i in engine.split.front.get_inputs()]
+    spec = engine.parse_voice(voice)
+    feeds = [engine.feeds(p.tokens, engine.style_pack(spec), 1.0)[0] for p in engine.planner.plan(text, lang)]
+    return [{k: v for k, v in f.items() if k in names} for f in feeds]
+
+
+def candidates(engine: KokoroEngine) -> dict[str, bytes]:
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    front = split_model(engine.files.model).front
+    floating = onnx.load_from_string(front)
+    float_weights(floating)
+    static_source = floating.SerializeToString()  # LSTMs as exported
+    float_lstms(floating)
+    calibration = [
+        f
+        for voice in CALIBRATION_VOICES
+        for f in front_feeds(engine, calibration_text(describe(voice).lang), voice, describe(voice).lang)
+    ]
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+        source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
+        source.write_bytes(static_source)
+        quantize_static(
+            str(source), str(target), _Feeds(calibration),  # type: ignore[arg-type]
+            quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv"],
+            calibrate_method=CalibrationMethod.MinMax,
+            extra_options={"ActivationSymmetric": False, "WeightSymmetric": True, "CalibStridedMinMax": 1},
+        )  # fmt: skip
+        static = target.read_bytes()
+    return {"exported": front, "float": floating.SerializeToString(), "static int8": static}
+
+
+def speed(
+    sessions: dict[str, ort.InferenceSession], feeds: list[dict[str, Any]], repeat: int
+) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in sessions}
+    for _ in range(2):
+        for name, session in sessions.items():
+            for _ in range(repeat):
+                for f in feeds:
+                    started = time.perf_counter()
+                    session.run(None, f)
+                    times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(t) * 1000 for name, t in times.items()}
+
+
+def sound(
+    engine: KokoroEngine, sessions: dict[str, ort.InferenceSession], sentences: int, asr: bool
+) -> list[dict[str, Any]]:
+    assert engine.split is not None
+    transcriber = None
+    if asr:
+        from streamvoice.bench.asr import Transcriber
+
+        transcriber = Transcriber.load()
+    rows = []
+    for lang, (voice, whisper_lang, texts) in SENTENCES.items():
+        for text in texts[:sentences]:
+            audio = {}
+            for name, session in sessions.items():
+                engine.split.front = session
+                audio[name] = engine.synthesize(text, voice, lang=lang)
+            reference = audio["exported"]
+            for name in sessions:
+                if name == "exported":
+                    continue
+                row: dict[str, Any] = {
+                    "lang": lang,
+                    "front": name,
+                    "pesq": pesq_score(reference, audio[name]),
+                    "dnsmos_exported": dnsmos(reference),
+                    "dnsmos": dnsmos(audio[name]),
+                    "length": audio[name].size / reference.size,
+                }
+                if transcriber is not None:
+                    truth = comparable(text, lang)
+                    for key, clip in (("cer_exported", reference), ("cer", audio[name])):
+                        heard = transcriber.transcribe(clip, language=whisper_lang)
+                        row[key] = character_error_rate(truth, comparable(heard, lang))
+                rows.append(row)
+    engine.split.front = sessions["exported"]
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for name in dict.fromkeys(r["front"] for r in rows):
+        mine = [r for r in rows if r["front"] == name]
+        langs = sorted({r["lang"] for r in mine if r["lang"] != "hi"}, key=list(SENTENCES).index)
+        worse = [
+            lang
+            for lang in langs
+            if "cer" in mine[0]
+            and statistics.mean(r["cer"] for r in mine if r["lang"] == lang)
+            > statistics.mean(r["cer_exported"] for r in mine if r["lang"] == lang) + 1e-9
+        ]
+        out.append(
+            {
+                "front": name,
+                "pesq_mean": statistics.mean(r["pesq"] for r in mine),
+                "pesq_min": min(r["pesq"] for r in mine),
+                "dnsmos_delta": statistics.mean(r["dnsmos"] - r["dnsmos_exported"] for r in mine),
+                "cer_exported": statistics.mean(r["cer_exported"] for r in mine if r["lang"] != "hi")
+                if "cer" in mine[0]
+                else None,
+                "cer": statistics.mean(r["cer"] for r in mine if r["lang"] != "hi")
+                if "cer" in mine[0]
+                else None,
+                "cer_worse_in": ", ".join(worse) if "cer" in mine[0] else None,
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--sentences", type=int, default=2, help="per language, from bench.languages")
+    parser.add_argument("--no-asr", action="store_true")
+    parser.add_argument(
+        "--spin", action="store_true", help="idle ONNX Runtime threads spin (the server's do not)"
+    )
+    args = parser.parse_args(argv)
+    ort.set_default_logger_severity(3)
+    engine = KokoroEngine.load()
+    assert engine.split is not None
+    graphs = candidates(engine)
+    options = EngineOptions(spin=args.spin).session_options()  # the engine's own, as it loads by default
+    sessions = {
+        name: ort.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
+        for name, graph in graphs.items()
+    }
+    timed = [f for text in TIMED for f in front_feeds(engine, text, "af_heart", "en-us")]
+    ms = speed(sessions, timed, args.repeat)
+    rows = sound(engine, sessions, args.sentences, not args.no_asr)
+    result = {
+        "spin": args.spin,
+        "speed": [{"front": k, "ms_per_call": v, "vs_exported": ms["exported"] / v} for k, v in ms.items()],
+        "rows": rows,
+        "summary": summary(rows),
+    }
+    print(
+        table(result["speed"], [("front", "front"), ("ms_per_call", "ms per call"), ("vs_exported", "speed")])
+    )
+    print()
+    print(
+        table(
+            result["summary"],
+            [
+                ("front", "front"),
+                ("pesq_mean", "PESQ mean"),
+                ("pesq_min", "PESQ min"),
+                ("dnsmos_delta", "DNSMOS delta"),
+                ("cer_exported", "CER exported"),
+                ("cer", "CER"),
+                ("cer_worse_in", "CER worse in"),
+            ],
+        )
+    )
+    print(f"wrote {write_result('front_int8', result)}")
+    return result
+
+
+def report(d: dict[str, Any]) -> str:
+    speed_rows = [
+        [r["front"], md_value(r["ms_per_call"], 1), md_value(r["vs_exported"], 2)] for r in d["speed"]
+    ]
+    sound_rows = [
+        [r["front"], md_value(r["pesq_mean"], 2), md_value(r["pesq_min"], 2), md_value(r["dnsmos_delta"], 3),
+         md_value(r["cer_exported"], 3), md_value(r["cer"], 3), r["cer_worse_in"] or "-"]
+        for r in d["summary"]
+    ]  # fmt: skip
+    threads = "idle threads spinning" if d.get("spin") else "idle threads asleep, as the server runs it"
+    return (
+        f"Speed ({threads}):\n\n"
+        + md_table(["front", "ms per front call", "speed vs exported"], speed_rows)
+        + "\n\n"
+        + md_table(
+            ["front", "PESQ mean", "PESQ min", "DNSMOS delta", "CER exported", "CER", "CER worse in"],
+            sound_rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
