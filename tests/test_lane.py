@@ -73,6 +73,22 @@ async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() 
     service.scheduler.stop()
 
 
+async def test_a_window_finished_after_its_piece_was_cancelled_is_not_played() -> None:
+    """A model call cannot always be interrupted: the window it was making when the barge-in came is dropped,
+    and the listener's playback clock stays restarted (the next answer is due now, not a window later)."""
+    service = FakeHost(engine=FakeEngine(windows_per_piece=3))
+    service.scheduler.start()
+    lane = Lane(service)
+    sink = PieceAudio(asyncio.get_running_loop(), lane)
+    lane.add(Piece("slow", "slow", (1,)), FakeRequest(), sink)  # each window takes 0.3 s, uninterruptible
+    await wait_for(lambda: service.engine.decoded == 1)  # the second window is being made
+    sink.cancel()
+    lane.restart_playback()
+    await wait_for(lambda: service.engine.decoded == 2 and lane._current is None)  # finished, then dropped
+    assert lane.play_end <= time.monotonic()
+    service.scheduler.stop()
+
+
 async def test_the_server_counts_the_lanes_with_work_to_decode() -> None:
     service = FakeHost(engine=FakeEngine(windows_per_piece=3, window_samples=1_200))
     service.scheduler.start()

@@ -164,8 +164,17 @@ class Lane:
 
     def restart_playback(self) -> None:
         """The listener's queued audio was thrown away (barge-in): nothing is playing any more, so its next
-        window is due now, not when the cancelled audio would have ended."""
-        self.play_end = time.monotonic()
+        window is due now, not when the cancelled audio would have ended. Called after the cancelled pieces
+        are abandoned: a window of theirs that the worker finishes afterwards does not count (``_played``)."""
+        with self._lock:
+            self.play_end = time.monotonic()
+
+    def _played(self, work: _Work, audio_s: float) -> None:
+        """``audio_s`` more of this piece will play, unless it was abandoned while it was decoded (a model call
+        that cannot be interrupted finishes after the barge-in; its audio is dropped, not played)."""
+        with self._lock:
+            if not work.sink.abandoned:
+                self.play_end = max(self.play_end, time.monotonic()) + audio_s
 
     def _schedule(self) -> None:
         """Queue the lane's next turn, due when this listener's audio runs out (now, if it already has)."""
@@ -265,7 +274,7 @@ class Lane:
             first = work.samples == 0
             load.tell(DecodedWindow(now, id(self), frames, elapsed_s, buffered_s, first, load.active_lanes))
         work.samples += window.size
-        self.play_end = max(self.play_end, now) + audio_s
+        self._played(work, audio_s)
 
     def _finish(self, work: _Work) -> None:
         """The piece's speech is done: its pause (generated silence, no model work), then its end."""
@@ -279,7 +288,7 @@ class Lane:
             with self._lock:
                 self._unsent += pause.size
             work.sink.push(pause)
-            self.play_end = max(self.play_end, time.monotonic()) + pause.size / self._rate
+            self._played(work, pause.size / self._rate)
         work.sink.finish()
         self._drop_current()
 

@@ -50,10 +50,11 @@ class Utterances:
 
     def cancel_these(self, chosen: list[Utterance]) -> list[Utterance]:
         """Cancel exactly these (an id can name two: a context reused right after it was closed)."""
-        if chosen and self.open[0] in chosen:
+        restart = bool(chosen) and self.open[0] in chosen
+        for utterance in chosen:  # abandoned first: a window the worker finishes now is not played
+            utterance.cancel()
+        if restart:
             self.lane.restart_playback()
             if self.on_restart is not None:
                 self.on_restart()
-        for utterance in chosen:
-            utterance.cancel()
         return chosen
