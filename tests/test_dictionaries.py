@@ -287,7 +287,7 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
     engine, redis_server: RedisServer, transcriber
 ) -> None:  # type: ignore[no-untyped-def]
     """Made on one replica, heard on the other through each client, and kept across the maker's restart.
-    What each client received is heard at the end, in one Whisper pass (``Transcriber.transcribe_parts``)."""
+    What each client received is heard at the end."""
     said: dict[str, np.ndarray] = {}  # what each path returned, at 16 kHz
 
     def keep(name: str, audio: bytes | np.ndarray, rate: int = 24_000) -> None:
@@ -335,7 +335,9 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
     finally:
         one.stop()
         two.stop()
-    heard = dict(zip(said, transcriber.transcribe_parts(list(said.values()), 16_000), strict=True))
+    # One Whisper pass per clip: joined in one pass, Whisper can hear a sentence said again after a second of
+    # silence as one (it wrote one clip's words and nothing for the next in a loaded CI run).
+    heard = {name: transcriber.transcribe(audio, 16_000) for name, audio in said.items()}
     assert not says_both(heard.pop("without the dictionary").lower())  # what the words are without it
     assert all(says_both(text.lower()) for text in heard.values()), heard
 
