@@ -88,13 +88,9 @@ def test_batched_rows_are_the_same_speech_as_windows_decoded_alone(
         split.batcher = None
     for voice, text in SENTENCES.items():
         assert batched[voice].size == alone[voice].size
-        # a pass each: joined, Whisper can hear a sentence said twice as one
-        heard_batched, heard_alone = (
-            transcriber.transcribe(batched[voice]),
-            transcriber.transcribe(alone[voice]),
-        )
-        assert word_error_rate(text, heard_batched) <= word_error_rate(text, heard_alone) + 0.05, (
-            heard_batched
+        heard = transcriber.transcribe(batched[voice])
+        assert (
+            word_error_rate(text, heard) <= word_error_rate(text, transcriber.transcribe(alone[voice])) + 0.05
         )
         # Rows of a batch differ from a lone call by rounding (the sine source's phase, the shared int8
         # quantisation scale), which the decoder amplifies in near-silent bins: no more than decoding the

@@ -23,11 +23,11 @@ from tests.helpers import RunningServer, first_words, pcm16
 def test_elevenlabs_sdk_convert_stream_and_timestamps(vendor_server: RunningServer, transcriber) -> None:  # type: ignore[no-untyped-def]
     client = ElevenLabs(base_url=vendor_server.url, api_key=TOKEN)
     audio = b"".join(client.text_to_speech.convert("af_heart", text=TEXT, output_format="pcm_16000"))
+    assert word_error_rate(TEXT, transcriber.transcribe(pcm16(audio), 16_000)) < 0.2
     streamed = b"".join(
         client.text_to_speech.stream("JBFqnCBsd6RMkjVDRZzb", text=TEXT, output_format="pcm_24000")
     )
-    heard = [transcriber.transcribe(pcm16(audio), 16_000), transcriber.transcribe(pcm16(streamed), 24_000)]
-    assert all(word_error_rate(TEXT, said) < 0.2 for said in heard), heard  # both rates
+    assert word_error_rate(TEXT, transcriber.transcribe(pcm16(streamed), 24_000)) < 0.2
     mp3 = b"".join(client.text_to_speech.convert("af_heart", text="Hello.", output_format="mp3_44100_128"))
     assert mp3[:3] == b"ID3" or mp3[0] == 0xFF
 

@@ -44,7 +44,7 @@ from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.options import EngineOptions
-from streamvoice.engine.static_decoder import float_weights
+from streamvoice.engine.static_decoder import CalibrationFeeds, float_weights
 from streamvoice.engine.voices import describe
 
 TIMED = (
@@ -92,22 +92,6 @@ def float_lstms(model: Any) -> int:
     return count
 
 
-class _Feeds:
-    """ONNX Runtime's calibration reader over a list of front feeds."""
-
-    def __init__(self, feeds: list[dict[str, Any]]) -> None:
-        self._feeds, self._it = feeds, iter(feeds)
-
-    def __len__(self) -> int:
-        return len(self._feeds)
-
-    def set_range(self, start_index: int, end_index: int) -> None:
-        self._it = iter(self._feeds[start_index:end_index])
-
-    def get_next(self) -> dict[str, Any] | None:
-        return next(self._it, None)
-
-
 def front_feeds(engine: KokoroEngine, text: str, voice: str, lang: str) -> list[dict[str, Any]]:
     assert engine.split is not None
     names = [i.name for i in engine.split.front.get_inputs()]
@@ -134,7 +118,7 @@ def candidates(engine: KokoroEngine) -> dict[str, bytes]:
         source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
         source.write_bytes(static_source)
         quantize_static(
-            str(source), str(target), _Feeds(calibration),  # type: ignore[arg-type]
+            str(source), str(target), CalibrationFeeds(calibration),  # type: ignore[arg-type]
             quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv"],
             calibrate_method=CalibrationMethod.MinMax,
@@ -196,31 +180,28 @@ def sound(
     return rows
 
 
+def _mean(rows: list[dict[str, Any]], key: str, lang: str | None = None) -> float:
+    return statistics.mean(float(r[key]) for r in rows if lang is None or r["lang"] == lang)
+
+
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for name in dict.fromkeys(r["front"] for r in rows):
         mine = [r for r in rows if r["front"] == name]
-        langs = sorted({r["lang"] for r in mine if r["lang"] != "hi"}, key=list(SENTENCES).index)
+        heard = [r for r in mine if "cer" in r and r["lang"] != "hi"]  # Whisper ran (not --no-asr)
+        langs = dict.fromkeys(r["lang"] for r in heard)  # in bench.languages' order
         worse = [
-            lang
-            for lang in langs
-            if "cer" in mine[0]
-            and statistics.mean(r["cer"] for r in mine if r["lang"] == lang)
-            > statistics.mean(r["cer_exported"] for r in mine if r["lang"] == lang) + 1e-9
+            lang for lang in langs if _mean(heard, "cer", lang) > _mean(heard, "cer_exported", lang) + 1e-9
         ]
         out.append(
             {
                 "front": name,
-                "pesq_mean": statistics.mean(r["pesq"] for r in mine),
+                "pesq_mean": _mean(mine, "pesq"),
                 "pesq_min": min(r["pesq"] for r in mine),
                 "dnsmos_delta": statistics.mean(r["dnsmos"] - r["dnsmos_exported"] for r in mine),
-                "cer_exported": statistics.mean(r["cer_exported"] for r in mine if r["lang"] != "hi")
-                if "cer" in mine[0]
-                else None,
-                "cer": statistics.mean(r["cer"] for r in mine if r["lang"] != "hi")
-                if "cer" in mine[0]
-                else None,
-                "cer_worse_in": ", ".join(worse) if "cer" in mine[0] else None,
+                "cer_exported": _mean(heard, "cer_exported") if heard else None,
+                "cer": _mean(heard, "cer") if heard else None,
+                "cer_worse_in": ", ".join(worse) if heard else None,
             }
         )
     return out

@@ -36,7 +36,7 @@ from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graph_fusion import Matcher, fuse, node, replace_nodes
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.static_decoder import CONTEXT, float_weights
+from streamvoice.engine.static_decoder import CONTEXT, CalibrationFeeds, float_weights
 
 # Calibration: ten voices, the nine languages; held out: two others.
 CALIBRATION = (
@@ -171,21 +171,11 @@ def windows(engine: KokoroEngine, said: tuple[tuple[str, str], ...], frames: int
     return out
 
 
-class _Reader:
-    """ONNX Runtime's calibration data reader over a list of feeds."""
-
-    def __init__(self, feeds: list[dict[str, Any]]) -> None:
-        self._it = iter(feeds)
-
-    def get_next(self) -> dict[str, Any] | None:
-        return next(self._it, None)
-
-
 def quantized(float_model: Path, out: Path, feeds: list[dict[str, Any]], keep_float: list[str]) -> bytes:
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     quantize_static(
-        str(float_model), str(out), _Reader(feeds),  # type: ignore[arg-type]
+        str(float_model), str(out), CalibrationFeeds(feeds),  # type: ignore[arg-type]
         quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_exclude=keep_float,
         calibrate_method=CalibrationMethod.MinMax,

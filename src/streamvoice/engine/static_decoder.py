@@ -121,7 +121,7 @@ def derive_graph(
         source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
         onnx.save(model, str(source))
         quantize_static(
-            str(source), str(target), _Reader(windows),  # type: ignore[arg-type]
+            str(source), str(target), CalibrationFeeds(windows),  # type: ignore[arg-type]
             quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_exclude=keep,
             calibrate_method=CalibrationMethod.Percentile,
@@ -200,8 +200,9 @@ def _quiet_root() -> Iterator[None]:
         root.setLevel(level)
 
 
-class _Reader:
-    """ONNX Runtime's calibration data reader over a list of feeds, read in strides (``set_range``)."""
+class CalibrationFeeds:
+    """ONNX Runtime's calibration data reader over a list of feeds, whole or in strides (``set_range``): the
+    static decoder's derivation and the benchmarks' candidates (``bench.static_int8``, ``bench.front_int8``)."""
 
     def __init__(self, feeds: list[dict[str, Any]]) -> None:
         self._feeds = feeds
