@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--ks", default="1,2,3,4,5,6", help="listener counts")
     parser.add_argument("--options", default=",".join(OPTIONS), help=f"any of {', '.join(OPTIONS)}")
     parser.add_argument("--rate", type=float, default=50.0, help="LLM tokens per second")
+    parser.add_argument(
+        "--stagger", type=float, default=STAGGER_S, help="seconds between listeners joining (a GPU: less)"
+    )
     parser.add_argument("--providers", default=None, help="ONNX Runtime execution providers, comma-separated")
     parser.add_argument(
         "--variant", default=None, help="MODEL_VARIANT: int8, int8-static, fp32 (default: as served)"
@@ -98,7 +101,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     raw: dict[str, Any] = {}
     payload = {
         "rate": args.rate,
-        "stagger_s": STAGGER_S,
+        "stagger_s": args.stagger,
         "ks": ks,
         "repeat": args.repeat,
         "cpu_load": args.cpu_load,
@@ -131,7 +134,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     trace: list[DecodedWindow] = []
                     service.load.window_watchers[:] = [trace.append] if args.trace else []
                     began = time.monotonic()
-                    listeners = asyncio.run(run_k(server.url, k, args.rate))
+                    listeners = asyncio.run(run_k(server.url, k, args.rate, args.stagger))
                     key = f"{option}/{k}" + (f"/{run}" if args.repeat > 1 else "")
                     raw[key] = listeners
                     if args.trace:
@@ -161,7 +164,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         write_result("capacity", {**payload, "complete": False})  # a long run loses nothing
     beside = f", a busy loop on {args.cpu_load:g} of one core beside the server" if args.cpu_load else ""
     print(
-        f"\nK listeners joining {STAGGER_S:g} s apart, eight-sentence answers at {args.rate:g} tokens/s{beside}\n"
+        f"\nK listeners joining {args.stagger:g} s apart, eight-sentence answers at {args.rate:g} tokens/s{beside}\n"
     )
     print(
         table(

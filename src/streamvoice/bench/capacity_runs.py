@@ -39,8 +39,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-async def listener(url: str, i: int, rate: float) -> dict[str, Any]:
-    await asyncio.sleep(i * STAGGER_S)
+async def listener(url: str, i: int, rate: float, stagger: float = STAGGER_S) -> dict[str, Any]:
+    await asyncio.sleep(i * stagger)
     joined = time.monotonic()
     run = await run_answer(url, ANSWER, rate)
     refused = [p for p in run["pieces"] if p.get("error") == "server_busy"]
@@ -62,8 +62,8 @@ def stall_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(end, start - end) for (_, end), (start, _) in itertools.pairwise(spans) if start > end + 1e-3]
 
 
-async def run_k(url: str, k: int, rate: float) -> list[dict[str, Any]]:
-    return list(await asyncio.gather(*(listener(url, i, rate) for i in range(k))))
+async def run_k(url: str, k: int, rate: float, stagger: float = STAGGER_S) -> list[dict[str, Any]]:
+    return list(await asyncio.gather(*(listener(url, i, rate, stagger) for i in range(k))))
 
 
 async def saturate(url: str, k: int) -> float:

@@ -12,6 +12,7 @@ class Benchmark:
     title: str
     args: tuple[str, ...] = ()  # what the suite passes for publishable figures
     quick_args: tuple[str, ...] = ()  # a smoke run
+    needs_gpu: bool = False  # the suite runs it only where ONNX Runtime has its CUDA provider
 
     @property
     def command(self) -> str:
@@ -56,6 +57,13 @@ BENCHMARKS = (
         "9. Batched decoder windows",
         (),
         ("--sizes", "12", "--max-batch", "2", "--repeat", "1", "--no-fidelity"),
+    ),
+    Benchmark(
+        "gpu",
+        "9b. Kokoro on a GPU",
+        ("--audio", "results/gpu_audio.npz"),
+        ("--ks", "4", "--max-batch", "4", "--repeat", "1"),
+        needs_gpu=True,
     ),
     Benchmark("kernels", "10. Decoder kernels on this CPU", (), ("--sizes", "12", "--repeat", "1")),
     Benchmark(

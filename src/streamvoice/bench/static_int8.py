@@ -33,7 +33,8 @@ from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.graph_fusion import Matcher, fuse, node, replace_nodes
+from streamvoice.engine.cuda_graph import stft_as_conv
+from streamvoice.engine.graph_fusion import fuse
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.static_decoder import CONTEXT, CalibrationFeeds, float_weights
@@ -63,90 +64,9 @@ CANDIDATES = {
     "conv_post+resblocks.5": r"conv_post|resblocks\.5/",
     "conv_post+noise": r"conv_post|noise_",
     "conv_post+resblocks.3-5+noise": r"conv_post|resblocks\.[345]/|noise_",
-    # The harmonic source's STFT as two strided convolutions (kept in float): see ``stft_as_conv``.
+    # The harmonic source's STFT as two strided convolutions (kept in float): ``cuda_graph.stft_as_conv``.
     "stft": r"conv_post|stft_conv",
 }
-
-
-def stft_as_conv(model: Any) -> int:
-    """The generator's one-sided ``STFT`` read as real and imaginary parts -> a strided ``Conv`` on the
-    windowed DFT basis: ``Re = sum x w cos(2 pi k n / N)``, ``Im = -sum x w sin(...)`` (ONNX's sign)."""
-    g = Matcher(model.graph)
-    drop: set[int] = set()
-    add: list[Any] = []
-    for stft in list(model.graph.node):
-        if stft.op_type != "STFT" or len(stft.input) != 4:
-            continue
-        signal, step, window, length = stft.input
-        if step not in g.constants or window not in g.constants:
-            continue
-        w = g.constants[window].astype(np.float64)
-        n = w.size
-        if length and (length not in g.constants or int(g.constants[length]) != n):
-            continue
-        onesided = next((a.i for a in stft.attribute if a.name == "onesided"), 1)
-        transpose = g.only_reader(stft.output[0], "Transpose")
-        perm = list(next((a.ints for a in transpose.attribute if a.name == "perm"), [])) if transpose else []
-        if not onesided or perm != [0, 2, 1, 3]:
-            continue
-        parts = g.consumers.get(transpose.output[0], [])  # type: ignore[union-attr]
-        picks = [
-            (node, int(g.constants[node.input[1]]))
-            for node in parts
-            if node.op_type == "Gather"
-            and node.input[1] in g.constants
-            and next((a.i for a in node.attribute if a.name == "axis"), 0) == 3
-        ]
-        if len(picks) != len(parts) or not picks:
-            continue
-        basis = _dft_basis(w)
-        p = stft.output[0] + "/conv"
-        shape = g.constant(np.array([0, 1, -1], dtype=np.int64), "stft_shape")
-        add.append(node("Reshape", [signal, shape], p + "/signal"))
-        hop = int(g.constants[step])
-        for gather, part in picks:
-            inputs = [p + "/signal", g.constant(basis[part], "stft_basis")]
-            if part == 1:
-                inputs.append(g.constant(_signed_zero(n), "stft_zero"))
-            name = f"{stft.name}/stft_conv/{'re' if part == 0 else 'im'}"
-            add.append(node("Conv", inputs, gather.output[0], name, kernel_shape=[n], strides=[hop]))
-            drop.add(id(gather))
-        drop.update({id(stft), id(transpose)})
-    if drop:
-        replace_nodes(model.graph, drop, add)
-    return sum(1 for n in add if n.op_type == "Reshape")
-
-
-def _dft_basis(window: np.ndarray[Any, Any]) -> dict[int, np.ndarray[Any, Any]]:
-    """Real (0) and imaginary (1) one-sided DFT rows times the window, as [bins, 1, n] Conv weights.
-
-    Angles are reduced to whole turns before the cosine and sine, so the rows that are exactly zero in the
-    DFT (the imaginary part at 0 and at n/2) are exactly zero here: a phase read with ``atan`` downstream
-    flips by a whole turn on the sign of a 1e-16 residue, and Kokoro feeds the phase to its convolutions.
-    """
-    n = window.size
-    turns = (np.arange(n // 2 + 1)[:, None] * np.arange(n)[None, :]) % n / n
-    cos, sin = np.cos(2 * np.pi * turns), np.sin(2 * np.pi * turns)
-    cos[np.abs(cos) < 1e-12], sin[np.abs(sin) < 1e-12] = 0.0, 0.0
-    return {
-        0: (window * cos).astype(np.float32)[:, None, :],
-        1: (-window * sin).astype(np.float32)[:, None, :],
-    }
-
-
-def _signed_zero(n: int) -> np.ndarray[Any, Any]:
-    """The imaginary rows' bias: a residue far below any signal where the DFT's imaginary part is exactly
-    zero (bins 0 and n/2), with the sign ONNX Runtime's STFT leaves there; 0 elsewhere.
-
-    Kokoro's export spells atan2 with ``Atan``, ``Greater(imag, 0)`` and ``Where``, so the phase of those two
-    bins (which the decoder's convolutions read) is +pi or -pi by the sign of the residue whenever the real
-    part is negative. ONNX Runtime's STFT leaves a positive residue at bin 0 in 88% of frames and a negative
-    one at n/2 in 86% (a real window of af_heart). Exact zeros (every such phase -pi) cost PESQ 3.2-3.9 against
-    the exported graph, in float; +1e-30 at both bins 4.2-4.5, the float graph's own 4.3-4.5.
-    """
-    bias = np.zeros(n // 2 + 1, dtype=np.float32)
-    bias[0], bias[n // 2] = 1e-30, -1e-30
-    return bias
 
 
 def windows(engine: KokoroEngine, said: tuple[tuple[str, str], ...], frames: int) -> list[dict[str, Any]]:

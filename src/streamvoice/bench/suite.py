@@ -18,7 +18,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer trials (a smoke run, not for publishing)")
     parser.add_argument("--plots", type=Path, default=Path("docs/img"))
     args = parser.parse_args(argv)
+    import onnxruntime as ort
+
     for bench in BENCHMARKS:
+        if bench.needs_gpu and "CUDAExecutionProvider" not in ort.get_available_providers():
+            print(f"\n=== {bench.name}: skipped, it needs ONNX Runtime's CUDA provider (onnxruntime-gpu) ===")
+            continue
         started = time.perf_counter()
         print(f"\n=== {bench.name} ===")
         argv_ = [

@@ -21,6 +21,7 @@ import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.options import session_providers
 from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowCap, WindowPlan
 
 
@@ -126,7 +127,9 @@ class WholeGraph:
     windows = False
 
     def __init__(self, model: Path, options: ort.SessionOptions, providers: list[str]) -> None:
-        self.session = ort.InferenceSession(str(model), sess_options=options, providers=providers)
+        self.session = ort.InferenceSession(
+            str(model), sess_options=options, providers=session_providers(providers)
+        )
         self.inputs = Inputs.of(self.session)
 
     def decode_piece(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,6 +45,18 @@ class EngineOptions:
         # decoder's (python -m streamvoice.bench.profile: front + first window 169 vs 206 ms on 2 cores).
         so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spin else "0")
         return so
+
+
+# cuDNN picks each convolution's algorithm again for every input shape it has not seen, by default timing
+# every algorithm (EXHAUSTIVE). The windowed decoder meets new shapes call after call (window sizes, batch
+# rows, piece lengths), so that search would land on listeners' first windows; the heuristic picks without
+# timing. ``python -m streamvoice.bench.gpu`` times both, first call and steady state (docs/benchmarks.md 9b).
+CUDA_PROVIDER_OPTIONS = {"cudnn_conv_algo_search": "HEURISTIC"}
+
+
+def session_providers(providers: Sequence[str]) -> list[str | tuple[str, dict[str, str]]]:
+    """``providers`` as ONNX Runtime's sessions take them, each with the options this engine runs it with."""
+    return [(p, dict(CUDA_PROVIDER_OPTIONS)) if p == "CUDAExecutionProvider" else p for p in providers]
 
 
 def choose_providers(requested: tuple[str, ...] | None) -> list[str]:

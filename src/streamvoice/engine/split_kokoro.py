@@ -17,10 +17,12 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
+from streamvoice.engine import cuda_graph
 from streamvoice.engine.decode_batcher import DecodeBatcher
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, stat_names
+from streamvoice.engine.options import session_providers
 from streamvoice.engine.timing import decode_range
 from streamvoice.engine.windows import (
     COLD_PLAN,
@@ -48,9 +50,16 @@ class SplitKokoro:
         self.batchable = graphs.batchable
         self.batcher: DecodeBatcher | None = None
         self._options, self._providers = options, providers
-        self.front = ort.InferenceSession(graphs.front, sess_options=options, providers=providers)
+        self.front = ort.InferenceSession(
+            graphs.front, sess_options=options, providers=session_providers(providers)
+        )
         self.inputs = Inputs.of(self.front)
-        self.decoder = ort.InferenceSession(graphs.decoder, sess_options=options, providers=providers)
+        decoder = (
+            cuda_graph.for_cuda(graphs.decoder) if "CUDAExecutionProvider" in providers else graphs.decoder
+        )
+        self.decoder = ort.InferenceSession(
+            decoder, sess_options=options, providers=session_providers(providers)
+        )
         self._front_outputs = [o.name for o in self.front.get_outputs()]
         self._decoder_outputs = [o.name for o in self.decoder.get_outputs()]
         self._none = np.zeros((1, 1, 1), dtype=np.float32)
@@ -62,7 +71,7 @@ class SplitKokoro:
         """Decode with another graph of the same decoder (same inputs and outputs: see ``static_decoder``),
         without ONNX Runtime's ``disabled_optimizers`` (names of its graph transformers)."""
         decoder = ort.InferenceSession(
-            graph, sess_options=self._options, providers=self._providers,
+            graph, sess_options=self._options, providers=session_providers(self._providers),
             disabled_optimizers=list(disabled_optimizers) or None,
         )  # fmt: skip
         if [o.name for o in decoder.get_outputs()] != self._decoder_outputs:
