@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.alignment import WordTime
@@ -24,7 +25,14 @@ from streamvoice.engine.g2p.packs import require as require_language_pack
 from streamvoice.engine.graphs import Decoding, Graph, RunStop, WholeGraph
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.norm_stats import NormStats
-from streamvoice.engine.options import DecoderGraph, EngineError, EngineOptions, choose_providers
+from streamvoice.engine.options import (
+    CUDA_DID_NOT_START,
+    DecoderGraph,
+    EngineError,
+    EngineOptions,
+    choose_providers,
+    cuda_started,
+)
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
 from streamvoice.engine.styles import VoiceStyles
@@ -74,17 +82,13 @@ class KokoroEngine:
         self.providers = choose_providers(options.providers)
         self.window_plan = options.window_plan
         self.cold_window_plan = options.cold_window_plan
-        self._split: SplitKokoro | None = graph if isinstance(graph, SplitKokoro) else None
-        if graph is None and options.stream_windows:
-            try:
-                self._split = SplitKokoro(files.model, so, self.providers)
-            except Exception as exc:  # any graph that does not split falls back to whole-piece synthesis
-                log.warning(
-                    "in-piece streaming is off for %s (%s); using whole-piece synthesis",
-                    files.model.name,
-                    exc,
-                )
-        self.graph: Graph = graph or self._split or WholeGraph(files.model, so, self.providers)
+        self._split, self.graph = self._graphs(files, options, so, graph)
+        if graph is None and not cuda_started(self._sessions(), self.providers):
+            if options.providers:
+                raise EngineError(f"{CUDA_DID_NOT_START}, or ask for CPUExecutionProvider alone")
+            log.warning("%s; running on the CPU", CUDA_DID_NOT_START)
+            self.providers = ["CPUExecutionProvider"]
+            self._split, self.graph = self._graphs(files, options, so, None)
         self.styles = VoiceStyles(files.voices)
         self.voice_names = self.styles.names
         self.g2p = G2P(SUPPORTED_LANGS, english=options.english_g2p)
@@ -93,6 +97,26 @@ class KokoroEngine:
         self.decoder_graph: DecoderGraph = "exported"
         if options.decoder == "static-int8" or (options.decoder is None and self._static_by_default()):
             self._use_static_decoder()
+
+    def _graphs(
+        self, files: ModelFiles, options: EngineOptions, so: ort.SessionOptions, graph: Graph | None
+    ) -> tuple[SplitKokoro | None, Graph]:
+        split = graph if isinstance(graph, SplitKokoro) else None
+        if graph is None and options.stream_windows:
+            try:
+                split = SplitKokoro(files.model, so, self.providers)
+            except Exception as exc:  # any graph that does not split falls back to whole-piece synthesis
+                log.warning(
+                    "in-piece streaming is off for %s (%s); using whole-piece synthesis",
+                    files.model.name,
+                    exc,
+                )
+        return split, graph or split or WholeGraph(files.model, so, self.providers)
+
+    def _sessions(self) -> list[Any]:
+        if self._split is not None:
+            return [self._split.front, self._split.decoder]
+        return [self.graph.session] if isinstance(self.graph, WholeGraph) else []
 
     def _static_by_default(self) -> bool:
         return (

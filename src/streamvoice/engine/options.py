@@ -59,6 +59,23 @@ def session_providers(providers: Sequence[str]) -> list[str | tuple[str, dict[st
     return [(p, dict(CUDA_PROVIDER_OPTIONS)) if p == "CUDAExecutionProvider" else p for p in providers]
 
 
+# ONNX Runtime lists the CUDA provider whenever the onnxruntime-gpu build is installed, but a session whose
+# CUDA or cuDNN libraries fail to load runs on the CPU with only a log line: 1.27 and later are built for
+# CUDA 13, so on a CUDA 12 machine the "GPU" server would quietly decode on its CPU.
+CUDA_DID_NOT_START = (
+    "ONNX Runtime's CUDA provider did not start (its CUDA or cuDNN libraries did not load; ONNX Runtime's log "
+    "above names the missing one): install the onnxruntime-gpu build for this machine's CUDA (1.26.0 is the "
+    "newest for CUDA 12; later ones need CUDA 13 and cuDNN 9 for it)"
+)
+
+
+def cuda_started(sessions: Sequence[ort.InferenceSession], providers: Sequence[str]) -> bool:
+    """Whether every session runs on CUDA when ``providers`` asked for it (True when they did not)."""
+    return "CUDAExecutionProvider" not in providers or all(
+        "CUDAExecutionProvider" in s.get_providers() for s in sessions
+    )
+
+
 def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
     available = ort.get_available_providers()
     if requested:
