@@ -4,19 +4,21 @@ Needs ONNX Runtime with its CUDA provider (``onnxruntime-gpu``) and a CUDA GPU. 
 
 1. The float graph. The CUDA provider has no kernel for the int8 file's ``ConvInteger``, so a GPU runs the
    float graph: the official fp32 file when the folder holds it, else the int8 file with its weights
-   dequantized (``static_decoder.float_weights`` over the whole graph): the fp32 file's graph and
-   arithmetic with the int8 file's weights, written to a temporary folder beside a link to the voices.
+   dequantized (``static_decoder.float_weights`` and ``float_lstms`` over the whole graph): the fp32 file's
+   graph and arithmetic with the int8 file's weights, written to a temporary folder beside the voices.
 2. The bare engine, one call after another: kokoro-onnx's ``create()`` on that file (its own session, CUDA
    first) and our engine's whole pieces.
 3. cuDNN's convolution algorithm search, exhaustive against heuristic (``options.CUDA_PROVIDER_OPTIONS``):
    a decoder window's first call at a new shape, and its steady cost.
 4. Batched decoder windows: one call for 1..``--max-batch`` windows of one size (``bench.batching.cost``).
-5. The served path (``bench.capacity``): K listeners joining ``--stagger`` s apart, each played by a
-   real-time player; one decoder window per call (``deadline``) and up to ``--batch`` (``deadline-batch``);
-   the listeners kept fed and the audio per second at saturation.
+5. Where the time goes: ONNX Runtime's profiler on a front call, a window and a whole piece, per operator
+   and the provider that ran it (what is left on the CPU shows here).
 6. ``--audio FILE``: ``bench.batching``'s sentences on the GPU (whole, streamed alone, streamed four at once
    through the batcher) with their phoneme tokens, for ``--score FILE`` on a machine with Whisper and PESQ
-   (the CPU machine): words heard, and PESQ of each against the same tokens' whole piece on the CPU.
+   (the CPU machine): words heard, and PESQ of each against the CPU's rendition of the same (``render``).
+7. The served path (``bench.capacity``): K listeners joining ``--stagger`` s apart, each played by a
+   real-time player; up to ``--batch`` windows per decoder call (``deadline-batch``), then one
+   (``deadline``); the listeners kept fed and the audio per second at saturation.
 
 G2P runs on the CPU: without misaki's English pack (not carried to the device machine) English is read by
 espeak, which changes the words' phonemes, not the model's work per second of audio.
@@ -283,10 +285,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model-dir", type=Path, default=None, help="default: as `serve` finds it")
-    parser.add_argument("--ks", default="4,8,16,32,64", help="listener counts for the served path")
+    parser.add_argument("--ks", default="4,8,16,32", help="listener counts for the served path")
     parser.add_argument("--stagger", type=float, default=0.1, help="seconds between listeners joining")
     parser.add_argument("--batch", type=int, default=16, help="windows per decoder call (deadline-batch)")
-    parser.add_argument("--max-batch", type=int, default=32, help="largest batch of the window cost table")
+    parser.add_argument("--max-batch", type=int, default=16, help="largest batch of the window cost table")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--audio", type=Path, default=None, help="save the GPU's audio here for --score")
     parser.add_argument("--score", type=Path, default=None, help="score a saved --audio file (CPU machine)")
