@@ -68,9 +68,9 @@ def test_the_stft_as_a_convolution_is_the_same_spectrum_with_its_residues_signs(
 
 
 def test_kokoros_decoder_for_cuda_has_no_stft_and_makes_the_same_window(engine: KokoroEngine) -> None:
-    """Nothing is left for the CPU mid-window, and a real window sounds as before: PESQ 4.5-4.6 against the
-    graph as exported (4.64 is identical audio); exact zeros at bins 0 and n/2 instead of the signed residue
-    score 3.2-3.9, so the bound tells them apart."""
+    """Nothing is left for the CPU mid-window, and a real window sounds as before: PESQ 4.2-4.5 against the
+    exported decoder (4.5-4.6 for the float decoder a GPU runs; 4.64 is identical audio), where exact zeros
+    at bins 0 and n/2 instead of the signed residue score 2.4-3.4, so the bound tells them apart."""
     decoder = split_model(engine.files.model).decoder
     rewritten = cuda_graph.for_cuda(decoder)
     ops = [n.op_type for n in onnx.load_from_string(rewritten).graph.node]
@@ -80,7 +80,7 @@ def test_kokoros_decoder_for_cuda_has_no_stft_and_makes_the_same_window(engine: 
     for window in engine.decoder_windows(CALIBRATION[:1], 40, 4)[:2]:
         a, b = before.run(names, window)[0].reshape(-1), after.run(names, window)[0].reshape(-1)
         assert a.shape == b.shape
-        assert pesq_score(a, b) >= 4.3
+        assert pesq_score(a, b) >= 4.0
 
 
 def test_a_graph_without_an_stft_is_left_as_it_is() -> None:
