@@ -63,7 +63,8 @@ from streamvoice.server import ServerConfig, create_app
 from streamvoice.server.core.load import DecodedWindow
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def main(argv: list[str] | None = None, result: str = "capacity") -> dict[str, Any]:
+    """``result``: the name of the JSON it writes (``bench.gpu`` keeps its served runs apart from section 4's)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -89,10 +90,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )  # fmt: skip
     args = parser.parse_args(argv)
     with co_tenant(args.cpu_load):
-        return measure(args)
+        return measure(args, result)
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
+def measure(args: argparse.Namespace, result: str = "capacity") -> dict[str, Any]:
     ks = [int(k) for k in args.ks.split(",")]
     providers = tuple(args.providers.split(",")) if args.providers else None
 
@@ -161,7 +162,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "real_time_listeners": kept_fed(rows, option),
             }
         )
-        write_result("capacity", {**payload, "complete": False})  # a long run loses nothing
+        write_result(result, {**payload, "complete": False})  # a long run loses nothing
     beside = f", a busy loop on {args.cpu_load:g} of one core beside the server" if args.cpu_load else ""
     print(
         f"\nK listeners joining {args.stagger:g} s apart, eight-sentence answers at {args.rate:g} tokens/s{beside}\n"
@@ -207,7 +208,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         print(table(payload["repeats"], REPEAT_COLUMNS))
     if args.plot:
         draw(rows, args.plot)
-    print("wrote", write_result("capacity", payload))
+    print("wrote", write_result(result, payload))
     return payload
 
 

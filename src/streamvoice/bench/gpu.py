@@ -342,7 +342,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         os.environ["KOKORO_MODEL_DIR"] = str(work)  # the capacity runs load the float graph from here
         served = capacity.main(
             ["--ks", args.ks, "--stagger", str(args.stagger), "--options", "deadline-batch,deadline",
-             "--batch", str(args.batch), "--providers", ",".join(CUDA)]
+             "--batch", str(args.batch), "--providers", ",".join(CUDA)],
+            result="gpu_capacity",  # not section 4's results/capacity.json
         )  # fmt: skip
         result["served"] = {key: served[key] for key in ("ks", "stagger_s", "rows", "throughput")}
     print(f"wrote {write_result('gpu', result)}")
