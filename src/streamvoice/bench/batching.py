@@ -110,19 +110,13 @@ def _stream(
     )
 
 
-def fidelity(engine: KokoroEngine, size: int) -> list[dict[str, Any]]:
-    from streamvoice.bench.asr import Transcriber
-    from streamvoice.bench.wer import word_error_rate
-
+def stream_together(
+    engine: KokoroEngine, plan: WindowPlan
+) -> tuple[dict[str, NDArray[np.float32]], tuple[int, int]]:
+    """Every sentence streamed at once, one thread each, through the batcher (a window waits for every live
+    sentence's); each voice's audio, and the batched calls made and the windows they carried."""
     split = engine.split
     assert split is not None
-    plan = WindowPlan(first=size, second=size, growth=1.0, largest=size)
-    other = WindowPlan(first=size + 4, second=size + 4, growth=1.0, largest=size + 4)
-    alone: dict[str, NDArray[np.float32]] = {}
-    shifted: dict[str, NDArray[np.float32]] = {}
-    for voice, text in SENTENCES:
-        _stream(engine, voice, text, plan, alone)
-        _stream(engine, voice, text, other, shifted)
     batched: dict[str, NDArray[np.float32]] = {}
     running = {"n": len(SENTENCES)}
     lock = threading.Lock()
@@ -134,7 +128,7 @@ def fidelity(engine: KokoroEngine, size: int) -> list[dict[str, Any]]:
             with lock:
                 running["n"] -= 1
 
-    split.enable_batching(len(SENTENCES), 2.0, lambda: running["n"])  # wait for every live sentence
+    split.enable_batching(len(SENTENCES), 2.0, lambda: running["n"])
     threads = [threading.Thread(target=one, args=pair) for pair in SENTENCES]
     for t in threads:
         t.start()
@@ -142,8 +136,22 @@ def fidelity(engine: KokoroEngine, size: int) -> list[dict[str, Any]]:
         t.join()
     batcher = split.batcher
     assert batcher is not None
-    calls, windows = batcher.calls, batcher.rows
     split.batcher = None
+    return batched, (batcher.calls, batcher.rows)
+
+
+def fidelity(engine: KokoroEngine, size: int) -> list[dict[str, Any]]:
+    from streamvoice.bench.asr import Transcriber
+    from streamvoice.bench.wer import word_error_rate
+
+    plan = WindowPlan(first=size, second=size, growth=1.0, largest=size)
+    other = WindowPlan(first=size + 4, second=size + 4, growth=1.0, largest=size + 4)
+    alone: dict[str, NDArray[np.float32]] = {}
+    shifted: dict[str, NDArray[np.float32]] = {}
+    for voice, text in SENTENCES:
+        _stream(engine, voice, text, plan, alone)
+        _stream(engine, voice, text, other, shifted)
+    batched, (calls, windows) = stream_together(engine, plan)
     asr = Transcriber.load()
     rows = []
     for voice, text in SENTENCES:

@@ -34,7 +34,6 @@ import json
 import os
 import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from streamvoice.bench.capacity_runs import kokoro_onnx_limit, single_call_limit
 from streamvoice.bench.common import RESULTS_DIR, table, write_result
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine, cuda_graph
-from streamvoice.engine.graph_split import split_model
+from streamvoice.engine.graph_split import SplitGraphs, split_model
 from streamvoice.engine.options import CUDA_PROVIDER_OPTIONS, EngineOptions, session_providers
 from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.windows import WindowPlan
@@ -122,12 +121,12 @@ def float_lstms(model: Any) -> int:
     return count
 
 
-def conv_search(engine: KokoroEngine, repeat: int) -> list[dict[str, Any]]:
+def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[dict[str, Any]]:
     """A decoder window's first call at each new size and its median after, per cuDNN search mode."""
     split = engine.split
     assert split is not None
     feats, style = batching._features(engine, *batching.SENTENCES[0])
-    graph = cuda_graph.for_cuda(split_model(engine.files.model).decoder)
+    graph = cuda_graph.for_cuda(graphs.decoder)
     so = EngineOptions().session_options()
     rows = []
     for mode in ("EXHAUSTIVE", "HEURISTIC"):
@@ -156,7 +155,7 @@ def conv_search(engine: KokoroEngine, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
-def profile(engine: KokoroEngine, repeat: int) -> list[dict[str, Any]]:
+def profile(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[dict[str, Any]]:
     """Where a front call, a 24-frame decoder window and a whole piece's decoder call spend their time, per
     operator and the provider that ran it (ONNX Runtime's profiler): what is left on the CPU shows here."""
     split = engine.split
@@ -165,7 +164,6 @@ def profile(engine: KokoroEngine, repeat: int) -> list[dict[str, Any]]:
     piece = engine.planner.plan(batching.SENTENCES[0][1], engine.resolve_lang(spec, None))[0]
     feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
     feats = split.features(feeds)
-    graphs = split_model(engine.files.model)
     decoder = cuda_graph.for_cuda(graphs.decoder)
     window = split.decoder_feeds(feats, style, 8, 8 + 24 + 2 * batching.CONTEXT)
     whole = split.decoder_feeds(feats, style, 0, split.frames(feats))
@@ -228,24 +226,7 @@ def render(engine: KokoroEngine) -> dict[str, NDArray[Any]]:
     alone: dict[str, NDArray[np.float32]] = {}
     for voice, text in batching.SENTENCES:
         batching._stream(engine, voice, text, plan, alone)
-    together: dict[str, NDArray[np.float32]] = {}
-    running = {"n": len(batching.SENTENCES)}
-    lock = threading.Lock()
-
-    def one(voice: str, text: str) -> None:
-        try:
-            batching._stream(engine, voice, text, plan, together)
-        finally:
-            with lock:
-                running["n"] -= 1
-
-    split.enable_batching(len(batching.SENTENCES), 2.0, lambda: running["n"])
-    threads = [threading.Thread(target=one, args=pair) for pair in batching.SENTENCES]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    split.batcher = None
+    together, _ = batching.stream_together(engine, plan)
     for voice in alone:
         out[f"{voice}/alone"], out[f"{voice}/batched"] = alone[voice], together[voice]
     return out
@@ -330,10 +311,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         }
         print(f"kokoro-onnx create(): {result['kokoro_onnx_audio_per_s']:.1f} audio s/s; "
               f"our whole pieces: {result['engine_whole_audio_per_s']:.1f}")  # fmt: skip
-        result["conv_search"] = conv_search(engine, args.repeat)
+        graphs = split_model(engine.files.model)  # the graphs the engine's sessions were made from
+        result["conv_search"] = conv_search(engine, graphs, args.repeat)
         result["cost"] = batching.cost(engine, [24], args.max_batch, args.repeat)
         print(table(result["cost"], batching.COST_COLUMNS))
-        result["profile"] = profile(engine, args.repeat)
+        result["profile"] = profile(engine, graphs, args.repeat)
         if args.audio:
             args.audio.parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(args.audio, **render(engine))  # type: ignore[arg-type]
