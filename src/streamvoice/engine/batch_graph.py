@@ -12,7 +12,10 @@ traced a batch of one into a few places:
   ``shape[0]`` instead, which is the same number for one row and the batch for several;
 - the inverse STFT's window-sum normalisation is a ``ScatterND`` whose indices pair a batch range with the
   sample positions by broadcasting ``[batch, 1] + [positions, 1]``, which only works for one row: it is
-  rebuilt to scatter along the sample axis of the transposed signal, the same values for any batch;
+  rebuilt as elementwise divisions: the export normalises only the first ``n_fft`` samples (the window
+  sum's slice), so ``concat(head / where(window_sum > threshold, window_sum, 1), tail)``, the same values
+  for any batch (dividing by one leaves the samples the export left alone) and no ``NonZero``, whose
+  data-dependent shape would stop a GPU from replaying the decoder as one captured CUDA graph;
 - the output is squeezed to one row: the graph now ends at the batched audio, ``[batch, 1, samples]``.
 
 One row through the rewritten graph is bit-identical to the original (``tests/test_batching.py``). The
@@ -58,37 +61,45 @@ def make_batchable(model: Any) -> None:
     # 2. [shape[1], shape[2]] -> [shape[0], shape[2]]: the row count, not a dimension that is always 1.
     node(_GEN + "Gather_2", "Gather").input[1] = _scalar_initializer(graph, 0)
     # 3. The window-sum normalisation, scattered along the sample axis of the transposed signal.
-    _batch_istft_scatter(graph, node(_STFT + "ScatterND", "ScatterND"), keep_batch)
+    _batch_istft_scatter(graph, node(_STFT + "ScatterND", "ScatterND"))
     # 4. End at the batched audio, before the export squeezes it to one row.
     _end_at_batched_audio(graph)
     _batch_dimensions(graph)
     _prune(graph)
 
 
-def _batch_istft_scatter(graph: Any, scatter: Any, keep_batch: str) -> None:
-    """The inverse STFT's normalisation, one scatter for every row instead of the export's single row."""
-    from onnx import helper
+def _batch_istft_scatter(graph: Any, scatter: Any) -> None:
+    """The inverse STFT's normalisation for every row. The export scatters ``signal[positions] /
+    window_sum[positions]`` at ``positions = nonzero(window_sum > threshold)``, where ``window_sum`` is a
+    slice as long as the FFT (the samples it normalises): the same is the signal's head divided by the window
+    sum where it exceeds the threshold and by one elsewhere, then its tail (bit-identical: the same division
+    at the same samples, ``tests/test_streaming_engine.py``)."""
+    from onnx import helper, numpy_helper
 
     producers = {out for n in graph.node for out in n.output}
-    signal, positions = _STFT + "Squeeze_1_output_0", _STFT + "Transpose_output_0"
-    nonzero, window_sum = _STFT + "NonZero_output_0", _STFT + "Slice_1_output_0"
-    for name in (signal, positions, nonzero, window_sum):
+    signal, above, window_sum = (
+        _STFT + "Squeeze_1_output_0",
+        _STFT + "Greater_output_0",
+        _STFT + "Slice_1_output_0",
+    )
+    for name in (signal, above, window_sum):
         if name not in producers:
             raise BatchGraphError(f"the inverse STFT has no tensor {name!r}")
+    p = "batch_graph.istft."
+    constants = {"one": np.array(1.0, dtype=np.float32), "zero": np.array([0], dtype=np.int64),
+                 "end": np.array([np.iinfo(np.int64).max], dtype=np.int64), "axis": np.array([1], dtype=np.int64)}  # fmt: skip
+    graph.initializer.extend(numpy_helper.from_array(v, p + k) for k, v in constants.items())
 
     def op(kind: str, inputs: list[str], out: str, **attrs: Any) -> Any:
         return helper.make_node(kind, inputs, [out], name=out, **attrs)
 
-    p = "batch_graph.istft."
     rebuilt = [
-        op("Squeeze", [nonzero, keep_batch], p + "positions"),
-        op("Gather", [signal, p + "positions"], p + "samples", axis=1),
-        op("Gather", [window_sum, p + "positions"], p + "window_sum", axis=0),
-        op("Div", [p + "samples", p + "window_sum"], p + "normalised"),
-        op("Transpose", [p + "normalised"], p + "normalised_t", perm=[1, 0]),
-        op("Transpose", [signal], p + "signal_t", perm=[1, 0]),
-        op("ScatterND", [p + "signal_t", positions, p + "normalised_t"], p + "scattered_t"),
-        op("Transpose", [p + "scattered_t"], scatter.output[0], perm=[1, 0]),
+        op("Shape", [window_sum], p + "length"),
+        op("Slice", [signal, p + "zero", p + "length", p + "axis"], p + "head"),
+        op("Slice", [signal, p + "length", p + "end", p + "axis"], p + "tail"),
+        op("Where", [above, window_sum, p + "one"], p + "divisor"),
+        op("Div", [p + "head", p + "divisor"], p + "normalised"),
+        op("Concat", [p + "normalised", p + "tail"], scatter.output[0], axis=1),
     ]
     at = list(graph.node).index(scatter)
     graph.node.remove(scatter)
