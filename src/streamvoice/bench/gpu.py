@@ -11,12 +11,15 @@ Needs ONNX Runtime with its CUDA provider (``onnxruntime-gpu``) and a CUDA GPU. 
 3. cuDNN's convolution algorithm search, exhaustive against heuristic (``options.CUDA_PROVIDER_OPTIONS``):
    a decoder window's first call at a new shape, and its steady cost.
 4. Batched decoder windows: one call for 1..``--max-batch`` windows of one size (``bench.batching.cost``).
-5. Where the time goes: ONNX Runtime's profiler on a front call, a window and a whole piece, per operator
+5. CUDA graphs: a window's decoder call replayed as one captured graph (``enable_cuda_graph``) against
+   the same call launched node by node, both bound on the GPU (IO binding), per batch size: what the
+   launches of its ~1,900 nodes cost, and the host copies a served call adds.
+6. Where the time goes: ONNX Runtime's profiler on a front call, a window and a whole piece, per operator
    and the provider that ran it (what is left on the CPU shows here).
-6. ``--audio FILE``: ``bench.batching``'s sentences on the GPU (whole, streamed alone, streamed four at once
+7. ``--audio FILE``: ``bench.batching``'s sentences on the GPU (whole, streamed alone, streamed four at once
    through the batcher) with their phoneme tokens, for ``--score FILE`` on a machine with Whisper and PESQ
    (the CPU machine): words heard, and PESQ of each against the CPU's rendition of the same (``render``).
-7. The served path (``bench.capacity``): K listeners joining ``--stagger`` s apart, each played by a
+8. The served path (``bench.capacity``): K listeners joining ``--stagger`` s apart, each played by a
    real-time player; up to ``--batch`` windows per decoder call (``deadline-batch``), then one
    (``deadline``); the listeners kept fed and the audio per second at saturation.
 
@@ -47,6 +50,7 @@ from streamvoice.bench.capacity_runs import kokoro_onnx_limit, single_call_limit
 from streamvoice.bench.common import RESULTS_DIR, table, write_result
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine, cuda_graph
+from streamvoice.engine.decode_batcher import stack_rows
 from streamvoice.engine.graph_split import SplitGraphs, split_model
 from streamvoice.engine.options import CUDA_PROVIDER_OPTIONS, EngineOptions, session_providers
 from streamvoice.engine.readiness import warm_up
@@ -56,6 +60,7 @@ from streamvoice.model_files import VARIANTS, ModelFiles, resolve_model_files, v
 CUDA = ("CUDAExecutionProvider", "CPUExecutionProvider")
 FLOAT_NAME = "kokoro-v1.0.float-from-int8.onnx"  # not a release name: ``verify_model_files`` leaves it be
 SEARCH_SIZES = (12, 24, 40)  # kept frames; + 8 of context
+CAPTURE_BATCHES = (1, 4, 16)
 
 
 def float_files(model_dir: Path | None, work: Path, lstms: bool = True) -> tuple[ModelFiles, str]:
@@ -153,6 +158,86 @@ def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[
                 f"cudnn search {mode}, window {size}: first {times[0]:.1f} ms, then {rows[-1]['steady_ms']:.2f} ms"
             )
     return rows
+
+
+def captured_windows(
+    engine: KokoroEngine, graphs: SplitGraphs, repeat: int, providers: tuple[str, ...] = CUDA
+) -> list[dict[str, Any]]:
+    """A 24-frame window's decoder call per batch size, bound on the device: launched node by node, then
+    replayed as one captured CUDA graph; each also with the host copies a served call makes (every input in,
+    the audio out). A mode that fails keeps its error: the graph must have no node a capture cannot hold."""
+    split = engine.split
+    assert split is not None
+    feats, style = batching._features(engine, *batching.SENTENCES[0])
+    graph = cuda_graph.for_cuda(graphs.decoder)
+    device = "cuda" if providers[0] == "CUDAExecutionProvider" else "cpu"
+    modes = ("launched", "captured") if device == "cuda" else ("launched",)
+    rows = []
+    for batch in CAPTURE_BATCHES:
+        computed = 24 + 2 * batching.CONTEXT
+        feeds = stack_rows([split.decoder_feeds(feats, style, 8 + k, 8 + k + computed) for k in range(batch)])
+        row: dict[str, Any] = {"window_frames": 24, "batch": batch}
+        reference: list[NDArray[Any]] | None = None
+        for mode in modes:
+            try:
+                ms, copied_ms, outputs = _bound_calls(
+                    graph, feeds, providers, device, mode == "captured", repeat
+                )
+            except Exception as exc:  # the error is the finding (a node the capture cannot hold)
+                row[f"{mode}_error"] = " ".join(str(exc).split())[:400]
+                print(f"window x{batch}, {mode}: {row[f'{mode}_error']}", flush=True)
+                continue
+            row[f"{mode}_ms"], row[f"{mode}_copied_ms"] = ms, copied_ms
+            if reference is None:
+                reference = outputs
+            else:
+                row["max_abs_difference"] = float(np.max(np.abs(outputs[0] - reference[0])))
+            print(f"window x{batch}, {mode}: {ms:.2f} ms, with host copies {copied_ms:.2f} ms", flush=True)
+        rows.append(row)
+    return rows
+
+
+def _bound_calls(
+    graph: bytes,
+    feeds: dict[str, NDArray[Any]],
+    providers: tuple[str, ...],
+    device: str,
+    capture: bool,
+    repeat: int,
+) -> tuple[float, float, list[NDArray[Any]]]:
+    """Median ms of a call with inputs and outputs bound on ``device``, without and with the host copies,
+    and the outputs (a plain run first gives their shapes: a captured graph writes into fixed buffers)."""
+    so = EngineOptions().session_options()
+    plain = ort.InferenceSession(graph, sess_options=so, providers=session_providers(providers))
+    shapes = plain.run(None, feeds)
+    del plain
+    options = {**CUDA_PROVIDER_OPTIONS, "enable_cuda_graph": "1"} if capture else None
+    chosen = [(providers[0], options), *providers[1:]] if options else session_providers(providers)
+    session = ort.InferenceSession(graph, sess_options=so, providers=chosen)
+    binding = session.io_binding()
+    inputs = {
+        name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v), device, 0)
+        for name, v in feeds.items()
+    }
+    for name, value in inputs.items():
+        binding.bind_ortvalue_input(name, value)
+    outputs = [ort.OrtValue.ortvalue_from_shape_and_type(list(a.shape), a.dtype, device, 0) for a in shapes]
+    for meta, value in zip(session.get_outputs(), outputs, strict=True):
+        binding.bind_ortvalue_output(meta.name, value)
+    for _ in range(3):  # ONNX Runtime captures after its first runs, then replays
+        session.run_with_iobinding(binding)
+    times, copied = [], []
+    for _ in range(repeat * 4):
+        started = time.perf_counter()
+        session.run_with_iobinding(binding)
+        times.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        for name, value in inputs.items():
+            value.update_inplace(np.ascontiguousarray(feeds[name]))
+        session.run_with_iobinding(binding)
+        outputs[0].numpy()
+        copied.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), statistics.median(copied), [o.numpy() for o in outputs]
 
 
 def profile(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[dict[str, Any]]:
@@ -268,6 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--model-dir", type=Path, default=None, help="default: as `serve` finds it")
     parser.add_argument("--ks", default="4,8,16,32", help="listener counts for the served path")
     parser.add_argument("--stagger", type=float, default=0.1, help="seconds between listeners joining")
+    parser.add_argument("--options", default="deadline-batch,deadline", help="bench.capacity's options")
     parser.add_argument("--batch", type=int, default=16, help="windows per decoder call (deadline-batch)")
     parser.add_argument("--max-batch", type=int, default=16, help="largest batch of the window cost table")
     parser.add_argument("--repeat", type=int, default=5)
@@ -311,11 +397,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         }
         print(f"kokoro-onnx create(): {result['kokoro_onnx_audio_per_s']:.1f} audio s/s; "
               f"our whole pieces: {result['engine_whole_audio_per_s']:.1f}")  # fmt: skip
+        write_result("gpu", {**result, "complete": False})  # a run cut short keeps what it measured
         graphs = split_model(engine.files.model)  # the graphs the engine's sessions were made from
         result["conv_search"] = conv_search(engine, graphs, args.repeat)
         result["cost"] = batching.cost(engine, [24], args.max_batch, args.repeat)
         print(table(result["cost"], batching.COST_COLUMNS))
+        result["captured"] = captured_windows(engine, graphs, args.repeat)
+        write_result("gpu", {**result, "complete": False})
         result["profile"] = profile(engine, graphs, args.repeat)
+        write_result("gpu", {**result, "complete": False})
         if args.audio:
             args.audio.parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(args.audio, **render(engine))  # type: ignore[arg-type]
@@ -323,7 +413,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         write_result("gpu", {**result, "complete": False})
         os.environ["KOKORO_MODEL_DIR"] = str(work)  # the capacity runs load the float graph from here
         served = capacity.main(
-            ["--ks", args.ks, "--stagger", str(args.stagger), "--options", "deadline-batch,deadline",
+            ["--ks", args.ks, "--stagger", str(args.stagger), "--options", args.options,
              "--batch", str(args.batch), "--providers", ",".join(CUDA)],
             result="gpu_capacity",  # not section 4's results/capacity.json
         )  # fmt: skip
@@ -378,6 +468,19 @@ def report(d: dict[str, Any]) -> str:
                  o["provider"].replace("ExecutionProvider", ""), md_value(o["ms"], 2), str(o["nodes"])]
                 for p in d["profile"]
                 for o in p["ops"][:6]
+            ],
+        )  # fmt: skip
+    if "captured" in d:
+        text += (
+            "\n\nA 24-frame window (+ 8 of context) bound on the GPU, launched node by node and replayed as one "
+            "captured CUDA graph; then with the host copies a served call makes (ms a call, median):\n\n"
+        ) + md_table(
+            ["windows in the call", "launched", "launched + copies", "captured", "captured + copies", "note"],
+            [
+                [str(r["batch"]), md_value(r.get("launched_ms"), 2), md_value(r.get("launched_copied_ms"), 2),
+                 md_value(r.get("captured_ms"), 2), md_value(r.get("captured_copied_ms"), 2),
+                 r.get("captured_error", r.get("launched_error", ""))[:160]]
+                for r in d["captured"]
             ],
         )  # fmt: skip
     text += "\n\nBatched decoder windows:\n\n" + batching.report({"providers": list(CUDA), "cost": d["cost"]})
