@@ -148,6 +148,7 @@ def measure(args: argparse.Namespace, result: str = "capacity") -> dict[str, Any
                         f"{service.load.window_cost.per_frame_s * 1000:.2f} ms/frame",
                         flush=True,
                     )
+                    write_result(result, {**payload, "complete": False})  # a run cut short keeps its rows
             saturated = asyncio.run(saturate(server.url, max(ks)))
         calls, windows = engine.batch_counts
         throughput.append(
