@@ -61,6 +61,10 @@ CUDA = ("CUDAExecutionProvider", "CPUExecutionProvider")
 FLOAT_NAME = "kokoro-v1.0.float-from-int8.onnx"  # not a release name: ``verify_model_files`` leaves it be
 SEARCH_SIZES = (12, 24, 40)  # kept frames; + 8 of context
 CAPTURE_BATCHES = (1, 4, 16)
+# ONNX Runtime's cuDNN algorithm choice: timing every algorithm (its default), cuDNN's heuristic, or no choice
+# (implicit precomputed GEMM); a windowed decoder meets a new shape call after call, each a first call.
+SEARCH_MODES = ("EXHAUSTIVE", "HEURISTIC", "DEFAULT")
+STEPS = ("limits", "search", "cost", "captured", "profile", "audio", "served")
 
 
 def float_files(model_dir: Path | None, work: Path, lstms: bool = True) -> tuple[ModelFiles, str]:
@@ -126,7 +130,9 @@ def float_lstms(model: Any) -> int:
     return count
 
 
-def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[dict[str, Any]]:
+def conv_search(
+    engine: KokoroEngine, graphs: SplitGraphs, repeat: int, modes: tuple[str, ...] = SEARCH_MODES
+) -> list[dict[str, Any]]:
     """A decoder window's first call at each new size and its median after, per cuDNN search mode."""
     split = engine.split
     assert split is not None
@@ -134,7 +140,7 @@ def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[
     graph = cuda_graph.for_cuda(graphs.decoder)
     so = EngineOptions().session_options()
     rows = []
-    for mode in ("EXHAUSTIVE", "HEURISTIC"):
+    for mode in modes:
         session = ort.InferenceSession(
             graph, sess_options=so, providers=[("CUDAExecutionProvider", {"cudnn_conv_algo_search": mode})]
         )
@@ -155,7 +161,8 @@ def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[
                 }
             )
             print(
-                f"cudnn search {mode}, window {size}: first {times[0]:.1f} ms, then {rows[-1]['steady_ms']:.2f} ms"
+                f"cudnn search {mode}, window {size}: first {times[0]:.1f} ms, then {rows[-1]['steady_ms']:.2f} ms",
+                flush=True,
             )
     return rows
 
@@ -358,6 +365,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-batch", type=int, default=16, help="largest batch of the window cost table")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--audio", type=Path, default=None, help="save the GPU's audio here for --score")
+    parser.add_argument("--steps", default=",".join(STEPS), help=f"any of {', '.join(STEPS)}")
+    parser.add_argument(
+        "--served-search", default=CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"],
+        help=f"cuDNN search modes to serve with, one run each (any of {', '.join(SEARCH_MODES)})",
+    )  # fmt: skip
+    parser.add_argument("--trace", action="store_true", help="bench.capacity's --trace: every decoded window")
     parser.add_argument("--score", type=Path, default=None, help="score a saved --audio file (CPU machine)")
     args = parser.parse_args(argv)
     return rescore(args.score) if args.score else measure(args)
@@ -391,33 +404,49 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "onnxruntime": ort.__version__,
             "gpu": gpu_name(),
             "graph": source,
-            "cuda_options": CUDA_PROVIDER_OPTIONS,
-            "kokoro_onnx_audio_per_s": kokoro_onnx_limit(engine),
-            "engine_whole_audio_per_s": single_call_limit(engine),
+            "cuda_options": dict(CUDA_PROVIDER_OPTIONS),
         }
-        print(f"kokoro-onnx create(): {result['kokoro_onnx_audio_per_s']:.1f} audio s/s; "
-              f"our whole pieces: {result['engine_whole_audio_per_s']:.1f}")  # fmt: skip
-        write_result("gpu", {**result, "complete": False})  # a run cut short keeps what it measured
+        steps = set(args.steps.split(","))
+        if "limits" in steps:
+            result["kokoro_onnx_audio_per_s"] = kokoro_onnx_limit(engine)
+            result["engine_whole_audio_per_s"] = single_call_limit(engine)
+            print(f"kokoro-onnx create(): {result['kokoro_onnx_audio_per_s']:.1f} audio s/s; "
+                  f"our whole pieces: {result['engine_whole_audio_per_s']:.1f}")  # fmt: skip
         graphs = split_model(engine.files.model)  # the graphs the engine's sessions were made from
-        result["conv_search"] = conv_search(engine, graphs, args.repeat)
-        result["cost"] = batching.cost(engine, [24], args.max_batch, args.repeat)
-        print(table(result["cost"], batching.COST_COLUMNS))
-        result["captured"] = captured_windows(engine, graphs, args.repeat)
+        for step in STEPS[1:-1]:
+            if step not in steps:
+                continue
+            write_result("gpu", {**result, "complete": False})  # a run cut short keeps what it measured
+            if step == "search":
+                result["conv_search"] = conv_search(engine, graphs, args.repeat)
+            elif step == "cost":
+                result["cost"] = batching.cost(engine, [24], args.max_batch, args.repeat)
+                print(table(result["cost"], batching.COST_COLUMNS))
+            elif step == "captured":
+                result["captured"] = captured_windows(engine, graphs, args.repeat)
+            elif step == "profile":
+                result["profile"] = profile(engine, graphs, args.repeat)
+            elif step == "audio" and args.audio:
+                args.audio.parent.mkdir(parents=True, exist_ok=True)
+                np.savez_compressed(args.audio, **render(engine))  # type: ignore[arg-type]
+                print(f"wrote {args.audio}")
         write_result("gpu", {**result, "complete": False})
-        result["profile"] = profile(engine, graphs, args.repeat)
-        write_result("gpu", {**result, "complete": False})
-        if args.audio:
-            args.audio.parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(args.audio, **render(engine))  # type: ignore[arg-type]
-            print(f"wrote {args.audio}")
-        write_result("gpu", {**result, "complete": False})
-        os.environ["KOKORO_MODEL_DIR"] = str(work)  # the capacity runs load the float graph from here
-        served = capacity.main(
-            ["--ks", args.ks, "--stagger", str(args.stagger), "--options", args.options,
-             "--batch", str(args.batch), "--providers", ",".join(CUDA)],
-            result="gpu_capacity",  # not section 4's results/capacity.json
-        )  # fmt: skip
-        result["served"] = {key: served[key] for key in ("ks", "stagger_s", "rows", "throughput")}
+        if "served" in steps:
+            del engine
+            os.environ["KOKORO_MODEL_DIR"] = str(work)  # the capacity runs load the float graph from here
+            result["served"] = []
+            for mode in args.served_search.split(","):
+                # the server as shipped, its cuDNN search swapped for this run alone (read at session creation)
+                CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"] = mode
+                served = capacity.main(
+                    ["--ks", args.ks, "--stagger", str(args.stagger), "--options", args.options,
+                     "--batch", str(args.batch), "--providers", ",".join(CUDA), *(["--trace"] if args.trace else [])],
+                    result=f"gpu_capacity_{mode.lower()}",  # not section 4's results/capacity.json
+                )  # fmt: skip
+                kept = ("ks", "stagger_s", "rows", "throughput")
+                result["served"].append({"search": mode, **{key: served[key] for key in kept}})
+                write_result("gpu", {**result, "complete": False})
+            CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"] = result["cuda_options"]["cudnn_conv_algo_search"]
     print(f"wrote {write_result('gpu', result)}")
     return result
 
@@ -447,19 +476,29 @@ SCORE_COLUMNS = [
 
 
 def report(d: dict[str, Any]) -> str:
+    """The run's steps, whichever it made (``--steps``)."""
     text = (
         f"{d['gpu']}, ONNX Runtime {d['onnxruntime']} (CUDA provider, {d['cuda_options']}); the float graph: "
-        f"{d['graph']}.\n\nOne call after another: kokoro-onnx's `create()` "
-        f"{md_value(d['kokoro_onnx_audio_per_s'], 1)} audio s/s, our engine's whole pieces "
-        f"{md_value(d['engine_whole_audio_per_s'], 1)}.\n\n"
+        f"{d['graph']}.\n\n"
     )
-    text += "cuDNN's convolution search, a decoder window alone (+ 8 frames of context):\n\n" + md_table(
-        ["search", "window (frames)", "first call ms", "steady ms"],
-        [
-            [r["search"], str(r["window_frames"]), md_value(r["first_ms"], 1), md_value(r["steady_ms"], 2)]
-            for r in d["conv_search"]
-        ],
-    )
+    if "kokoro_onnx_audio_per_s" in d:
+        text += (
+            f"One call after another: kokoro-onnx's `create()` {md_value(d['kokoro_onnx_audio_per_s'], 1)} "
+            f"audio s/s, our engine's whole pieces {md_value(d['engine_whole_audio_per_s'], 1)}.\n\n"
+        )
+    if "conv_search" in d:
+        text += "cuDNN's convolution search, a decoder window alone (+ 8 frames of context):\n\n" + md_table(
+            ["search", "window (frames)", "first call ms", "steady ms"],
+            [
+                [
+                    r["search"],
+                    str(r["window_frames"]),
+                    md_value(r["first_ms"], 1),
+                    md_value(r["steady_ms"], 2),
+                ]
+                for r in d["conv_search"]
+            ],
+        )
     if "profile" in d:
         text += "\n\nWhere the time goes (ONNX Runtime's profiler; per call, the heaviest operators):\n\n" + md_table(
             ["call", "ms per call", "on the CPU ms", "operator", "provider", "ms", "nodes"],
@@ -483,12 +522,14 @@ def report(d: dict[str, Any]) -> str:
                 for r in d["captured"]
             ],
         )  # fmt: skip
-    text += "\n\nBatched decoder windows:\n\n" + batching.report({"providers": list(CUDA), "cost": d["cost"]})
-    if "served" in d:
-        served = d["served"]
+    if "cost" in d:
+        text += "\n\nBatched decoder windows:\n\n" + batching.report(
+            {"providers": list(CUDA), "cost": d["cost"]}
+        )
+    for served in d.get("served", []):
         text += (
-            f"\n\nThe served path: K listeners joining {served['stagger_s']:g} s apart.\n\n"
-            + capacity.report({**served, "rate": 50.0, "cpu_load": 0.0, "repeat": 1})
+            f"\n\nThe served path, cuDNN search {served['search']}: K listeners joining {served['stagger_s']:g} s "
+            "apart.\n\n" + capacity.report({**served, "rate": 50.0, "cpu_load": 0.0, "repeat": 1})
         )
     if "score" in d:
         text += (

@@ -1,14 +1,20 @@
 """The decoder as the CUDA provider runs it: no node left for the CPU in the middle of a window.
 
-ONNX Runtime's CUDA provider has no ``STFT`` kernel, so the harmonic source's STFT runs on the CPU between
-two copies, and its cost grows with the window's samples and the batch's rows. On an H200 it was 15 ms of a
-68 ms 24-frame window and 117 ms of a 194 ms whole piece (``python -m streamvoice.bench.gpu``, the
-profile in docs/benchmarks.md 9b). Read as two strided convolutions on the windowed DFT basis, the same
-spectrum is computed where the rest of the decoder runs.
+Two of Kokoro's decoder operators have no kernel in ONNX Runtime's CUDA provider:
 
-On a CPU this rewrite loses (``python -m streamvoice.bench.static_int8 --candidates conv_post,stft``: the
-float convolution on one channel sends the CPU's channels-last transposes through the graph), so only CUDA
-sessions get it (``SplitKokoro``). ``tests/test_cuda_graph.py`` checks the spectrum and a real window's audio.
+- the harmonic source's ``STFT``, which ran on the CPU between two copies, its cost growing with the window's
+  samples and the batch's rows (on an H200: 15 ms of a 68 ms 24-frame window, 117 ms of a 194 ms whole
+  piece). Read as two strided convolutions on the windowed DFT basis, the same spectrum is computed where
+  the rest of the decoder runs;
+- the ``Atan`` of the source's phase: two copies a call, and as the one compute node off the GPU it stops
+  ONNX Runtime from capturing the decoder as a CUDA graph. Written as a polynomial of the reduced argument
+  (within 2e-7 of ``atan``, about a float32 step near pi / 2), it runs with the rest.
+
+Both measured by ``python -m streamvoice.bench.gpu`` (its profile and ``captured`` steps; docs/benchmarks.md
+9b). On a CPU the STFT rewrite loses (``python -m streamvoice.bench.static_int8 --candidates conv_post,stft``:
+the float convolution on one channel sends the CPU's channels-last transposes through the graph), so only
+CUDA sessions get these (``SplitKokoro``). ``tests/test_cuda_graph.py`` checks the spectrum, the arctangent
+and a real window's audio.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ def for_cuda(decoder: bytes) -> bytes:
     import onnx
 
     model = onnx.load_from_string(decoder)
-    return model.SerializeToString() if stft_as_conv(model) else decoder
+    changed = stft_as_conv(model)
+    changed += atan_as_polynomial(model)
+    return model.SerializeToString() if changed else decoder
 
 
 def stft_as_conv(model: Any) -> int:
@@ -107,3 +115,53 @@ def _signed_zero(n: int) -> np.ndarray[Any, Any]:
     bias = np.zeros(n // 2 + 1, dtype=np.float32)
     bias[0], bias[n // 2] = 1e-30, -1e-30
     return bias
+
+
+# atan(t) / t on [0, 1] as a polynomial in t^2 (Abramowitz & Stegun 4.4.49): |error| <= 2e-8, below float32's
+# resolution near pi / 4; ``tests/test_cuda_graph.py`` checks it against numpy's arctan over the reals.
+_ATAN_COEFFICIENTS = (
+    1.0, -0.3333314528, 0.1999355085, -0.1420889944, 0.1065626393,
+    -0.0752896400, 0.0429096138, -0.0161657367, 0.0028662257,
+)  # fmt: skip
+
+
+def atan_as_polynomial(model: Any) -> int:
+    """Each ``Atan`` -> ``sign(x) * f(|x|)`` with ``f(a) = p(a)`` for ``a <= 1`` and ``pi/2 - p(1/a)`` above
+    (``p``: the polynomial above), in operators the CUDA provider runs; +-inf gives +-pi/2, as ``atan``."""
+    g = Matcher(model.graph)
+    drop: set[int] = set()
+    add: list[Any] = []
+    for atan in list(model.graph.node):
+        if atan.op_type != "Atan":
+            continue
+        x, out = atan.input[0], atan.output[0]
+        p = f"{atan.name or out}/polynomial"
+
+        def c(value: float, hint: str) -> str:
+            return g.constant(np.array(value, dtype=np.float32), hint)
+
+        add += [
+            node("Abs", [x], p + "/abs"),
+            node("Greater", [p + "/abs", c(1.0, "atan_one")], p + "/outside"),
+            node("Reciprocal", [p + "/abs"], p + "/inverse"),
+            node("Where", [p + "/outside", p + "/inverse", p + "/abs"], p + "/t"),
+            node("Mul", [p + "/t", p + "/t"], p + "/t2"),
+        ]
+        acc = c(_ATAN_COEFFICIENTS[-1], "atan_coefficient")
+        for k, coefficient in enumerate(reversed(_ATAN_COEFFICIENTS[:-1])):
+            add += [
+                node("Mul", [acc, p + "/t2"], f"{p}/horner{k}"),
+                node("Add", [f"{p}/horner{k}", c(coefficient, "atan_coefficient")], f"{p}/sum{k}"),
+            ]
+            acc = f"{p}/sum{k}"
+        add += [
+            node("Mul", [acc, p + "/t"], p + "/inside"),
+            node("Sub", [c(np.pi / 2, "atan_half_pi"), p + "/inside"], p + "/complement"),
+            node("Where", [p + "/outside", p + "/complement", p + "/inside"], p + "/magnitude"),
+            node("Sign", [x], p + "/sign"),
+            node("Mul", [p + "/sign", p + "/magnitude"], out, atan.name),
+        ]
+        drop.add(id(atan))
+    if drop:
+        replace_nodes(model.graph, drop, add)
+    return len(drop)
