@@ -6,7 +6,12 @@ statistics cache removes). Each streamed piece is compared with the bare engine'
 same piece (trimmed alike): PESQ (wide band, 16 kHz, the ``pesq`` package) with the whole piece as the
 reference, and DNSMOS overall quality (``speechmos``, ONNX) of each on its own.
 
-Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...]``
+``--first-window`` compares the first window's margins instead (the silence kept before the first audible
+block, the first window's size and its context on each side): each warm piece streamed with each variant
+against the whole piece trimmed alike, PESQ over the piece, the log-spectral distance of its first 300 ms, and
+Whisper's word error rate on the streamed audio; what heard onset buys with them is ``bench.engine``'s.
+
+Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...] [--first-window]``
 """
 
 from __future__ import annotations
@@ -77,6 +82,62 @@ def run_voice(voice: str) -> dict[str, Any]:
     return {"voice": voice, "first_use": first, "warm": warm, "cold": cold}
 
 
+FIRST_WINDOW_VARIANTS: dict[str, dict[str, Any]] = {
+    "lead margin 20 ms, lookahead 4 (before)": {"margin_ms": 20.0, "lookahead": 4},
+    "lead margin 5 ms, lookahead 4": {"margin_ms": 5.0, "lookahead": 4},
+    "lead margin 5 ms, lookahead 2 (shipped)": {"margin_ms": 5.0, "lookahead": 2},
+    "lead margin 5 ms, lookahead 1": {"margin_ms": 5.0, "lookahead": 1},
+    "lead margin 5 ms, lookahead 0": {"margin_ms": 5.0, "lookahead": 0},
+    "lead margin 5 ms, lookahead 2, left context 2": {"margin_ms": 5.0, "lookahead": 2, "lead_context": 2},
+    "lead margin 5 ms, lookahead 2, first 8 frames": {"margin_ms": 5.0, "lookahead": 2, "first": 8},
+}
+
+
+def first_window(voices: list[str]) -> list[dict[str, Any]]:
+    """Each ``FIRST_WINDOW_VARIANTS`` entry on every voice's ``SENTENCES``, warm (the voice's cached statistics
+    restored before each rendition, so every variant starts from the same memory)."""
+    from dataclasses import replace
+
+    from streamvoice.bench.asr import Transcriber
+    from streamvoice.bench.spectral import log_spectral_distance
+    from streamvoice.bench.wer import word_error_rate
+    from streamvoice.engine import timing
+
+    engine = KokoroEngine.load()
+    prepare(engine)
+    asr = Transcriber.load()
+    scores: dict[str, dict[str, list[float]]] = {
+        k: {"pesq": [], "lsd": [], "wer": []} for k in FIRST_WINDOW_VARIANTS
+    }
+    shipped = (engine.window_plan, timing.LEAD_MARGIN)
+    try:
+        for voice in voices:
+            spec = engine.parse_voice(voice)
+            stats = engine.voice_stats(voice)
+            for text in SENTENCES:
+                piece = engine.planner.plan(text, "en-us")[0]
+                for name, v in FIRST_WINDOW_VARIANTS.items():
+                    timing.LEAD_MARGIN = round(24_000 * v["margin_ms"] / 1000)
+                    plan = replace(
+                        shipped[0], **{k: v[k] for k in ("lookahead", "lead_context", "first") if k in v}
+                    )
+                    engine.set_voice_stats(voice, stats)
+                    whole = engine.synthesize_piece(piece, spec, 1.0)
+                    engine.set_voice_stats(voice, stats)
+                    streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, plan=plan)))
+                    scores[name]["pesq"].append(pesq_score(whole, streamed))
+                    scores[name]["lsd"].append(log_spectral_distance(whole[:7200], streamed[:7200]))
+                    scores[name]["wer"].append(word_error_rate(text, asr.transcribe(streamed, language="en")))
+            print(voice, {k: round(statistics.fmean(v["pesq"]), 3) for k, v in scores.items()}, flush=True)
+    finally:
+        engine.window_plan, timing.LEAD_MARGIN = shipped
+    return [
+        {"variant": k, "pesq": statistics.fmean(v["pesq"]), "pesq_min": min(v["pesq"]),
+         "lsd_first_300ms": statistics.fmean(v["lsd"]), "wer": statistics.fmean(v["wer"])}
+        for k, v in scores.items()
+    ]  # fmt: skip
+
+
 def mean(rows: list[dict[str, float]], key: str) -> float:
     return statistics.fmean(r[key] for r in rows)
 
@@ -84,7 +145,14 @@ def mean(rows: list[dict[str, float]], key: str) -> float:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--voices", default=",".join(VOICES))
+    parser.add_argument("--first-window", action="store_true", help="compare the first window's margins")
     args = parser.parse_args(argv)
+    if args.first_window:
+        rows = first_window([v.strip() for v in args.voices.split(",") if v.strip()])
+        print(table(rows, [("variant", "first window"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),
+                           ("lsd_first_300ms", "LSD first 300 ms dB"), ("wer", "WER streamed")]))  # fmt: skip
+        print(f"\nwrote {write_result('quality_first_window', {'rows': rows, 'sentences': SENTENCES})}")
+        return {"rows": rows}
     results = [run_voice(v.strip()) for v in args.voices.split(",") if v.strip()]
     rows = []
     for r in results:
