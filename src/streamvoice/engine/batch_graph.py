@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, live
 
@@ -86,7 +87,7 @@ def _batch_istft_scatter(graph: Any, scatter: Any) -> None:
         if name not in producers:
             raise BatchGraphError(f"the inverse STFT has no tensor {name!r}")
     p = "batch_graph.istft."
-    constants = {"one": np.array(1.0, dtype=np.float32), "zero": np.array([0], dtype=np.int64),
+    constants: dict[str, NDArray[Any]] = {"one": np.array(1.0, dtype=np.float32), "zero": np.array([0], dtype=np.int64),
                  "end": np.array([np.iinfo(np.int64).max], dtype=np.int64), "axis": np.array([1], dtype=np.int64)}  # fmt: skip
     graph.initializer.extend(numpy_helper.from_array(v, p + k) for k, v in constants.items())
 
