@@ -240,7 +240,8 @@ def draw(rows: list[dict[str, Any]], out: Path) -> None:
     print(f"wrote {out}")
 
 
-def report(d: dict[str, Any]) -> str:
+def report(d: dict[str, Any], plot: str | None = "img/capacity.png") -> str:
+    """Section 4's text; ``plot``: the figure its registry run draws (None where another run is shown)."""
     if "throughput" not in d:  # a result from before the options were compared
         return "_rerun: this result predates the current benchmark_\n"
     rows = [
@@ -319,7 +320,7 @@ def report(d: dict[str, Any]) -> str:
             limits,
         )
         + _repeats(d)
-        + "\n\n![capacity](img/capacity.png)"
+        + (f"\n\n![capacity]({plot})" if plot else "")
     )
 
 

@@ -130,9 +130,7 @@ def float_lstms(model: Any) -> int:
     return count
 
 
-def conv_search(
-    engine: KokoroEngine, graphs: SplitGraphs, repeat: int, modes: tuple[str, ...] = SEARCH_MODES
-) -> list[dict[str, Any]]:
+def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[dict[str, Any]]:
     """A decoder window's first call at each new size and its median after, per cuDNN search mode."""
     split = engine.split
     assert split is not None
@@ -140,7 +138,7 @@ def conv_search(
     graph = cuda_graph.for_cuda(graphs.decoder)
     so = EngineOptions().session_options()
     rows = []
-    for mode in modes:
+    for mode in SEARCH_MODES:
         session = ort.InferenceSession(
             graph, sess_options=so, providers=[("CUDAExecutionProvider", {"cudnn_conv_algo_search": mode})]
         )
@@ -413,40 +411,47 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             print(f"kokoro-onnx create(): {result['kokoro_onnx_audio_per_s']:.1f} audio s/s; "
                   f"our whole pieces: {result['engine_whole_audio_per_s']:.1f}")  # fmt: skip
         graphs = split_model(engine.files.model)  # the graphs the engine's sessions were made from
-        for step in STEPS[1:-1]:
-            if step not in steps:
-                continue
-            write_result("gpu", {**result, "complete": False})  # a run cut short keeps what it measured
-            if step == "search":
-                result["conv_search"] = conv_search(engine, graphs, args.repeat)
-            elif step == "cost":
-                result["cost"] = batching.cost(engine, [24], args.max_batch, args.repeat)
-                print(table(result["cost"], batching.COST_COLUMNS))
-            elif step == "captured":
-                result["captured"] = captured_windows(engine, graphs, args.repeat)
-            elif step == "profile":
-                result["profile"] = profile(engine, graphs, args.repeat)
-            elif step == "audio" and args.audio:
-                args.audio.parent.mkdir(parents=True, exist_ok=True)
-                np.savez_compressed(args.audio, **render(engine))  # type: ignore[arg-type]
-                print(f"wrote {args.audio}")
-        write_result("gpu", {**result, "complete": False})
+
+        def checkpoint() -> None:  # a run cut short (a lease's end) keeps what it measured
+            write_result("gpu", {**result, "complete": False})
+
+        if "search" in steps:
+            checkpoint()
+            result["conv_search"] = conv_search(engine, graphs, args.repeat)
+        if "cost" in steps:
+            checkpoint()
+            result["cost"] = batching.cost(engine, [24], args.max_batch, args.repeat)
+            print(table(result["cost"], batching.COST_COLUMNS))
+        if "captured" in steps:
+            checkpoint()
+            result["captured"] = captured_windows(engine, graphs, args.repeat)
+        if "profile" in steps:
+            checkpoint()
+            result["profile"] = profile(engine, graphs, args.repeat)
+        if "audio" in steps and args.audio:
+            args.audio.parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(args.audio, **render(engine))  # type: ignore[arg-type]
+            print(f"wrote {args.audio}")
+        checkpoint()
         if "served" in steps:
-            del engine
+            del engine  # its GPU sessions: each served run loads the server's own engine
             os.environ["KOKORO_MODEL_DIR"] = str(work)  # the capacity runs load the float graph from here
             result["served"] = []
-            for mode in args.served_search.split(","):
-                # the server as shipped, its cuDNN search swapped for this run alone (read at session creation)
-                CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"] = mode
-                served = capacity.main(
-                    ["--ks", args.ks, "--stagger", str(args.stagger), "--options", args.options,
-                     "--batch", str(args.batch), "--providers", ",".join(CUDA), *(["--trace"] if args.trace else [])],
-                    result=f"gpu_capacity_{mode.lower()}",  # not section 4's results/capacity.json
-                )  # fmt: skip
-                kept = ("ks", "stagger_s", "rows", "throughput")
-                result["served"].append({"search": mode, **{key: served[key] for key in kept}})
-                write_result("gpu", {**result, "complete": False})
-            CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"] = result["cuda_options"]["cudnn_conv_algo_search"]
+            shipped = CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"]
+            try:
+                for mode in args.served_search.split(","):
+                    # the server as shipped, its cuDNN search swapped for this run (read at session creation)
+                    CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"] = mode
+                    served = capacity.main(
+                        ["--ks", args.ks, "--stagger", str(args.stagger), "--options", args.options,
+                         "--batch", str(args.batch), "--providers", ",".join(CUDA), *(["--trace"] if args.trace else [])],
+                        result=f"gpu_capacity_{mode.lower()}",  # not section 4's results/capacity.json
+                    )  # fmt: skip
+                    kept = ("ks", "stagger_s", "rows", "throughput")
+                    result["served"].append({"search": mode, **{key: served[key] for key in kept}})
+                    checkpoint()
+            finally:
+                CUDA_PROVIDER_OPTIONS["cudnn_conv_algo_search"] = shipped
     print(f"wrote {write_result('gpu', result)}")
     return result
 
@@ -526,10 +531,13 @@ def report(d: dict[str, Any]) -> str:
         text += "\n\nBatched decoder windows:\n\n" + batching.report(
             {"providers": list(CUDA), "cost": d["cost"]}
         )
-    for served in d.get("served", []):
+    served_runs = d.get("served", [])
+    if isinstance(served_runs, dict):  # a run before --served-search: one run, with the engine's search
+        served_runs = [{"search": d["cuda_options"]["cudnn_conv_algo_search"], **served_runs}]
+    for served in served_runs:
         text += (
             f"\n\nThe served path, cuDNN search {served['search']}: K listeners joining {served['stagger_s']:g} s "
-            "apart.\n\n" + capacity.report({**served, "rate": 50.0, "cpu_load": 0.0, "repeat": 1})
+            "apart.\n\n" + capacity.report({**served, "rate": 50.0, "cpu_load": 0.0, "repeat": 1}, plot=None)
         )
     if "score" in d:
         text += (

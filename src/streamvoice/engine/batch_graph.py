@@ -61,20 +61,20 @@ def make_batchable(model: Any) -> None:
     node(_GEN + "Concat", "Concat").input[0] = keep_batch
     # 2. [shape[1], shape[2]] -> [shape[0], shape[2]]: the row count, not a dimension that is always 1.
     node(_GEN + "Gather_2", "Gather").input[1] = _scalar_initializer(graph, 0)
-    # 3. The window-sum normalisation, scattered along the sample axis of the transposed signal.
-    _batch_istft_scatter(graph, node(_STFT + "ScatterND", "ScatterND"))
+    # 3. The window-sum normalisation as elementwise divisions, the same for every row.
+    _batch_istft_normalisation(graph, node(_STFT + "ScatterND", "ScatterND"))
     # 4. End at the batched audio, before the export squeezes it to one row.
     _end_at_batched_audio(graph)
     _batch_dimensions(graph)
     _prune(graph)
 
 
-def _batch_istft_scatter(graph: Any, scatter: Any) -> None:
+def _batch_istft_normalisation(graph: Any, scatter: Any) -> None:
     """The inverse STFT's normalisation for every row. The export scatters ``signal[positions] /
     window_sum[positions]`` at ``positions = nonzero(window_sum > threshold)``, where ``window_sum`` is a
     slice as long as the FFT (the samples it normalises): the same is the signal's head divided by the window
     sum where it exceeds the threshold and by one elsewhere, then its tail (bit-identical: the same division
-    at the same samples, ``tests/test_streaming_engine.py``)."""
+    at the same samples, ``tests/test_batching.py::test_the_batch_surgery_changes_no_sample``)."""
     from onnx import helper, numpy_helper
 
     producers = {out for n in graph.node for out in n.output}
@@ -87,8 +87,12 @@ def _batch_istft_scatter(graph: Any, scatter: Any) -> None:
         if name not in producers:
             raise BatchGraphError(f"the inverse STFT has no tensor {name!r}")
     p = "batch_graph.istft."
-    constants: dict[str, NDArray[Any]] = {"one": np.array(1.0, dtype=np.float32), "zero": np.array([0], dtype=np.int64),
-                 "end": np.array([np.iinfo(np.int64).max], dtype=np.int64), "axis": np.array([1], dtype=np.int64)}  # fmt: skip
+    constants: dict[str, NDArray[Any]] = {
+        "one": np.array(1.0, dtype=np.float32),
+        "zero": np.array([0], dtype=np.int64),
+        "end": np.array([np.iinfo(np.int64).max], dtype=np.int64),
+        "axis": np.array([1], dtype=np.int64),
+    }
     graph.initializer.extend(numpy_helper.from_array(v, p + k) for k, v in constants.items())
 
     def op(kind: str, inputs: list[str], out: str, **attrs: Any) -> Any:

@@ -131,15 +131,15 @@ def atan_as_polynomial(model: Any) -> int:
     g = Matcher(model.graph)
     drop: set[int] = set()
     add: list[Any] = []
+
+    def c(value: float, hint: str) -> str:
+        return g.constant(np.array(value, dtype=np.float32), hint)
+
     for atan in list(model.graph.node):
         if atan.op_type != "Atan":
             continue
         x, out = atan.input[0], atan.output[0]
         p = f"{atan.name or out}/polynomial"
-
-        def c(value: float, hint: str) -> str:
-            return g.constant(np.array(value, dtype=np.float32), hint)
-
         add += [
             node("Abs", [x], p + "/abs"),
             node("Greater", [p + "/abs", c(1.0, "atan_one")], p + "/outside"),

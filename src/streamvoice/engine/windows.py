@@ -47,8 +47,8 @@ class WindowPlan:
     context: int = 4
     # Right context of the first window: its end is crossfaded with the second window's view of the same
     # samples, so two frames are enough (streamed-vs-whole PESQ 2.16 with 2 or 4, 2.15 with 1, 2.11 with 0:
-    # six voices x six sentences, docs/benchmarks.md 10c); each frame costs heard onset ~4 ms on 2 cores.
-    # (Its left context is not cut the same way: two frames fewer there cost PESQ 0.04, zero frames 0.08.)
+    # six voices x six sentences, ``python -m streamvoice.bench.quality --first-window``, docs/benchmarks.md
+    # 10c); each frame costs heard onset ~4 ms on 2 cores. Two frames fewer of left context cost PESQ 0.04.
     lookahead: int = 2
     lead_context: int = 4  # left context of the first window (the model's silence before the speech)
     crossfade: int = 240  # samples (10 ms) blended at each seam
