@@ -51,7 +51,8 @@ def test_the_folds_apply_to_kokoros_decoder_and_compute_the_same_window(
     engine: KokoroEngine, float_decoder: Any
 ) -> None:
     """Every AdaIN norm but those whose output is read twice is folded, every snake after a folded norm, every
-    square; a real window's audio and every statistic are what the graph made before (float rounding apart)."""
+    square; a real window's audio and every statistic are what the graph made before (float rounding and the
+    snakes' polynomial apart)."""
     folded = onnx.ModelProto()
     folded.CopyFrom(float_decoder)
     norms = graph_fusion.fold_norm_affine(folded)
@@ -59,6 +60,8 @@ def test_the_folds_apply_to_kokoros_decoder_and_compute_the_same_window(
     squares = graph_fusion.square_by_mul(folded)
     assert norms >= 50 and snakes >= 40 and squares >= 1
     assert not any(n.op_type == "Pow" for n in folded.graph.node)
+    sines = sum(n.op_type == "Sin" for n in folded.graph.node)
+    assert sines == sum(n.op_type == "Sin" for n in float_decoder.graph.node) - snakes  # the source's stay
     whole = onnx.ModelProto()
     whole.CopyFrom(float_decoder)
     assert graph_fusion.fuse(whole) == {"norm_affine": norms, "snake": snakes, "square": squares}
@@ -67,4 +70,25 @@ def test_the_folds_apply_to_kokoros_decoder_and_compute_the_same_window(
     before, after = _session(float_decoder), _session(folded)
     names = [o.name for o in before.get_outputs()]
     for name, a, b in zip(names, before.run(names, window), after.run(names, window), strict=True):
-        np.testing.assert_allclose(b, a, atol=1e-4 * float(np.abs(a).max()) + 1e-6, err_msg=name)
+        # Exact but for float rounding and the snakes' polynomial (``SIN2_POLYNOMIAL``): ~1e-5 of full scale.
+        np.testing.assert_allclose(b, a, atol=3e-4 * float(np.abs(a).max()) + 1e-6, err_msg=name)
+        assert np.sqrt(np.mean((b - a) ** 2)) <= 1e-4 * np.sqrt(np.mean(a**2)) + 1e-9, name
+
+
+def test_the_snakes_sine_squared_is_its_polynomial_within_its_stated_error() -> None:
+    """``sin(pi w)^2 / pi`` as the rewrite computes it, on ``w`` far from zero too (a snake's argument is
+    unbounded): within 2.5e-5 / pi of the exact value at every point of a fine grid."""
+    w = np.concatenate([np.linspace(-3.0, 3.0, 60001), np.linspace(997.0, 1003.0, 6001)]).astype(np.float32)
+    coefficients = [f"c{i}" for i in range(len(graph_fusion.SIN2_POLYNOMIAL))]
+    graph = helper.make_graph(
+        graph_fusion.sin_squared_terms(coefficients, "w", "s2"), "sin2",
+        [helper.make_tensor_value_info("w", TensorProto.FLOAT, [w.size])],
+        [helper.make_tensor_value_info("s2", TensorProto.FLOAT, [w.size])],
+        [
+            numpy_helper.from_array(np.array(k / np.pi, np.float32), name)
+            for k, name in zip(graph_fusion.SIN2_POLYNOMIAL, coefficients, strict=True)
+        ],
+    )  # fmt: skip
+    (made,) = _session(helper.make_model(graph)).run(None, {"w": w})
+    exact = np.sin(np.pi * w.astype(np.float64)) ** 2 / np.pi
+    assert np.abs(made - exact).max() < 2.5e-5 / np.pi + 1e-6

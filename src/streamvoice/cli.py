@@ -126,17 +126,22 @@ def cmd_models_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_models_derive(args: argparse.Namespace) -> int:
-    from streamvoice.engine import static_decoder
+    from streamvoice.engine import static_decoder, static_front
     from streamvoice.engine.kokoro import KokoroEngine
 
     engine = KokoroEngine.load(args.model_dir, "int8")
     if engine.split is None:
         print("this model export does not split into front and decoder: nothing to derive")
         return 1
+    folder = Path(args.out) if args.out else None
     windows = static_decoder.calibration_windows(engine)
     graph = static_decoder.derive(engine.files.model, windows)
-    path = static_decoder.save(graph, engine.files.model, Path(args.out) if args.out else None)
-    print(f"wrote {path}; serve it with STREAMVOICE_MODEL_VARIANT=int8-static")
+    path = static_decoder.save(graph, engine.files.model, folder)
+    front = static_front.derive(engine.files.model, engine.front_feeds(static_decoder.CALIBRATION))
+    front_path = static_decoder.save(
+        front, engine.files.model, folder, static_front.cache_name(engine.files.model)
+    )
+    print(f"wrote {path} and {front_path}; serve them with STREAMVOICE_MODEL_VARIANT=int8-static")
     return 0
 
 
@@ -248,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_models_calibrate)
     c = msub.add_parser(
         "derive",
-        help="derive the static-int8 decoder from the int8 file once and cache it (MODEL_VARIANT=int8-static)",
+        help="derive the static-int8 decoder and front from the int8 file once and cache them (MODEL_VARIANT=int8-static)",
     )
     c.add_argument(
         "--out", help="folder for the file (default: the user cache; images put it beside the model)"

@@ -42,7 +42,8 @@ OFFICIAL_FILES: dict[str, RemoteFile] = {
         RemoteFile(VOICES_FILE, "bca610b8308e8d99f32e6fe4197e7ec01679264efed0cac9140fe9c29f1fbf7d", 27),
     )
 }
-# int8-static: the int8 file with its decoder derived as static int8 (``engine.static_decoder``).
+# int8-static: the int8 file with its decoder and its front's energy branch derived as static int8
+# (``engine.static_decoder``, ``engine.static_front``).
 VARIANTS = {
     "int8": "kokoro-v1.0.int8.onnx",
     "fp32": "kokoro-v1.0.onnx",

@@ -10,6 +10,12 @@ ms of a ~165 ms heard onset on 2 cores. The exported front is dynamic int8: 90 `
   activations with ranges measured on the calibration greeting of nine voices in the nine languages), the
   LSTMs left as exported.
 
+And two that leave the durations alone, the prosody predictor's frame-rate convolution branches in static
+int8 as ``engine.static_front`` derives them (ranges on the static decoder's ten calibration phrases):
+
+- F0 and N: the pitch and energy branches;
+- N alone: the energy branch (what the ``int8-static`` variant ships).
+
 Each runs in the engine in place of the exported front (the same decoder after it). Speed: median ms per
 front call on three English sentences, alternated with the exported front, two rounds. Sound, per language
 on ``bench.languages``' sentences (not the calibration text): whole-piece PESQ against the exported front's
@@ -40,11 +46,11 @@ from streamvoice.bench.languages import SENTENCES, comparable
 from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wer import character_error_rate
-from streamvoice.engine import KokoroEngine
+from streamvoice.engine import KokoroEngine, static_front
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.options import EngineOptions
-from streamvoice.engine.static_decoder import CalibrationFeeds, float_weights
+from streamvoice.engine.static_decoder import CALIBRATION, CalibrationFeeds, float_weights
 from streamvoice.engine.voices import describe
 
 TIMED = (
@@ -52,6 +58,7 @@ TIMED = (
     "The museum opens at nine in the morning, and the guided tours start every half hour after that.",
     "Your package left our warehouse on Monday and is now with the courier.",
 )
+PROSODY_BRANCHES = r"^/encoder/(F0|N)\.\d/"  # pitch and energy: static_front quantizes energy's alone
 CALIBRATION_VOICES = (
     "af_heart", "am_michael", "bf_emma", "ef_dora", "ff_siwis", "jf_alpha", "zf_xiaobei", "if_sara", "pf_dora",
 )  # fmt: skip
@@ -125,7 +132,14 @@ def candidates(engine: KokoroEngine) -> dict[str, bytes]:
             extra_options={"ActivationSymmetric": False, "WeightSymmetric": True, "CalibStridedMinMax": 1},
         )  # fmt: skip
         static = target.read_bytes()
-    return {"exported": front, "float": floating.SerializeToString(), "static int8": static}
+    shipped_feeds = engine.front_feeds(CALIBRATION)
+    return {
+        "exported": front,
+        "float": floating.SerializeToString(),
+        "static int8": static,
+        "static int8, F0 and N branches": static_front.derive_graph(front, shipped_feeds, PROSODY_BRANCHES),
+        "static int8, N branch (shipped)": static_front.derive_graph(front, shipped_feeds),
+    }
 
 
 def speed(

@@ -11,7 +11,10 @@ decoder graph that could plausibly run faster, each timed against the graph as e
 - ``signed weights``: the weights shifted to signed 8-bit (bit-identical results), the layout the
   VNNI u8 x s8 instructions multiply.
 
-Also the log-spectral distance of each variant's audio to the exported graph's (0 dB: identical).
+Also the log-spectral distance of each variant's audio to the exported graph's (0 dB: identical), and what
+single elementwise operators cost per element on a decoder-sized tensor ([1, 128, 9600]: the last stage of
+a 16-frame window), with the snake activation both ways ``graph_fusion`` could write it: with ONNX
+Runtime's ``Sin``, or with the polynomial it ships (``graph_fusion.sin_squared_terms``).
 
 Run: ``python -m streamvoice.bench.kernels [--sizes 12,40,120] [--repeat 7]``
 """
@@ -98,6 +101,69 @@ VARIANTS: dict[str, list[Callable[[Any], int]]] = {
 }
 
 
+ELEMENTS = (1, 128, 9600)
+
+
+def _snake(with_sin: bool) -> list[Any]:
+    """The folded snake ``(w + S(w)) * k`` on an input ``x`` (``w = x * a + b``), ``S`` by ``Sin`` or polynomial."""
+    from onnx import helper
+
+    from streamvoice.engine.graph_fusion import sin_squared_terms
+
+    w = [helper.make_node("Mul", ["x", "a"], ["xa"]), helper.make_node("Add", ["xa", "b"], ["w"])]
+    if with_sin:
+        square = [helper.make_node("Sin", ["w"], ["sin"]), helper.make_node("Mul", ["sin", "sin"], ["s2"])]
+    else:
+        square = sin_squared_terms(["c0", "c1", "c2", "c3"], "w", "s2")
+    return [
+        *w,
+        *square,
+        helper.make_node("Add", ["w", "s2"], ["sum"]),
+        helper.make_node("Mul", ["sum", "k"], ["y"]),
+    ]
+
+
+def elementwise(repeat: int) -> list[dict[str, Any]]:
+    """ns per element of single operators and of the snake both ways, 2 threads, idle threads asleep."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from streamvoice.engine.graph_fusion import SIN2_POLYNOMIAL
+
+    constants = {"a": 0.7, "b": 0.1, "k": 1.3}
+    constants |= {f"c{i}": c / np.pi for i, c in enumerate(SIN2_POLYNOMIAL)}
+    graphs = {
+        "Mul": [helper.make_node("Mul", ["x", "x"], ["y"])],
+        "Add": [helper.make_node("Add", ["x", "x"], ["y"])],
+        "Round": [helper.make_node("Round", ["x"], ["y"])],
+        "Sin": [helper.make_node("Sin", ["x"], ["y"])],
+        f"snake with Sin ({len(_snake(True))} nodes)": _snake(True),
+        f"snake with the polynomial ({len(_snake(False))} nodes)": _snake(False),
+    }
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    x = np.random.default_rng(0).normal(0, 3, ELEMENTS).astype(np.float32)
+    rows = []
+    for name, nodes in graphs.items():
+        used = {i for n in nodes for i in n.input}
+        graph = helper.make_graph(
+            nodes, "elementwise",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(ELEMENTS))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ELEMENTS))],
+            [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in constants.items() if k in used],
+        )  # fmt: skip
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        session.run(None, {"x": x})
+        times = []
+        for _ in range(repeat * 5):
+            started = time.perf_counter()
+            session.run(None, {"x": x})
+            times.append(time.perf_counter() - started)
+        rows.append({"op": name, "ns_per_element": statistics.median(times) / x.size * 1e9})
+    return rows
+
+
 def main() -> None:
     import onnx
 
@@ -162,7 +228,10 @@ def main() -> None:
         ("lsd_db", "LSD vs exported (dB)"),
     ]
     print(table(rows, columns))
-    print("wrote", write_result("kernels", {"context_frames": CONTEXT, "rows": rows}))
+    ops = elementwise(args.repeat)
+    print()
+    print(table(ops, [("op", "elementwise"), ("ns_per_element", "ns per element")]))
+    print("wrote", write_result("kernels", {"context_frames": CONTEXT, "rows": rows, "elementwise": ops}))
 
 
 def report(d: dict[str, Any]) -> str:
@@ -184,6 +253,16 @@ def report(d: dict[str, Any]) -> str:
             ["decoder graph", "window (frames)", "ms per window", "time vs exported", "LSD vs exported dB"],
             rows,
         )
+        + elementwise_report(d.get("elementwise", []))
+    )
+
+
+def elementwise_report(ops: list[dict[str, Any]]) -> str:
+    if not ops:  # a result from before the elementwise rows
+        return ""
+    return (
+        f"\n\nElementwise operators on a [{', '.join(map(str, ELEMENTS))}] float tensor (2 threads), median:\n\n"
+        + md_table(["operator", "ns per element"], [[r["op"], md_value(r["ns_per_element"], 2)] for r in ops])
     )
 
 

@@ -8,7 +8,11 @@ rewrite here computes the same function with fewer passes over those tensors (th
 - **norm and style affine**: ``(x - mean) / sqrt(var + eps) * (1 + gamma) + beta`` (four passes) becomes
   ``x * s + t`` with ``s = (1 + gamma) / sqrt(var + eps)`` and ``t = beta - mean * s`` (two);
 - **snake after it**: ``y + sin(a y)^2 / a`` with ``y = x s + t`` (five passes, plus the two of ``y``)
-  becomes ``(z + sin(z)^2) / a`` with ``z = x (a s) + a t`` (six in all, ``y`` never made);
+  becomes ``(w + S(w)) (pi / a)`` with ``w = x (a s / pi) + a t / pi`` and ``S(w) = sin(pi w)^2 / pi``, ``y``
+  never made. ONNX Runtime's ``Sin`` costs ~20 elementwise products per element on this CPU (``python -m
+  streamvoice.bench.kernels``) and a snake only needs its square, whose period is one in ``w``: ``S`` is
+  an even polynomial of ``f = w - round(w)`` (``SIN2_POLYNOMIAL``, within 2.5e-5 of ``sin^2``, far inside the
+  int8 step of the convolution it feeds), ten cheap passes in place of ``Sin`` and a square;
 - **squares**: ``Pow(x, 2)`` becomes ``Mul(x, x)`` (ONNX Runtime's ``Pow`` is its slowest elementwise op here).
 
 The harmonic source's ``STFT`` (5-7% of the static decoder's kernel time) as a strided convolution was
@@ -31,6 +35,10 @@ from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, topological
 
 # The name ending of a folded norm's ``x * s``: what ``fold_snake`` looks for after ``fold_norm_affine``.
 FOLDED_PRODUCT = "/fold/xs"
+
+# sin(pi f)^2 ~ v (c1 + v (c2 + v (c3 + v c4))), v = f^2, |f| <= 1/2: a least-maximum-error fit, worst error
+# 2.3e-5 (``tests/test_graph_fusion.py`` checks it on a fine grid).
+SIN2_POLYNOMIAL = (9.86667744, -32.35394925, 41.29556749, -22.99233219)
 
 
 @dataclass
@@ -153,10 +161,12 @@ def fold_norm_affine(model: Any) -> int:
 
 
 def fold_snake(model: Any) -> int:
-    """``y + (1/a) sin(a y)^2`` on a folded norm ``y = x s + t`` -> ``(z + sin(z)^2) (1/a)``, ``z = x (a s) + a t``."""
+    """``y + (1/a) sin(a y)^2`` on a folded norm ``y = x s + t`` -> ``(w + S(w)) (pi/a)``, ``w = x (a s/pi) + a t/pi``
+    (``S``: ``sin_squared_terms``)."""
     g = Matcher(model.graph)
     drop: set[int] = set()
     add: list[Any] = []
+    sin2 = [g.constant(np.array(k / np.pi, np.float32), "sin2") for k in SIN2_POLYNOMIAL]
     for shift in list(model.graph.node):
         if shift.op_type != "Add":
             continue
@@ -185,20 +195,37 @@ def fold_snake(model: Any) -> int:
         if not np.allclose(g.constants[inverse] * a, 1.0, rtol=1e-6):
             continue
         p = out.output[0] + "/snake"
+        a_pi = g.constant((a / np.pi).astype(np.float32), "a_over_pi")
+        pi_a = g.constant((np.pi * g.constants[inverse]).astype(np.float32), "pi_over_a")
         add += [
-            node("Mul", [alpha, s], p + "/as"),
-            node("Mul", [alpha, t], p + "/at"),
+            node("Mul", [a_pi, s], p + "/as"),
+            node("Mul", [a_pi, t], p + "/at"),
             node("Mul", [x, p + "/as"], p + "/xas"),
-            node("Add", [p + "/xas", p + "/at"], p + "/z"),
-            node("Sin", [p + "/z"], p + "/sin"),
-            node("Mul", [p + "/sin", p + "/sin"], p + "/sin2"),
-            node("Add", [p + "/z", p + "/sin2"], p + "/sum"),
-            node("Mul", [p + "/sum", inverse], out.output[0]),
+            node("Add", [p + "/xas", p + "/at"], p + "/w"),
+            *sin_squared_terms(sin2, p + "/w", p + "/s2"),
+            node("Add", [p + "/w", p + "/s2"], p + "/sum"),
+            node("Mul", [p + "/sum", pi_a], out.output[0]),
         ]
         drop.update(id(n) for n in (scaled, shift, times_a[0], sin, square, over_a, out))
     if drop:
         replace_nodes(model.graph, drop, add)
     return len(drop) // 7
+
+
+def sin_squared_terms(c: list[str], w: str, out: str) -> list[Any]:
+    """Nodes making ``out = sin(pi w)^2 / pi`` from ``w``: ``f = w - round(w)``, then the polynomial in ``f^2``
+    whose coefficients are the constants ``c`` (``SIN2_POLYNOMIAL / pi``) by Horner's rule."""
+    last = len(c) - 1
+    nodes = [
+        node("Round", [w], out + "/r"),
+        node("Sub", [w, out + "/r"], out + "/f"),
+        node("Mul", [out + "/f", out + "/f"], out + "/v"),
+        node("Mul", [out + "/v", c[last]], f"{out}/h{last}"),
+    ]
+    for i in range(last - 1, -1, -1):
+        nodes.append(node("Add", [f"{out}/h{i + 1}", c[i]], f"{out}/a{i}"))
+        nodes.append(node("Mul", [f"{out}/a{i}", out + "/v"], out if i == 0 else f"{out}/h{i}"))
+    return nodes
 
 
 def is_square(g: Matcher, node: Any) -> bool:

@@ -126,7 +126,8 @@ class KokoroEngine:
         )
 
     def _use_static_decoder(self) -> None:
-        from streamvoice.engine import static_decoder
+        from streamvoice.engine import static_decoder, static_front
+        from streamvoice.engine.static_decoder import CALIBRATION
 
         if self._split is None:
             raise EngineError(
@@ -139,9 +140,11 @@ class KokoroEngine:
         graph, source = static_decoder.prepare(
             self.files.model, lambda: static_decoder.calibration_windows(self)
         )
+        front, front_source = static_front.prepare(self.files.model, lambda: self.front_feeds(CALIBRATION))
         self._split.replace_decoder(graph, static_decoder.DISABLED_OPTIMIZERS)
+        self._split.replace_front(front)
         self.decoder_graph = "static-int8"
-        log.info("static-int8 decoder: %s", source)
+        log.info("static-int8 decoder: %s; front's energy branch: %s", source, front_source)
 
     @classmethod
     def load(
@@ -279,6 +282,13 @@ class KokoroEngine:
             )
             out += split.window_feeds(feeds, style, self.voice_stats(voice), frames, context)
         return out
+
+    def front_feeds(self, said: tuple[tuple[str, str], ...]) -> list[dict[str, NDArray[Any]]]:
+        """The front's feeds for each (voice, phonemes): what ``static_front`` measures activation ranges on."""
+        return [
+            self.feeds(self.g2p.tokenize(phonemes), self.style_pack(self.parse_voice(voice)), 1.0)[0]
+            for voice, phonemes in said
+        ]
 
     # -- the face: a piece in, its audio window by window -------------------------------------------------
     def stream_piece(

@@ -78,6 +78,15 @@ class SplitKokoro:
             raise RuntimeError("the replacement decoder's outputs differ from the exported decoder's")
         self.decoder = decoder
 
+    def replace_front(self, graph: bytes) -> None:
+        """Run another graph of the same front (same inputs and outputs: see ``static_front``)."""
+        front = ort.InferenceSession(
+            graph, sess_options=self._options, providers=session_providers(self._providers)
+        )
+        if [o.name for o in front.get_outputs()] != self._front_outputs:
+            raise RuntimeError("the replacement front's outputs differ from the exported front's")
+        self.front = front
+
     def enable_batching(self, max_rows: int, linger_s: float, busy: Callable[[], int] | None) -> None:
         """Let concurrent windows of one size share decoder calls (see ``decode_batcher``)."""
         if not self.batchable:

@@ -8,7 +8,8 @@ channel. The graph is derived here from the official file (nothing new is downlo
 
 1. the decoder is split off as the engine splits it (prior-statistics norms, batch dimension);
 2. its dynamic-int8 convolutions become float ``Conv`` on the file's own dequantized weights, and its
-   elementwise chains are rewritten into fewer passes (``graph_fusion``: exact, the same function);
+   elementwise chains are rewritten into fewer passes (``graph_fusion``: the same function, the snakes'
+   sine squared as a polynomial within 2.3e-5);
 3. activation ranges are measured on every full window of ten voices in the nine languages: the
    99.999th percentile of each tensor's magnitude (on the seven voices the graph serves worst, PESQ
    against the exported graph 3.51 on average, lowest 3.22; 99.99th: 3.47 / 2.85; 99.9999th: 3.31 / 3.03;
@@ -42,7 +43,7 @@ from streamvoice.model_files import sha256_of, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 
-FORMAT = 2  # bump when the derivation changes: old files then no longer match
+FORMAT = 3  # bump when the derivation changes: old files then no longer match
 PERCENTILE = 99.999
 KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
 # ONNX Runtime's transformers left out of the static decoder's session. ``NhwcTransformer`` moves
@@ -76,8 +77,8 @@ def cache_name(model: Path) -> str:
 
 
 def find(model: Path, name: str | None = None) -> Path | None:
-    """The derived decoder for this model file, beside it or in the user cache (None: not derived yet);
-    ``name``: its ``cache_name`` when the caller has it (the name hashes the 92 MB model)."""
+    """The derived decoder (or the graph cached as ``name``) for this model file, beside it or in the user
+    cache (None: not derived yet); ``name`` saves hashing the 92 MB model again."""
     name = name or cache_name(model)
     for folder in (model.parent, user_cache_dir()):
         if (folder / name).is_file():
@@ -117,7 +118,7 @@ def derive_graph(
     keep = [c for c in convs if re.search(keep_float, c)]
     # ONNX Runtime's quantizer prints its progress and advises pre-processing (shape inference, which the
     # windows' dynamic length makes moot): neither is for a server's log.
-    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), _quiet_root():
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), quiet_root():
         source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
         onnx.save(model, str(source))
         quantize_static(
@@ -147,7 +148,8 @@ def derive(model: Path, windows: list[dict[str, Any]]) -> bytes:
 
 
 def save(graph: bytes, model: Path, folder: Path | None = None, name: str | None = None) -> Path:
-    """Write a derived decoder where ``find`` looks (the user cache unless ``folder``)."""
+    """Write a derived graph (the decoder unless ``name``) where ``find`` looks (the user cache unless
+    ``folder``)."""
     path = (folder or user_cache_dir()) / (name or cache_name(model))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -158,20 +160,28 @@ def save(graph: bytes, model: Path, folder: Path | None = None, name: str | None
 
 
 def prepare(model: Path, windows: Callable[[], list[dict[str, Any]]]) -> tuple[bytes, str]:
-    """The derived decoder for ``model``, and where it came from: the cache, else derived now on
-    ``windows()`` and saved (a read-only cache keeps it in memory for this process). Processes starting
-    together derive it once: the others wait on a lock beside the cache and then load the file."""
+    """The derived decoder for ``model``, and where it came from (``prepare_derived``), derived on
+    ``windows()`` if it must be."""
     name = cache_name(model)  # hashed once: the lock, the lookup and the save share it
+    return prepare_derived(
+        model, name, lambda: derive(model, windows()), "static-int8 decoder (~85 s on 2 cores)"
+    )
+
+
+def prepare_derived(model: Path, name: str, make: Callable[[], bytes], what: str) -> tuple[bytes, str]:
+    """The graph derived from ``model`` cached as ``name``, and where it came from: the cache, else made now
+    and saved (a read-only cache keeps it in memory for this process). Processes starting together derive
+    it once: the others wait on a lock beside the cache and then load the file."""
     with _derivation_lock(name):
         found = find(model, name)
         if found is not None:
             return found.read_bytes(), f"loaded {found}"
-        log.info("no static-int8 decoder for this model yet: deriving it once (~85 s on 2 cores)")
-        graph = derive(model, windows())
+        log.info("no %s for this model yet: deriving it once", what)
+        graph = make()
         try:
             return graph, f"derived, saved {save(graph, model, name=name)}"
         except OSError as exc:
-            log.warning("could not save the static-int8 decoder (%s); it is derived again next start", exc)
+            log.warning("could not save the %s (%s); it is derived again next start", what, exc)
             return graph, "derived (not saved)"
 
 
@@ -190,7 +200,8 @@ def _derivation_lock(name: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _quiet_root() -> Iterator[None]:
+def quiet_root() -> Iterator[None]:
+    """ONNX Runtime's quantizer advises pre-processing on the root logger: not for a server's log."""
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)
@@ -218,8 +229,9 @@ class CalibrationFeeds:
         return next(self._it, None)
 
 
-def float_weights(model: Any) -> int:
-    """Replace each dynamically quantized Conv/MatMul chain by its float op on the dequantized weights."""
+def float_weights(model: Any, only: str | None = None) -> int:
+    """Replace each dynamically quantized Conv/MatMul chain (``only``: those whose node names match that
+    pattern) by its float op on the dequantized weights."""
     from onnx import helper, numpy_helper
 
     g = model.graph
@@ -236,7 +248,7 @@ def float_weights(model: Any) -> int:
     replaced: dict[int, Any] = {}
     dropped: set[int] = set()
     for n in list(g.node):
-        if n.op_type not in ("ConvInteger", "MatMulInteger"):
+        if n.op_type not in ("ConvInteger", "MatMulInteger") or (only and not re.search(only, n.name)):
             continue
         x_q, w_q, _, w_zp = n.input
         quantize = producer[x_q]  # DynamicQuantizeLinear(x) -> x_q, x_scale, x_zp

@@ -1,0 +1,80 @@
+"""The front's energy branch as static int8: milliseconds off every piece's first audio, the sound kept.
+
+A fresh piece hears nothing before the front (text encoder, durations, prosody) has run once over it, ~45 ms
+of a ~130 ms heard onset on 2 cores. Its prosody predictor ends in two branches of convolutions over the
+piece's frames, F0 (pitch) and N (energy), ~8 ms of dynamic int8 (``ConvInteger``, each activation quantized
+at run time). Here the N branch's convolutions become ``QLinearConv`` (static int8 as in ``static_decoder``:
+s8 weights per output channel, u8 activations with ranges measured beforehand, on the front of every
+calibration phrase of ``static_decoder.CALIBRATION``). Durations and pitch come out exactly as exported.
+
+What was measured (``python -m streamvoice.bench.front_int8``, docs/benchmarks.md 10e): the N branch alone
+takes ~7% off a front call and leaves the whole piece's PESQ against the exported graph where the static
+decoder has it; the F0 branch as well moves pitch by ~0.7% (rms) and costs PESQ 0.4 on average; the whole
+front in static int8 moves durations.
+
+Cached like the static decoder, keyed by the model file's hash and ``FORMAT``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streamvoice.engine import static_decoder
+from streamvoice.engine.static_decoder import PERCENTILE, CalibrationFeeds, float_weights
+from streamvoice.model_files import sha256_of
+
+FORMAT = 1  # bump when the derivation changes: old files then no longer match
+ENERGY_BRANCH = r"^/encoder/N\.\d/"  # the convolutions quantized statically, by node name
+
+
+def cache_name(model: Path) -> str:
+    return f"front-static-int8-v{FORMAT}-{sha256_of(model)[:16]}.onnx"
+
+
+def derive_graph(front: bytes, feeds: list[dict[str, Any]], nodes: str = ENERGY_BRANCH) -> bytes:
+    """The front graph with the dynamic-int8 convolutions whose names match ``nodes`` in static int8,
+    activation ranges measured on ``feeds`` (front inputs); everything else as exported."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    model = onnx.load_from_string(front)
+    float_weights(model, nodes)
+    convs = [n.name for n in model.graph.node if n.op_type == "Conv" and re.search(nodes, n.name)]
+    if not convs:
+        raise RuntimeError(f"no convolution of this front matches {nodes!r}: nothing to quantize")
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+        source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
+        onnx.save(model, str(source))
+        with static_decoder.quiet_root():
+            quantize_static(
+                str(source), str(target), CalibrationFeeds(feeds),  # type: ignore[arg-type]
+                quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_quantize=convs,
+                calibrate_method=CalibrationMethod.Percentile,
+                extra_options={
+                    "ActivationSymmetric": False, "WeightSymmetric": True, "CalibPercentile": PERCENTILE,
+                    "CalibStridedMinMax": 1,
+                },
+            )  # fmt: skip
+        return target.read_bytes()
+
+
+def derive(model: Path, feeds: list[dict[str, Any]]) -> bytes:
+    """The static-int8 front for ``model`` (its split front as exported), ranges measured on ``feeds``
+    (``KokoroEngine.front_feeds``; a few seconds)."""
+    from streamvoice.engine.graph_split import split_model
+
+    return derive_graph(split_model(model).front, feeds)
+
+
+def prepare(model: Path, feeds: Callable[[], list[dict[str, Any]]]) -> tuple[bytes, str]:
+    """The derived front for ``model``, and where it came from (``static_decoder.prepare_derived``)."""
+    return static_decoder.prepare_derived(
+        model, cache_name(model), lambda: derive(model, feeds()), "static-int8 front (seconds)"
+    )
