@@ -1,18 +1,19 @@
-"""Fewer passes over the decoder's activations: exact rewrites of its elementwise chains.
+"""Fewer passes over the decoder's activations: rewrites of its elementwise chains, exact but for one sine.
 
 With the convolutions in static int8 (``static_decoder``), most of a decoder call is elementwise work over
 [batch, channels, time] tensors, one pass per ONNX node, and ONNX Runtime fuses none of it on a CPU. Each
-rewrite here computes the same function with fewer passes over those tensors (the per-channel parts are
-[1, C, 1] and cost nothing):
+rewrite here computes the same function (the snake's sine squared to within 2.5e-5) with fewer passes over
+those tensors (the per-channel parts are [1, C, 1] and cost nothing):
 
 - **norm and style affine**: ``(x - mean) / sqrt(var + eps) * (1 + gamma) + beta`` (four passes) becomes
   ``x * s + t`` with ``s = (1 + gamma) / sqrt(var + eps)`` and ``t = beta - mean * s`` (two);
 - **snake after it**: ``y + sin(a y)^2 / a`` with ``y = x s + t`` (five passes, plus the two of ``y``)
   becomes ``(w + S(w)) (pi / a)`` with ``w = x (a s / pi) + a t / pi`` and ``S(w) = sin(pi w)^2 / pi``, ``y``
-  never made. ONNX Runtime's ``Sin`` costs ~20 elementwise products per element on this CPU (``python -m
+  never made. ONNX Runtime's ``Sin`` costs as much as ~18 elementwise products on this CPU (``python -m
   streamvoice.bench.kernels``) and a snake only needs its square, whose period is one in ``w``: ``S`` is
   an even polynomial of ``f = w - round(w)`` (``SIN2_POLYNOMIAL``, within 2.5e-5 of ``sin^2``, far inside the
-  int8 step of the convolution it feeds), ten cheap passes in place of ``Sin`` and a square;
+  int8 step of the convolution it feeds), ten cheap passes in place of ``Sin`` and a square (the
+  before and after of ``bench.engine``: docs/benchmarks.md 10c);
 - **squares**: ``Pow(x, 2)`` becomes ``Mul(x, x)`` (ONNX Runtime's ``Pow`` is its slowest elementwise op here).
 
 The harmonic source's ``STFT`` (5-7% of the static decoder's kernel time) as a strided convolution was

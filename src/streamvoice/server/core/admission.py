@@ -32,17 +32,27 @@ SPEED_HORIZON_S = 30.0
 PIECE_S = 10.0
 
 
-# Share of the workers' time the admitted listeners' steady decoding may take: the rest is for the front
-# model, piece starts, planning, the event loop and a machine that drifts slower than it measured.
+# Share of the workers' time the admitted listeners' decoding may take: the rest is for planning, the event
+# loop and a machine that drifts slower than it measured.
 SUSTAINED_SHARE = 0.85
+# What each listener costs beyond its full windows, in seconds of work per second of its audio: every piece
+# runs the front (~40 ms on 2 cores) and decodes a small first and last window (~40 ms more than full
+# windows would), a piece every ~2 s of speech. Measured by its absence (``python -m
+# streamvoice.bench.capacity --ks 1,2,3,4 --options default``, 2026-12-04, AMD EPYC, 2 cores): at 0.197 s of
+# work per second of audio, counting full windows alone admitted 4, and the slowdown watch then shed two of
+# them (an 11 ms stall); 3 at 0.235 and 2 at 0.35-0.38 (Intel Xeon, ten runs) were all kept fed.
+PIECE_OVERHEAD_RTF = 0.04
 
 
-def measured_capacity(workers: int, decode_rtf: float, share: float = SUSTAINED_SHARE) -> int:
-    """Real-time listeners whose decoding fits in ``share`` of ``workers``' time at ``decode_rtf`` seconds
-    of work per second of audio; never fewer than one (a slow machine still serves someone)."""
+def measured_capacity(
+    workers: int, decode_rtf: float, share: float = SUSTAINED_SHARE, overhead: float = PIECE_OVERHEAD_RTF
+) -> int:
+    """Real-time listeners whose decoding, ``decode_rtf`` seconds of work per second of audio in full windows
+    plus ``overhead`` for their pieces' starts, fits in ``share`` of ``workers``' time; never fewer than one
+    (a slow machine still serves someone)."""
     if decode_rtf <= 0:
         return workers
-    return max(1, math.floor(share * workers / decode_rtf + 1e-9))
+    return max(1, math.floor(share * workers / (decode_rtf + overhead) + 1e-9))
 
 
 class DecodeSpeed:

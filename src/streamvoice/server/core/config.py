@@ -69,7 +69,7 @@ class ServerConfig:
     )
     admission_listeners: int = setting(
         0,
-        "capacity in real-time listeners (0: measured at warm-up, 0.85 of what full windows make)",
+        "capacity in real-time listeners (0: measured at warm-up from what full windows make)",
         0,
         100_000,
     )
