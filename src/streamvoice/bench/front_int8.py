@@ -17,7 +17,7 @@ int8 as ``engine.static_front`` derives them (ranges on the static decoder's ten
 - N alone: the energy branch (what the ``int8-static`` variant ships).
 
 Each runs in the engine in place of the exported front (the same decoder after it). Speed: median ms per
-front call on three English sentences, alternated with the exported front, two rounds. Sound, per language
+front call on three English sentences, the fronts taking turns call by call. Sound, per language
 on ``bench.languages``' sentences (not the calibration text): whole-piece PESQ against the exported front's
 (durations move, so PESQ reads timing as well as timbre), Whisper base's character error rate with the
 language forced (Mandarin as toneless pinyin), DNSMOS, and the length against the exported front's.
@@ -145,14 +145,17 @@ def candidates(engine: KokoroEngine) -> dict[str, bytes]:
 def speed(
     sessions: dict[str, ort.InferenceSession], feeds: list[dict[str, Any]], repeat: int
 ) -> dict[str, float]:
+    """Median ms per call, the sessions taking turns call by call (a drifting machine hits them alike: timed
+    one after another, a session's ~10 s block could land in a slow spell and read 20% slower)."""
     times: dict[str, list[float]] = {name: [] for name in sessions}
-    for _ in range(2):
-        for name, session in sessions.items():
-            for _ in range(repeat):
-                for f in feeds:
-                    started = time.perf_counter()
-                    session.run(None, f)
-                    times[name].append(time.perf_counter() - started)
+    for session in sessions.values():
+        session.run(None, feeds[0])
+    for _ in range(2 * repeat):
+        for f in feeds:
+            for name, session in sessions.items():
+                started = time.perf_counter()
+                session.run(None, f)
+                times[name].append(time.perf_counter() - started)
     return {name: statistics.median(t) * 1000 for name, t in times.items()}
 
 

@@ -8,7 +8,7 @@ s8 weights per output channel, u8 activations with ranges measured beforehand, o
 calibration phrase of ``static_decoder.CALIBRATION``). Durations and pitch come out exactly as exported.
 
 What was measured (``python -m streamvoice.bench.front_int8``, docs/benchmarks.md 10e): the N branch alone
-takes ~7% off a front call and leaves the whole piece's PESQ against the exported graph where the static
+takes ~6% off a front call and leaves the whole piece's PESQ against the exported graph where the static
 decoder has it; the F0 branch as well moves pitch by ~0.7% (rms) and costs PESQ 0.4 on average; the whole
 front in static int8 moves durations.
 
