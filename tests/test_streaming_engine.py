@@ -100,21 +100,35 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
             assert chunks[0].size < whole.size / 3
 
 
+# Sentences the streamed bar is guarded on: one sentence alone is too narrow (its PESQ moves 1.9-3.7 with what
+# the voice's statistics have learned and from one int8 derivation to the next).
+CLOSE_TO_WHOLE = (
+    SENTENCE,
+    "Your package left our warehouse on Monday and is now with the courier.",
+    "Thanks for calling, I can help you with that order today.",
+    "Please hold while I transfer your call to the next available agent.",
+)
+
+
 def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
     warm_up(engine, ("af_heart",))  # as the server does: the voice's decoder statistics are known
     spec = engine.parse_voice("af_heart")
-    piece = engine.planner.plan(SENTENCE, "en-us")[0]
-    whole = engine.synthesize_piece(piece, spec, 1.0)
-    windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
-    # Windows normalise with an estimate of the whole piece's statistics, not the piece's own; PESQ against
-    # the whole piece is 2.5-3.5 on this sentence (python -m streamvoice.bench.quality). Guards against
-    # regressions. (Both are trimmed at their own first audible block, so a sample-aligned measure would
-    # compare shifted signals; PESQ aligns them itself.)
+    # Windows normalise with an estimate of the whole piece's statistics, not the piece's own: PESQ against
+    # the whole piece averages 2.9-3.1 over these four (af_heart after warm-up, the shipped graph and the two
+    # before it; 2.6-2.7 over 54 voices' greetings: python -m streamvoice.bench.engine, docs/benchmarks.md 10c).
+    # Guards against regressions. (Both are trimmed at their own first audible block, so a sample-aligned
+    # measure would compare shifted signals; PESQ aligns them itself.)
     from tests.test_listener import pesq_against
 
-    assert pesq_against(whole, windowed) > 2.5
-    ratio = float(np.sqrt(np.mean(windowed**2)) / np.sqrt(np.mean(whole**2)))
-    assert 0.8 < ratio < 1.25
+    scores, ratios = [], []
+    for text in CLOSE_TO_WHOLE:
+        piece = engine.planner.plan(text, "en-us")[0]
+        whole = engine.synthesize_piece(piece, spec, 1.0)
+        windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+        scores.append(pesq_against(whole, windowed))
+        ratios.append(float(np.sqrt(np.mean(windowed**2)) / np.sqrt(np.mean(whole**2))))
+    assert float(np.mean(scores)) > 2.5, scores
+    assert all(0.8 < r < 1.25 for r in ratios), ratios
 
 
 @pytest.mark.slow
