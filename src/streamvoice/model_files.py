@@ -7,6 +7,7 @@ that ``streamvoice models download`` fills. Nothing is fetched implicitly: a ser
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -128,6 +129,19 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def naming_hash(path: Path) -> str:
+    """``sha256_of`` for naming what is derived from a file (the static graphs, the voice statistics), read
+    once per version of the file in a process: a start looks all three up by the 92 MB model's hash.
+    Checking a download against its published hash reads the file every time (``sha256_of``)."""
+    st = path.stat()
+    return _naming_hash(str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _naming_hash(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    return sha256_of(Path(path))
 
 
 ProgressFn = Callable[[str, int, int | None], None]

@@ -30,12 +30,8 @@ Run: ``python -m streamvoice.bench.front_int8 [--repeat 7] [--sentences 2] [--no
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,7 +46,7 @@ from streamvoice.engine import KokoroEngine, static_front
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.options import EngineOptions
-from streamvoice.engine.static_decoder import CALIBRATION, CalibrationFeeds, float_weights
+from streamvoice.engine.static_decoder import CALIBRATION, float_weights, quantize
 from streamvoice.engine.voices import describe
 
 TIMED = (
@@ -109,7 +105,6 @@ def front_feeds(engine: KokoroEngine, text: str, voice: str, lang: str) -> list[
 
 def candidates(engine: KokoroEngine) -> dict[str, bytes]:
     import onnx
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     front = split_model(engine.files.model).front
     floating = onnx.load_from_string(front)
@@ -121,17 +116,7 @@ def candidates(engine: KokoroEngine) -> dict[str, bytes]:
         for voice in CALIBRATION_VOICES
         for f in front_feeds(engine, calibration_text(describe(voice).lang), voice, describe(voice).lang)
     ]
-    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
-        source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
-        source.write_bytes(static_source)
-        quantize_static(
-            str(source), str(target), CalibrationFeeds(calibration),  # type: ignore[arg-type]
-            quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-            weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv"],
-            calibrate_method=CalibrationMethod.MinMax,
-            extra_options={"ActivationSymmetric": False, "WeightSymmetric": True, "CalibStridedMinMax": 1},
-        )  # fmt: skip
-        static = target.read_bytes()
+    static = quantize(onnx.load_from_string(static_source), calibration, ("MatMul", "Conv"), percentile=None)
     shipped_feeds = engine.front_feeds(CALIBRATION)
     return {
         "exported": front,

@@ -108,13 +108,13 @@ def _snake(with_sin: bool) -> list[Any]:
     """The folded snake ``(w + S(w)) * k`` on an input ``x`` (``w = x * a + b``), ``S`` by ``Sin`` or polynomial."""
     from onnx import helper
 
-    from streamvoice.engine.graph_fusion import sin_squared_terms
+    from streamvoice.engine.graph_fusion import SIN2_POLYNOMIAL, sin_squared_terms
 
     w = [helper.make_node("Mul", ["x", "a"], ["xa"]), helper.make_node("Add", ["xa", "b"], ["w"])]
     if with_sin:
         square = [helper.make_node("Sin", ["w"], ["sin"]), helper.make_node("Mul", ["sin", "sin"], ["s2"])]
     else:
-        square = sin_squared_terms(["c0", "c1", "c2", "c3"], "w", "s2")
+        square = sin_squared_terms([f"c{i}" for i in range(len(SIN2_POLYNOMIAL))], "w", "s2")
     return [
         *w,
         *square,

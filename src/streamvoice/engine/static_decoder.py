@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from streamvoice.engine.graph_fusion import fuse, keep_only_used
-from streamvoice.model_files import sha256_of, user_cache_dir
+from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 
@@ -73,7 +73,7 @@ CALIBRATION = (
 
 
 def cache_name(model: Path) -> str:
-    return f"decoder-static-int8-v{FORMAT}-{sha256_of(model)[:16]}.onnx"
+    return f"decoder-static-int8-v{FORMAT}-{naming_hash(model)[:16]}.onnx"
 
 
 def find(model: Path, name: str | None = None) -> Path | None:
@@ -109,29 +109,50 @@ def derive_graph(
     ``percentile`` of each activation's magnitude); convolutions whose names match ``keep_float`` stay float
     (``bench.static_int8`` tries others)."""
     import onnx
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     model = onnx.load_from_string(decoder)
     float_weights(model)
     fuse(model)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
-    keep = [c for c in convs if re.search(keep_float, c)]
+    return quantize(
+        model, windows, exclude=[c for c in convs if re.search(keep_float, c)], percentile=percentile
+    )
+
+
+def quantize(
+    model: Any,
+    feeds: list[dict[str, Any]],
+    op_types: tuple[str, ...] = ("Conv",),
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    percentile: float | None = PERCENTILE,
+) -> bytes:
+    """``model`` with its ``op_types`` nodes (only those named in ``include``, when given; none named in
+    ``exclude``) in static int8, the QDQ form ONNX Runtime fuses into ``QLinearConv``: s8 weights per output
+    channel, u8 activations ranged on ``feeds`` by the ``percentile`` of each one's magnitude (None: its
+    minimum and maximum). The static decoder's and front's derivation, and the benchmarks' candidates."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    extra: dict[str, Any] = {
+        "ActivationSymmetric": False, "WeightSymmetric": True,
+        # One feed per pass: the histograms merge, every tensor of a pass is held until it ends (~0.4 GB a
+        # decoder window; all at once, 32 windows took ~8 GB), and feeds may differ in length.
+        "CalibStridedMinMax": 1,
+    }  # fmt: skip
+    if percentile is not None:
+        extra["CalibPercentile"] = percentile
     # ONNX Runtime's quantizer prints its progress and advises pre-processing (shape inference, which the
-    # windows' dynamic length makes moot): neither is for a server's log.
+    # feeds' dynamic lengths make moot): neither is for a server's log.
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), quiet_root():
         source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
         onnx.save(model, str(source))
         quantize_static(
-            str(source), str(target), CalibrationFeeds(windows),  # type: ignore[arg-type]
+            str(source), str(target), CalibrationFeeds(feeds),  # type: ignore[arg-type]
             quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-            weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_exclude=keep,
-            calibrate_method=CalibrationMethod.Percentile,
-            extra_options={
-                "ActivationSymmetric": False, "WeightSymmetric": True, "CalibPercentile": percentile,
-                # One window per pass: the histograms merge, every tensor of a pass is held until it ends
-                # (~0.4 GB a window; all at once, 32 windows took ~8 GB), and windows may differ in length.
-                "CalibStridedMinMax": 1,
-            },
+            weight_type=QuantType.QInt8, op_types_to_quantize=list(op_types), nodes_to_quantize=include,
+            nodes_to_exclude=exclude, extra_options=extra,
+            calibrate_method=CalibrationMethod.MinMax if percentile is None else CalibrationMethod.Percentile,
         )  # fmt: skip
         return target.read_bytes()
 

@@ -17,52 +17,34 @@ Cached like the static decoder, keyed by the model file's hash and ``FORMAT``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from streamvoice.engine import static_decoder
-from streamvoice.engine.static_decoder import PERCENTILE, CalibrationFeeds, float_weights
-from streamvoice.model_files import sha256_of
+from streamvoice.engine.static_decoder import float_weights
+from streamvoice.model_files import naming_hash
 
 FORMAT = 1  # bump when the derivation changes: old files then no longer match
 ENERGY_BRANCH = r"^/encoder/N\.\d/"  # the convolutions quantized statically, by node name
 
 
 def cache_name(model: Path) -> str:
-    return f"front-static-int8-v{FORMAT}-{sha256_of(model)[:16]}.onnx"
+    return f"front-static-int8-v{FORMAT}-{naming_hash(model)[:16]}.onnx"
 
 
 def derive_graph(front: bytes, feeds: list[dict[str, Any]], nodes: str = ENERGY_BRANCH) -> bytes:
     """The front graph with the dynamic-int8 convolutions whose names match ``nodes`` in static int8,
     activation ranges measured on ``feeds`` (front inputs); everything else as exported."""
     import onnx
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     model = onnx.load_from_string(front)
     float_weights(model, nodes)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv" and re.search(nodes, n.name)]
     if not convs:
         raise RuntimeError(f"no convolution of this front matches {nodes!r}: nothing to quantize")
-    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
-        source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
-        onnx.save(model, str(source))
-        with static_decoder.quiet_root():
-            quantize_static(
-                str(source), str(target), CalibrationFeeds(feeds),  # type: ignore[arg-type]
-                quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-                weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_quantize=convs,
-                calibrate_method=CalibrationMethod.Percentile,
-                extra_options={
-                    "ActivationSymmetric": False, "WeightSymmetric": True, "CalibPercentile": PERCENTILE,
-                    "CalibStridedMinMax": 1,
-                },
-            )  # fmt: skip
-        return target.read_bytes()
+    return static_decoder.quantize(model, feeds, include=convs)
 
 
 def derive(model: Path, feeds: list[dict[str, Any]]) -> bytes:

@@ -22,14 +22,14 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.norm_stats import NormStats
-from streamvoice.model_files import sha256_of, user_cache_dir
+from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 FORMAT = 2  # bump when calibration changes: old files then no longer match
 
 
 def cache_name(engine: KokoroEngine) -> str:
-    key = sha256_of(engine.files.model)[:16] + "-" + sha256_of(engine.files.voices)[:8]
+    key = naming_hash(engine.files.model)[:16] + "-" + naming_hash(engine.files.voices)[:8]
     return f"voice-stats-v{FORMAT}-{key}.npz"
 
 
