@@ -27,11 +27,11 @@ ALIAS = {"type": "alias", "string_to_replace": "UN", "alias": "United Nations"}
 IPA = {
     "type": "phoneme",
     "string_to_replace": "zorblax",
-    "phoneme": "ˈtoʊstɚ",
+    "phoneme": "ˈwɔtɚmɛlən",
     "alphabet": "ipa",
-}  # "toaster"
+}  # "watermelon": "toaster" was heard "coaster" in CI from the static-int8 engine, a /t/ on Whisper's edge
 CMU = {"type": "phoneme", "string_to_replace": "glorp", "phoneme": "B AH1 T ER0", "alphabet": "cmu-arpabet"}
-SPOKEN = "The UN bought a zorblax."  # said: "The United Nations bought a toaster."
+SPOKEN = "The UN bought a zorblax."  # said: "The United Nations bought a watermelon."
 RAW = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
 
 
@@ -199,7 +199,7 @@ def heard(transcriber: Any, pcm: bytes | np.ndarray) -> str:
 
 
 def says_both(text: str) -> bool:
-    return "united nations" in text and "toaster" in text
+    return "united nations" in text and "watermelon" in text
 
 
 async def stream_input(server: RunningServer, dictionary: Any, key: str = "alice") -> bytes:
@@ -304,7 +304,7 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
         keep("elevenlabs stream-input", await stream_input(two, made))
         keep("livekit elevenlabs", *await livekit_multi_stream(two, made))
 
-        items = [{"text": "UN", "alias": "United Nations"}, {"text": "zorblax", "alias": "<<ˈ|t|oʊ|s|t|ɚ>>"}]
+        items = [{"text": "UN", "alias": "United Nations"}, {"text": "zorblax", "alias": "<<ˈ|w|ɔ|t|ɚ|m|ɛ|l|ə|n>>"}]
         pdict = cartesia(one).pronunciation_dicts.create(name="brands", items=items)
         keep("cartesia bytes", cartesia(two).tts.generate(
             model_id="sonic-3", transcript=SPOKEN, voice={"mode": "id", "id": "af_heart"}, output_format=RAW,

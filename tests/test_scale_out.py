@@ -143,7 +143,7 @@ def test_a_dictionary_made_on_one_replica_process_is_spoken_by_the_other(
     _, (one, two) = cluster
     rules: list[Any] = [
         {"type": "alias", "string_to_replace": "UN", "alias": "United Nations"},
-        # "watermelon": "toaster" (test_dictionaries' word) was heard "coaster" 3 times in 4 from a fresh
+        # "watermelon": "toaster" was heard "coaster" 3 times in 4 from a fresh
         # replica's static-int8 decoder, a /t/ on Whisper's edge; this test is about the sharing
         {"type": "phoneme", "string_to_replace": "zorblax", "phoneme": "ˈwɔtɚmɛlən", "alphabet": "ipa"},
     ]
