@@ -304,7 +304,10 @@ async def test_replicas_share_dictionaries_through_redis_and_keep_them_across_a_
         keep("elevenlabs stream-input", await stream_input(two, made))
         keep("livekit elevenlabs", *await livekit_multi_stream(two, made))
 
-        items = [{"text": "UN", "alias": "United Nations"}, {"text": "zorblax", "alias": "<<ˈ|w|ɔ|t|ɚ|m|ɛ|l|ə|n>>"}]
+        items = [
+            {"text": "UN", "alias": "United Nations"},
+            {"text": "zorblax", "alias": "<<ˈ|w|ɔ|t|ɚ|m|ɛ|l|ə|n>>"},
+        ]
         pdict = cartesia(one).pronunciation_dicts.create(name="brands", items=items)
         keep("cartesia bytes", cartesia(two).tts.generate(
             model_id="sonic-3", transcript=SPOKEN, voice={"mode": "id", "id": "af_heart"}, output_format=RAW,

@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +35,7 @@ from streamvoice.engine.cuda_graph import stft_as_conv
 from streamvoice.engine.graph_fusion import fuse
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.static_decoder import CONTEXT, CalibrationFeeds, float_weights
+from streamvoice.engine.static_decoder import CONTEXT, float_weights, quantize
 
 # Calibration: ten voices, the nine languages; held out: two others.
 CALIBRATION = (
@@ -89,19 +87,6 @@ def windows(engine: KokoroEngine, said: tuple[tuple[str, str], ...], frames: int
                 break
             start += frames
     return out
-
-
-def quantized(float_model: Path, out: Path, feeds: list[dict[str, Any]], keep_float: list[str]) -> bytes:
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
-    quantize_static(
-        str(float_model), str(out), CalibrationFeeds(feeds),  # type: ignore[arg-type]
-        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"], nodes_to_exclude=keep_float,
-        calibrate_method=CalibrationMethod.MinMax,
-        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
-    )  # fmt: skip
-    return out.read_bytes()
 
 
 def measure(graph: bytes, feeds: list[dict[str, Any]], repeat: int) -> tuple[float, list[np.ndarray]]:
@@ -160,21 +145,19 @@ def main() -> None:
     rows = [row("float weights (no int8)", 0, *measure(model.SerializeToString(), held_out, args.repeat))]
     print(rows[-1], flush=True)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
-    with tempfile.TemporaryDirectory() as folder:
-        float_path = Path(folder) / "float.onnx"
-        onnx.save(model, str(float_path))
-        stft_path = Path(folder) / "float-stft.onnx"
-        stft_as_conv(model)
-        onnx.save(model, str(stft_path))
-        stft_convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
-        for name in args.candidates.split(","):
-            pattern = CANDIDATES[name]
-            source, names = (stft_path, stft_convs) if name == "stft" else (float_path, convs)
-            keep = [c for c in names if pattern and re.search(pattern, c)]
-            graph = quantized(source, Path(folder) / "static.onnx", calibration, keep)
-            rows.append(row(f"static int8, float: {name}" if pattern else "static int8, every conv", len(keep),
-                            *measure(graph, held_out, args.repeat)))  # fmt: skip
-            print(rows[-1], flush=True)
+    stft_model = onnx.ModelProto()
+    stft_model.CopyFrom(model)
+    stft_as_conv(stft_model)
+    stft_convs = [n.name for n in stft_model.graph.node if n.op_type == "Conv"]
+    for name in args.candidates.split(","):
+        pattern = CANDIDATES[name]
+        source, names = (stft_model, stft_convs) if name == "stft" else (model, convs)
+        keep = [c for c in names if pattern and re.search(pattern, c)]
+        # ranges by min and max, as docs 10b measured them
+        graph = quantize(source, calibration, exclude=keep, percentile=None)
+        rows.append(row(f"static int8, float: {name}" if pattern else "static int8, every conv", len(keep),
+                        *measure(graph, held_out, args.repeat)))  # fmt: skip
+        print(rows[-1], flush=True)
     columns = [
         ("candidate", "decoder graph"),
         ("kept_float", "convs in float"),

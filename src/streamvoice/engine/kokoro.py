@@ -96,7 +96,7 @@ class KokoroEngine:
         self.memory = VoiceMemory(self.voice_names)
         self.decoder_graph: DecoderGraph = "exported"
         if options.decoder == "static-int8" or (options.decoder is None and self._static_by_default()):
-            self._use_static_decoder()
+            self._use_static_graphs()
 
     def _graphs(
         self, files: ModelFiles, options: EngineOptions, so: ort.SessionOptions, graph: Graph | None
@@ -125,7 +125,9 @@ class KokoroEngine:
             and "CUDAExecutionProvider" not in self.providers
         )
 
-    def _use_static_decoder(self) -> None:
+    def _use_static_graphs(self) -> None:
+        """The split graph's decoder and the front's energy branch in static int8, each derived once from
+        the official file and cached beside it (``static_decoder.prepare_derived``)."""
         from streamvoice.engine import static_decoder, static_front
         from streamvoice.engine.static_decoder import CALIBRATION
 
