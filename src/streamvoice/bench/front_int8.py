@@ -34,10 +34,10 @@ import statistics
 import time
 from typing import Any
 
-import numpy as np
 import onnxruntime as ort
 
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.gpu import float_lstms
 from streamvoice.bench.languages import SENTENCES, comparable
 from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.tables import md_table, md_value
@@ -58,41 +58,6 @@ PROSODY_BRANCHES = r"^/encoder/(F0|N)\.\d/"  # pitch and energy: static_front qu
 CALIBRATION_VOICES = (
     "af_heart", "am_michael", "bf_emma", "ef_dora", "ff_siwis", "jf_alpha", "zf_xiaobei", "if_sara", "pf_dora",
 )  # fmt: skip
-
-
-def float_lstms(model: Any) -> int:
-    """Each ``DynamicQuantizeLSTM`` as a float ``LSTM`` on its dequantized weights (ONNX's layout: gates
-    first, [directions, 4 x hidden, input])."""
-    from onnx import helper, numpy_helper
-
-    inits = {i.name: i for i in model.graph.initializer}
-
-    def dequantized(q: str, scale: str, zero: str) -> np.ndarray[Any, Any]:
-        w = numpy_helper.to_array(inits[q]).astype(np.float32)
-        s, z = numpy_helper.to_array(inits[scale]), numpy_helper.to_array(inits[zero]).astype(np.float32)
-        s, z = (s[:, None, None], z[:, None, None]) if s.ndim == 1 else (s[:, None, :], z[:, None, :])
-        return np.ascontiguousarray(((w - z) * s).transpose(0, 2, 1))
-
-    nodes, count = [], 0
-    for n in model.graph.node:
-        if n.op_type != "DynamicQuantizeLSTM":
-            nodes.append(n)
-            continue
-        x, w, r, b, lengths, h0, c0, _, w_scale, w_zero, r_scale, r_zero = n.input
-        names = (f"{n.name}_W", f"{n.name}_R")
-        model.graph.initializer.extend(
-            [
-                numpy_helper.from_array(dequantized(w, w_scale, w_zero), names[0]),
-                numpy_helper.from_array(dequantized(r, r_scale, r_zero), names[1]),
-            ]
-        )
-        attributes = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-        attributes = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes.items()}
-        nodes.append(helper.make_node("LSTM", [x, *names, b, lengths, h0, c0], list(n.output), **attributes))
-        count += 1
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    return count
 
 
 def front_feeds(engine: KokoroEngine, text: str, voice: str, lang: str) -> list[dict[str, Any]]:
