@@ -52,6 +52,17 @@ def test_control_messages() -> None:
     )
 
 
+@pytest.mark.parametrize("bad_id", [{"m": 1}, ["m2"], True, 2.5, 10**80])
+@pytest.mark.parametrize("kind", ["cancel", "append", "end", "synthesize"])
+def test_an_id_of_another_type_is_refused_not_dropped(kind: str, bad_id: object) -> None:
+    """Dropped, it would make ``cancel`` cut every message and ``append``/``end`` reach the latest stream."""
+    frame = json.dumps({"type": kind, "id": bad_id, "text": "Hi."})
+    with pytest.raises(ProtocolError) as info:
+        decode_client_frame(frame)
+    assert info.value.code == ErrorCode.INVALID_FIELD and '"id" must be a string' in info.value.message
+    assert info.value.id is None
+
+
 @pytest.mark.parametrize(
     ("frame", "code"),
     [

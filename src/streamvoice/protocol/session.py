@@ -110,16 +110,18 @@ MESSAGE_TYPES = ("synthesize", "append", "flush", "end", "configure", "cancel", 
 
 
 def _id_of(obj: dict[str, Any]) -> str | None:
+    """The message's id as text. One of any other type is refused, not dropped: without its id a ``cancel``,
+    ``append`` or ``end`` would act on every message or the latest stream instead of the one meant."""
     raw = obj.get("id")
-    if raw is None or isinstance(raw, bool):
+    if raw is None:
         return None
-    if isinstance(raw, int):
-        # An integer of thousands of digits cannot even be turned into a string (CPython's digit limit
-        # raises), so a huge one is refused rather than echoed.
-        if raw.bit_length() > 256:
-            return None
+    if isinstance(raw, str):
+        return raw[:MAX_ID_CHARS]
+    # An integer of thousands of digits cannot even be turned into a string (CPython's digit limit raises).
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw.bit_length() <= 256:
         return str(raw)[:MAX_ID_CHARS]
-    return raw[:MAX_ID_CHARS] if isinstance(raw, str) else None
+    shown = "integer that long" if isinstance(raw, int) and not isinstance(raw, bool) else type(raw).__name__
+    raise ProtocolError(ErrorCode.INVALID_FIELD, f'"id" must be a string (or an integer), not a JSON {shown}')
 
 
 def decode_client_frame(data: str | bytes, limits: Limits = DEFAULT_LIMITS) -> ClientMessage:
