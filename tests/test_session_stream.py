@@ -105,6 +105,35 @@ async def test_a_stream_is_cancelled_by_id_and_the_next_message_speaks(speech_se
         assert [e for _, e in rest if isinstance(e, dict)][-1]["type"] == "synthesis_complete"
 
 
+async def test_close_speaks_the_open_streams_as_they_stand_and_closes(scripted: KokoroEngine) -> None:
+    """``close``: no more text can come, so an open stream is ended now, not after its text timeout (set to
+    ten minutes here: before the fix the answer came only then)."""
+    server = await asyncio.to_thread(start_speech_server, scripted, stream_text_timeout_s=600.0)
+    try:
+        async with connect(server.ws_url) as ws:
+            await ws.send(
+                json.dumps({"type": "synthesize", "stream": True, "id": "a", "text": "Hello there."})
+            )
+            await ws.send(json.dumps({"type": "synthesize", "stream": True, "id": "b", "text": "And you"}))
+            await ws.send(json.dumps({"type": "close"}))
+            events = []
+            async with asyncio.timeout(120):
+                async for frame in ws:  # until the server closes the socket
+                    if isinstance(frame, str):
+                        events.append(json.loads(frame))
+        assert ws.close_code == 1000
+        answers = [(e["type"], e.get("id")) for e in events if e["type"] != "alignment"]
+        assert answers == [
+            ("synthesis_started", "a"),
+            ("synthesis_complete", "a"),
+            ("synthesis_started", "b"),
+            ("synthesis_complete", "b"),
+            ("session_closed", None),
+        ]
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
 async def test_a_stream_is_bounded_in_text_and_in_time(engine: KokoroEngine) -> None:
     server = await asyncio.to_thread(
         start_speech_server, engine, warm_up=False, max_stream_chars=200, stream_text_timeout_s=1.0

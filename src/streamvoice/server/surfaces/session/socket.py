@@ -88,6 +88,7 @@ class BidiSession(Connection[Frame, Message]):
                 }
                 self.reply(encode_event(Ack("cancelled", detail)))
             case Close():
+                self.streams.end_all()
                 self.reply(encode_event(Ack("session_closed", {"session": self.session_id})))
                 return True
         return False

@@ -41,6 +41,12 @@ class StreamedMessages:
     def end(self, uid: str | None) -> None:
         self.forget(self._find(uid))
 
+    def end_all(self) -> None:
+        """The client closed the session: no more text can come, so each open stream is spoken as it
+        stands now, not after ``stream_text_timeout_s`` (which held the listener slot that long)."""
+        for message in list(self._open):
+            self.forget(message)
+
     def forget(self, message: Message) -> None:
         """The message was answered, ended or cancelled: nothing more can be streamed into it."""
         message.utterance.end()
