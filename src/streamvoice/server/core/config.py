@@ -107,6 +107,13 @@ class ServerConfig:
         1024 * 1024, "HTTP request body bytes (larger: 413 before reading)", 1024, 1 << 30
     )
     body_timeout_s: float = setting(10.0, "an HTTP body must arrive whole within this (else 408)", 0.1, 3600)
+    head_timeout_s: float = setting(
+        10.0,
+        "an HTTP request's line and headers must arrive within this of the connection opening or of the "
+        "last answer (else 408 and the connection closes)",
+        0.1,
+        3600,
+    )
     ws_ping_interval_s: float = setting(20.0, "WebSocket keepalive ping interval", 0.1, 3600)
     ws_ping_timeout_s: float = setting(20.0, "WebSocket keepalive: a pong must come within this", 0.1, 3600)
     drain_timeout_s: float = setting(15.0, "on SIGTERM: how long open sessions get to finish", 0, 86_400)

@@ -1,0 +1,86 @@
+"""A deadline on each HTTP request's head, which uvicorn lacks: its keep-alive timer starts only after a
+first answer and restarts with every byte, so a connection that sends half a request line, or trickles its
+headers a byte at a time, is held for good (Slowloris, CVE-2007-6750), and enough of them exhaust the
+process's connections. Middleware cannot help: it runs only once the head has been parsed.
+
+The deadline runs from the connection opening and again from each answer; it stops when a head is complete
+(so a long streamed answer or a WebSocket session is never cut). A head that started and did not finish is
+answered 408; a connection that sent nothing is closed. Bodies have their own bound (``asgi``). The speech
+server takes the deadline from ``head_timeout_s``; the agent uses ``HEAD_TIMEOUT_S``. Checked by ``pytest
+tests/test_request_head.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger("streamvoice.server")
+
+HEAD_TIMEOUT_S = 10.0  # as the speech server's ``head_timeout_s`` default
+
+
+def overdue_response(seconds: float) -> bytes:
+    body = (
+        f"the request line and headers did not arrive within {seconds:g} s of the connection opening "
+        "(or of the last answer); send each request whole\n"
+    ).encode()
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    return head + body
+
+
+def with_head_deadline(seconds: float) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol (h11) with the deadline; pass it as uvicorn's ``http``."""
+
+    class HeadDeadlineProtocol(H11Protocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if not self._waiting_for_head():  # a head arrived (or the socket was handed to a WebSocket)
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            self._arm()  # before the pipelined request uvicorn may handle at once, which then disarms it
+            super().on_response_complete()
+
+        def _waiting_for_head(self) -> bool:
+            return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+
+        def _arm(self) -> None:
+            self._disarm()
+            if not self.transport.is_closing():
+                self._head_timer = self.loop.call_later(seconds, self._overdue)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _overdue(self) -> None:
+            self._head_timer = None
+            if self.transport.is_closing() or not self._waiting_for_head():
+                return
+            if self.conn.trailing_data[0]:  # part of a head waits in h11's buffer: tell the client why
+                self.transport.write(overdue_response(seconds))
+            log.debug("closed %s: no whole request head within %g s", self.client, seconds)
+            self.transport.close()
+
+    return HeadDeadlineProtocol

@@ -1,0 +1,99 @@
+"""The deadline on each HTTP request's head (``streamvoice.request_head``), on the speech server as ``serve``
+builds it: a head that never ends is answered 408 and closed, trickled bytes do not extend it, a silent
+connection is closed, and nothing that has sent its head is cut (a long streamed answer, a WebSocket
+session, the next request on a kept-alive connection)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from streamvoice.engine import KokoroEngine
+from tests.helpers import RunningServer, answers, start_speech_server
+
+DEADLINE_S = 0.5
+
+
+@pytest.fixture(scope="module")
+def server(busy_scripted: KokoroEngine) -> Iterator[RunningServer]:
+    """Answers that take seconds (the scripted engine sleeps 5 ms a frame): longer than the deadline."""
+    running = start_speech_server(busy_scripted, head_timeout_s=DEADLINE_S)
+    yield running
+    running.stop()
+
+
+def until_closed(sock: socket.socket, trickle: bytes = b"") -> bytes:
+    """Everything the server sends until it closes the connection, sending ``trickle`` a byte at a time
+    (one every tenth of the deadline) meanwhile."""
+    received = b""
+    sock.settimeout(DEADLINE_S / 10)
+    for _ in range(600):  # a minute at most: a server that never closes fails here
+        if trickle:
+            with contextlib.suppress(OSError):  # already closed: read what was answered
+                sock.sendall(trickle[:1])
+            trickle = trickle[1:]
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            continue
+        if not data:
+            return received
+        received += data
+    raise AssertionError("the server kept the connection open")
+
+
+def test_a_head_that_never_ends_is_answered_408_and_closed(server: RunningServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n")  # the blank line never comes
+        answer = until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"send each request whole" in answer
+
+
+def test_trickled_bytes_do_not_extend_the_deadline(server: RunningServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        answer = until_closed(sock, trickle=b"GET /ping HTTP/1.1\r\n" + b"X-Slow: " + b"a" * 200)
+    assert answer.startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_connection_that_sends_nothing_is_closed(server: RunningServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        assert until_closed(sock) == b""
+
+
+def test_a_kept_alive_connection_gets_the_deadline_again_after_each_answer(server: RunningServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n")  # the second head stops half way
+        answer = until_closed(sock)
+    first, _, rest = answer.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200 ") and b"HTTP/1.1 408 " in rest
+
+
+def test_a_streamed_answer_longer_than_the_deadline_is_not_cut(server: RunningServer) -> None:
+    text = "The museum opens at nine in the morning, and the guided tours start every half hour. " * 3
+    with httpx.Client(timeout=60) as client:
+        with client.stream(
+            "POST",
+            server.url + "/v1/audio/speech",
+            json={"input": text, "voice": "af_heart", "response_format": "pcm"},
+        ) as response:
+            assert response.status_code == 200
+            chunks = [len(chunk) for chunk in response.iter_bytes()]
+        # the same connection, kept alive, serves the next request
+        assert client.get(server.url + "/ping").status_code == 200
+    assert len(chunks) > 1 and sum(chunks) > 24_000 * 2 * 5  # seconds of audio, streamed in parts
+
+
+async def test_a_websocket_session_outlives_the_deadline(server: RunningServer) -> None:
+    async with connect(server.ws_url) as ws:
+        await asyncio.sleep(4 * DEADLINE_S)  # the handshake was the head: nothing runs against the session
+        await ws.send(json.dumps({"type": "synthesize", "text": "Still here.", "id": "w"}))
+        (answer,) = await answers(ws, 1)
+    assert answer["type"] == "synthesis_complete" and answer["id"] == "w"
