@@ -16,6 +16,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from streamvoice.engine import KokoroEngine
+from streamvoice.request_head import overdue_response
 from tests.helpers import RunningServer, answers, start_speech_server
 
 DEADLINE_S = 0.5
@@ -31,7 +32,8 @@ def server(busy_scripted: KokoroEngine) -> Iterator[RunningServer]:
 
 def until_closed(sock: socket.socket, trickle: bytes = b"") -> bytes:
     """Everything the server sends until it closes the connection, sending ``trickle`` a byte at a time
-    (one every tenth of the deadline) meanwhile."""
+    (one every tenth of the deadline) meanwhile. A byte sent after the server closed makes the kernel reset
+    the connection, which may discard what was answered: a reset counts as closed."""
     received = b""
     sock.settimeout(DEADLINE_S / 10)
     for _ in range(600):  # a minute at most: a server that never closes fails here
@@ -43,6 +45,8 @@ def until_closed(sock: socket.socket, trickle: bytes = b"") -> bytes:
             data = sock.recv(65536)
         except TimeoutError:
             continue
+        except ConnectionResetError:
+            return received
         if not data:
             return received
         received += data
@@ -58,8 +62,9 @@ def test_a_head_that_never_ends_is_answered_408_and_closed(server: RunningServer
 
 def test_trickled_bytes_do_not_extend_the_deadline(server: RunningServer) -> None:
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        # 228 bytes, one every 0.05 s: 11 s of trickle, and the head is never complete
         answer = until_closed(sock, trickle=b"GET /ping HTTP/1.1\r\n" + b"X-Slow: " + b"a" * 200)
-    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert answer in (b"", overdue_response(DEADLINE_S))  # closed at the deadline (its 408 lost to a reset)
 
 
 def test_a_connection_that_sends_nothing_is_closed(server: RunningServer) -> None:

@@ -49,7 +49,8 @@ async def test_records_by_kind_owner_and_key(store: Store) -> None:
 
 async def test_expired_records_are_neither_read_nor_counted(store: Store) -> None:
     k = kind()
-    await store.put(k, "alice", "brief", b"x", ttl_s=0.3)
+    # Long enough to outlast the three calls below on a loaded machine (0.3 s once did not, in CI)
+    await store.put(k, "alice", "brief", b"x", ttl_s=2.0)
     await store.put(k, "alice", "later", b"y", ttl_s=60)
     await store.put(k, "alice", "kept", b"z")
     assert await store.keys(k, "alice") == ["brief", "later", "kept"]  # soonest to expire first
