@@ -117,10 +117,11 @@ def _id_of(obj: dict[str, Any]) -> str | None:
         return None
     if isinstance(raw, str):
         return raw[:MAX_ID_CHARS]
+    integer = isinstance(raw, int) and not isinstance(raw, bool)  # JSON's true/false are Python ints
     # An integer of thousands of digits cannot even be turned into a string (CPython's digit limit raises).
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw.bit_length() <= 256:
+    if integer and raw.bit_length() <= 256:
         return str(raw)[:MAX_ID_CHARS]
-    shown = "integer that long" if isinstance(raw, int) and not isinstance(raw, bool) else type(raw).__name__
+    shown = "integer that long" if integer else type(raw).__name__
     raise ProtocolError(ErrorCode.INVALID_FIELD, f'"id" must be a string (or an integer), not a JSON {shown}')
 
 

@@ -93,10 +93,10 @@ class Watch:
         established ones, the F oldest are kept and the rest told at once, within a window or two of the
         slowdown and while the first still have seconds in hand (shed one by one, each as the first's buffer
         ran low, the first admitted went silent ~300 ms after the last). Admission counts 0.85 of the
-        measure (less each listener's piece starts), so this takes a pace above ~1.3 (windows 30% dearer than measured); with two listeners
-        and nothing else running it stayed within 0.8-1.1 (``bench.noisy_neighbour --busy 0``: the logged
-        reason of its sheds, at the start of two answers, was a buffer, not the pace). Else a buffer under its
-        threshold sheds the newest."""
+        measure (less each listener's piece starts), so this takes a pace above ~1.3 (windows 30% dearer
+        than measured); with two listeners and nothing else running it stayed within 0.8-1.1
+        (``bench.noisy_neighbour --busy 0``: the logged reason of its sheds, at the start of two answers, was
+        a buffer, not the pace). Else a buffer under its threshold sheds the newest."""
         established = sum(1 for lane in lanes if self._established(lane))
         if self.load is not None and established >= 2:
             feedable = self.load.feedable()
