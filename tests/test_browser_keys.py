@@ -143,3 +143,35 @@ def test_a_web_page_reaches_each_vendor_wire_with_its_browser_key(vendor_server:
     assert heard == {"cartesia": "chunk", "deepgram": "binary", "flux": "binary", "elevenlabs": "audio"}, (
         heard
     )
+
+
+async def test_keyless_sockets_take_no_room(engine: Any) -> None:
+    """Issue #64's lockout: sockets opened with no key, sending nothing, held every session room, and every
+    caller with the key was told ``server_busy``. They now wait in the doorway, apart from the rooms: a
+    caller with the key is served while they wait, past the doorway's bound a keyless socket is refused at
+    the upgrade, and each is closed 1008 once its first message is overdue."""
+    from tests.helpers import start_speech_server
+
+    server = start_speech_server(
+        engine, auth_token=TOKEN, max_sessions=2, max_keyless_sockets=4, body_timeout_s=2.0
+    )
+    try:
+        url = _ws(server, "/v1/text-to-speech/af_heart/stream-input?output_format=pcm_24000")
+        keyless = [await websockets.connect(url) for _ in range(4)]  # twice the rooms, sending nothing
+        with pytest.raises(InvalidStatus):  # the doorway is full: refused before any accept
+            await websockets.connect(url)
+        async with websockets.connect(url, additional_headers={"xi-api-key": TOKEN}) as ws:
+            await ws.send(json.dumps({"text": "Hello while strangers wait. "}))
+            await ws.send(json.dumps({"text": ""}))
+            assert await _first_audio(ws) == "audio"
+        for ws in keyless:  # each closed once its key is overdue, having been told nothing
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 30)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        async with websockets.connect(url) as ws:  # the doorway is free again
+            await ws.send(json.dumps({"text": " ", "xi_api_key": TOKEN}))
+            await ws.send(json.dumps({"text": "Hello again. "}))
+            await ws.send(json.dumps({"text": ""}))
+            assert await _first_audio(ws) == "audio"
+    finally:
+        server.stop()

@@ -96,6 +96,13 @@ class ServerConfig:
         64, "messages per session (contexts per vendor connection)", 1, 100_000
     )
     max_sessions: int = setting(64, "sessions, streams and vendor connections per server", 1, 1_000_000)
+    max_keyless_sockets: int = setting(
+        64,
+        "sockets accepted while their key is still due in a first message (ElevenLabs' browser form) at "
+        "most; they hold no session room, each waits at most BODY_TIMEOUT_S",
+        1,
+        1_000_000,
+    )
     idle_timeout_s: float = setting(300.0, "a connection with no message this long is closed", 0.1, 86_400)
     send_timeout_s: float = setting(
         30.0, "a client that reads nothing this long is disconnected (1008)", 0.1, 3600

@@ -66,12 +66,32 @@ class Rooms:
         return self.sessions + self.streams
 
 
+class Doorway:
+    """Sockets accepted before their key has come (a first-message key): counted apart from every room a
+    caller with the key takes, and bounded (``max_keyless_sockets``), so they cost a file descriptor and a
+    small buffer each, for at most ``body_timeout_s``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.waiting = 0
+
+    def enter(self) -> bool:
+        if self.waiting >= self.limit:
+            return False
+        self.waiting += 1
+        return True
+
+    def leave(self) -> None:
+        self.waiting -= 1
+
+
 class SpeechService:
     def __init__(self, engine: KokoroEngine, config: ServerConfig, metrics: Metrics | None = None) -> None:
         self.engine = engine
         self.config = config
         self.metrics = metrics or Metrics()
         self.rooms = Rooms()
+        self.doorway = Doorway(config.max_keyless_sockets)
         batch = config.decode_batch  # validated 1-16
         self.scheduler = SynthesisScheduler(workers=max(config.synth_workers, batch))
         if batch > 1:  # the workers' windows meet in one batcher (see ``engine.decode_batcher``)

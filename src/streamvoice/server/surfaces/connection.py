@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from contextlib import aclosing
 
-from streamvoice.protocol import ErrorCode, ProtocolError, key_matches
+from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.events import PieceEnded
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import speech_ends
@@ -65,8 +65,6 @@ class Connection[F, A: Answer](Renderer[F, A]):
         self._started = time.monotonic()
         self._draining = False
         self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
-        # A browser's key that its first frame must carry (``upgrade.BrowserKey.first_message``), else None.
-        self.key_due: str | None = None
 
     # -- the wire's side ----------------------------------------------------------------------------
     async def on_frame(self, frame: F) -> bool:
@@ -76,10 +74,6 @@ class Connection[F, A: Answer](Renderer[F, A]):
     def refused(self, error: ProtocolError) -> None:
         """A frame the wire could not take: answer it (``reply`` in order, or ``notice`` now)."""
         raise NotImplementedError
-
-    def first_frame_key(self, frame: F) -> object:
-        """The key a browser client put in its first frame (ElevenLabs' ``xi_api_key``), if the wire has one."""
-        return None
 
     def closing_frame(self, code: ErrorCode, message: str) -> F | None:
         """What the client is told before the server ends the connection (idle, lifetime, drain, a bug)."""
@@ -188,12 +182,13 @@ class Connection[F, A: Answer](Renderer[F, A]):
         return self.playout.cut(target, played_ms, self.transport.unplayed_s(), self.cancel)
 
     # -- running ------------------------------------------------------------------------------------
-    async def run(self) -> None:
+    async def run(self, first: F | None = None) -> None:
+        """Serve the connection; ``first``: a frame already read (the one that brought a browser's key)."""
         self.service.connections.add(self)
         notices = asyncio.create_task(self._notice_loop(), name=f"notices-{self.connection_id}")
         try:
             await run_reader_and_writer(
-                self._read_guarded(), self._write_loop(), self.transport, lambda: self._aborted
+                self._read_guarded(first), self._write_loop(), self.transport, lambda: self._aborted
             )
         finally:
             notices.cancel()
@@ -205,16 +200,16 @@ class Connection[F, A: Answer](Renderer[F, A]):
     def _closing(self, code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing[F]:
         return Closing(close_code, reason, self.closing_frame(code, message))
 
-    async def _read_guarded(self) -> None:
+    async def _read_guarded(self, first: F | None) -> None:
         try:
-            await self._read_loop()
+            await self._read_loop(first)
         except Exception:
             # A bug in the reader must not leave the writer waiting forever and the listener slot taken.
             log.exception("%s=%s: reader failed; closing", self.name, self.connection_id)
             message = "the connection failed; reconnect"
             self._outbox.put(self._closing(ErrorCode.INTERNAL, "internal error", message, 1011))
 
-    async def _read_loop(self) -> None:
+    async def _read_loop(self, first: F | None) -> None:
         cfg = self.service.config
         while True:
             left = cfg.session_lifetime_s - (time.monotonic() - self._started)
@@ -222,10 +217,12 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 why = f"connections last at most {cfg.session_lifetime_s:g} s; open a new one to go on"
                 self._outbox.put(self._closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
                 return
-            # A socket accepted for a browser's key in its first frame has only a body's time to send it.
-            idle_s = cfg.body_timeout_s if self.key_due is not None else cfg.idle_timeout_s
+            idle_s = cfg.idle_timeout_s
             try:
-                frame = await asyncio.wait_for(self.transport.receive(), timeout=min(idle_s, left))
+                if first is not None:
+                    frame, first = first, None
+                else:
+                    frame = await asyncio.wait_for(self.transport.receive(), timeout=min(idle_s, left))
             except TimeoutError:
                 if self.answering or time.monotonic() - self._started >= cfg.session_lifetime_s:
                     continue  # busy, or the lifetime check above ends the connection
@@ -241,12 +238,6 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 self._aborted = (1008, "too many unanswered frames")  # closed at once, answers cancelled
                 self.cancel()
                 return
-            if self.key_due is not None:
-                if not key_matches(self.first_frame_key(frame), self.key_due):
-                    self.service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))
-                    self._aborted = (1008, "unauthorized")  # nothing is answered to a caller without the key
-                    return
-                self.key_due = None
             try:
                 if await self.on_frame(frame):
                     self._outbox.put(Closing(1000, "client closed"))

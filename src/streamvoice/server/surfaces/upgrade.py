@@ -6,24 +6,30 @@ with one close-code rule.
 A browser cannot set headers on a WebSocket, so each vendor's browser clients put the key elsewhere
 (``BrowserKey``): Cartesia's in the query (``api_key``, ``access_token``), Deepgram's as the subprotocols
 ``token, KEY`` (the scheme is echoed back on accept, or the browser closes the socket), ElevenLabs' as
-``xi_api_key`` in the first message (the socket is accepted and closed 1008 if the first message, due
-within ``BODY_TIMEOUT_S``, does not carry it). No key is ever logged, by any logger (``log_redaction``).
-Checked by ``pytest tests/test_browser_keys.py`` and each wire's tests."""
+``xi_api_key`` in the first message. Nothing is reserved for a caller before its key is checked: a socket
+waiting for its first message is accepted, counted apart (``Doorway``: at most ``max_keyless_sockets``,
+each for at most ``body_timeout_s``, then 1008) and holds no session room, so keyless sockets can never
+fill the server for callers with the key (``tests/test_browser_keys.py::test_keyless_sockets_take_no_room``).
+No key is ever logged, by any logger (``log_redaction``). Checked by ``pytest tests/test_browser_keys.py``
+and each wire's tests."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamvoice.protocol import KEY_HEADERS, ErrorCode, ProtocolError, key_matches
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import authorized, service_of
+
+Frame = str | bytes
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,8 @@ class BrowserKey:
 
     query: tuple[str, ...] = ()  # query parameters
     subprotocols: tuple[str, ...] = ()  # schemes offered as the subprotocols [scheme, KEY]
-    first_message: bool = False  # the wire's first message carries it (``Connection.first_frame_key``)
+    # The key a wire's first message carries (ElevenLabs' ``xi_api_key``), read from that frame; None: none.
+    first_message: Callable[[Frame], object] | None = None
 
 
 def offered(ws: WebSocket, browser: BrowserKey) -> tuple[str | None, str | None]:
@@ -61,18 +68,25 @@ async def serve(
     connection_id: Callable[[WebSocket], str | None] = lambda ws: None,
     browser: BrowserKey = BrowserKey(),
 ) -> None:
-    """A WebSocket connection's life, for every wire: the key before the upgrade (a caller without it learns
-    nothing about the server and gets 403), the session cap counted before any await (simultaneous callers
-    cannot all pass it), the wire's own checks of the URL (``make``), then the connection."""
+    """A WebSocket connection's life, for every wire: the key before anything is reserved (a caller without
+    it learns nothing about the server: 403, or for a first-message key 1008 once its first message came
+    without it), the session cap counted before any await (simultaneous callers cannot all pass it), the
+    wire's own checks of the URL (``make``), then the connection."""
     service = service_of(ws)
     key, subprotocol = offered(ws, browser)
     token = service.config.auth_token if service is not None else None
     ok = authorized(ws, service) or (key is not None and key_matches(key, token))
     # A wrong key anywhere is refused now; only a caller that presented none may bring it in a first message.
     presented = key is not None or any(ws.headers.get(h) for h in ("authorization", *KEY_HEADERS))
-    if not ok and (presented or not browser.first_message):
+    if not ok and (presented or browser.first_message is None or service is None):
         await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
         return
+    first: Frame | None = None
+    if not ok:
+        assert browser.first_message is not None and service is not None
+        first = await _first_message_with_key(ws, service, browser.first_message, subprotocol)
+        if first is None:
+            return  # refused and closed: nothing was reserved
     try:
         slot = reserve(service, "session")
     except ProtocolError as problem:
@@ -86,13 +100,49 @@ async def serve(
         service.metrics.count_error(str(problem.code))
         await _refuse(ws, problem, refusal, subprotocol)
         return
-    if not ok:
-        conn.key_due = token  # the first message must carry it
     try:
-        await ws.accept(subprotocol=subprotocol)
-        await conn.run()
+        await _accept(ws, subprotocol)
+        await conn.run(first)
     finally:
         slot.release()
+
+
+async def _first_message_with_key(
+    ws: WebSocket, service: SpeechService, key_of: Callable[[Frame], object], subprotocol: str | None
+) -> Frame | None:
+    """The first message, when it carries the key (it is then the connection's first frame); None when the
+    socket was closed instead: the doorway full (1013), no message within ``body_timeout_s``, or a message
+    without the key (1008: nothing is answered to a caller without it)."""
+    doorway = service.doorway
+    if not doorway.enter():
+        service.metrics.count_error("keyless_sockets_full")
+        await ws.close(1013, "too many sockets waiting for their key")  # before accept: HTTP 403
+        return None
+    try:
+        await ws.accept(subprotocol=subprotocol)
+        try:
+            async with asyncio.timeout(service.config.body_timeout_s):
+                message = await ws.receive()
+        except TimeoutError:
+            message = {"type": "websocket.receive"}  # no message in time: as one without the key
+        if message["type"] == "websocket.disconnect":
+            return None
+        frame: Frame = message.get("text") if message.get("text") is not None else (message.get("bytes") or b"")
+        if key_matches(key_of(frame), service.config.auth_token):
+            return frame
+        service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))
+        await ws.close(1008, "unauthorized")
+        return None
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return None
+    finally:
+        doorway.leave()
+
+
+async def _accept(ws: WebSocket, subprotocol: str | None) -> None:
+    """Accept, unless the socket was accepted already (while its first message brought the key)."""
+    if ws.client_state == WebSocketState.CONNECTING:
+        await ws.accept(subprotocol=subprotocol)
 
 
 async def _refuse(
@@ -102,7 +152,7 @@ async def _refuse(
     subprotocol: str | None = None,
 ) -> None:
     """Why no connection starts, in the wire's shape, then the close (``close_code``)."""
-    await ws.accept(subprotocol=subprotocol)
+    await _accept(ws, subprotocol)
     frame = refusal(problem)
     await (ws.send_text(frame) if isinstance(frame, str) else ws.send_bytes(frame))
     await ws.close(close_code(problem), str(problem.code).replace("_", " "))

@@ -33,7 +33,13 @@ def ws_error(error: ProtocolError, context_id: str | None) -> str:
     return json.dumps(body)
 
 
-BROWSER_KEY = BrowserKey(first_message=True)  # ``xi_api_key`` in the first message
+def first_message_key(frame: Frame) -> object:
+    """The key a browser client puts in its first message (``xi_api_key``)."""
+    obj = decode_control_frame(frame)
+    return obj.get("xi_api_key") if obj is not None else None
+
+
+BROWSER_KEY = BrowserKey(first_message=first_message_key)
 
 
 @dataclass
@@ -63,10 +69,6 @@ class ElevenLabsSocket(ContextSocket[ElevenLabsContext]):
 
     def new_state(self) -> ElevenLabsContext:
         return ElevenLabsContext()
-
-    def first_frame_key(self, frame: Frame) -> object:
-        obj = decode_control_frame(frame)
-        return obj.get("xi_api_key") if obj is not None else None
 
     async def on_object(self, obj: dict[str, Any]) -> bool:
         if not self._key_seen:
