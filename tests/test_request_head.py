@@ -108,3 +108,28 @@ async def test_a_websocket_session_outlives_the_deadline(server: RunningServer) 
         await ws.send(json.dumps({"type": "synthesize", "text": "Still here.", "id": "w"}))
         (answer,) = await answers(ws, 1)
     assert answer["type"] == "synthesis_complete" and answer["id"] == "w"
+
+
+def test_connections_past_the_cap_are_refused_503_and_the_server_goes_on(busy_scripted: KokoroEngine) -> None:
+    """Issue #64: 20,400 idle connections from one client reached the process's file limit (EMFILE; /ping
+    slowed to 1.8 s). Past ``max_connections`` a new one is answered 503 and closed before anything is read;
+    once some close, callers are served again."""
+    running = start_speech_server(busy_scripted, max_connections=3)
+    held: list[socket.socket] = []
+    try:
+        for _ in range(3):
+            held.append(socket.create_connection(("127.0.0.1", running.port)))
+        with socket.create_connection(("127.0.0.1", running.port)) as sock:
+            refused = until_closed(sock)
+        assert refused.startswith(b"HTTP/1.1 503 ") and b"3 connections" in refused
+        for sock in held:
+            sock.close()
+        held.clear()
+        for _ in range(100):  # the server notices the closes on its own loop
+            if httpx.get(running.url + "/ping").status_code == 200:
+                break
+        assert httpx.get(running.url + "/ping").status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        running.stop()

@@ -49,7 +49,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from streamvoice.agent.config import AgentConfig, exposure
     from streamvoice.agent.local_llm import LlamaCppSource
     from streamvoice.asgi import LOOPBACK_HOSTS
-    from streamvoice.request_head import HEAD_TIMEOUT_S, with_head_deadline
+    from streamvoice.request_head import HEAD_TIMEOUT_S, MAX_CONNECTIONS, raise_file_limit, with_head_deadline
 
     config = AgentConfig.from_env(
         speech_url=args.speech_url,
@@ -67,7 +67,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if isinstance(source, LlamaCppSource):
         source.start()  # load before /ping says healthy
     app = create_agent_app(source, config)
-    http = with_head_deadline(HEAD_TIMEOUT_S)  # no connection held by a request head that never ends
+    # No connection held by a request head that never ends; connections past the cap refused 503.
+    http = with_head_deadline(HEAD_TIMEOUT_S, raise_file_limit(MAX_CONNECTIONS))
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, http=http)
     return 0
 

@@ -11,7 +11,7 @@ from starlette.applications import Starlette
 
 from streamvoice import log_redaction
 from streamvoice.engine.kokoro import KokoroEngine
-from streamvoice.request_head import with_head_deadline
+from streamvoice.request_head import raise_file_limit, with_head_deadline
 from streamvoice.server.app import create_app
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.core.service import SpeechService
@@ -22,10 +22,10 @@ def transport_options(config: ServerConfig) -> dict[str, Any]:
 
     The WebSocket frame limit sits above ``max_message_bytes`` so an oversized message is answered
     ``message_too_large`` and the session goes on; only frames past this hard cap close it with 1009. Each
-    request's head has a deadline (``request_head``).
+    request's head has a deadline, and connections open at once a cap (``request_head``).
     """
     return {
-        "http": with_head_deadline(config.head_timeout_s),
+        "http": with_head_deadline(config.head_timeout_s, raise_file_limit(config.max_connections)),
         "ws_max_size": max(4 * config.max_message_bytes, 256 * 1024),
         "ws_ping_interval": config.ws_ping_interval_s,
         "ws_ping_timeout": config.ws_ping_timeout_s,

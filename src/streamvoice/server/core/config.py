@@ -96,6 +96,13 @@ class ServerConfig:
         64, "messages per session (contexts per vendor connection)", 1, 100_000
     )
     max_sessions: int = setting(64, "sessions, streams and vendor connections per server", 1, 1_000_000)
+    max_connections: int = setting(
+        4096,
+        "connections open at once, HTTP and WebSocket (more: 503 and closed at once; the start lifts the "
+        "open-file limit to fit, or lowers this with a warning)",
+        1,
+        1_000_000,
+    )
     max_keyless_sockets: int = setting(
         64,
         "sockets accepted while their key is still due in a first message (ElevenLabs' browser form) at "
