@@ -46,6 +46,32 @@ def test_key_like_parameters_are_redacted_in_any_case_and_encoding_and_the_rest_
         == """< TEXT '{"text": " ", "xi_api_key": "***"}'"""
     )
     assert redact("/ping") == "/ping"
+    assert redact("Authorization: Basic abc") == "Authorization: Basic ***"  # any scheme: not "*** abc"
+    assert redact('{"xi\\u005fapi_key": "abc"}') == '{"xi\\u005fapi_key": "***"}'  # an escaped name
+
+
+def test_a_librarys_debug_records_keep_no_argument_but_numbers() -> None:
+    """websockets cuts a long frame in the middle (``'{"text": " ", ...key": "KEY"}'``): no pattern finds a
+    key whose field name was cut away, so a library's detail never formats its arguments at all."""
+    install()
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    frame = """'{"text": " ", "voice_settings": {"stability": 0...key": "sk-secret"}'"""
+    for name, level in (("websockets.server", logging.DEBUG), ("uvicorn.error", 5)):
+        logger = logging.getLogger(name)
+        logger.setLevel(1)
+        handler = Keep()
+        logger.addHandler(handler)
+        try:
+            logger.log(level, "< TEXT %s [%d bytes]", frame, 187)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(logging.NOTSET)
+    assert [r.getMessage() for r in records] == ["< TEXT [withheld] [187 bytes]"] * 2
 
 
 def test_every_logger_is_covered_not_only_the_access_log() -> None:
@@ -85,12 +111,22 @@ def _every_key_form(base: str, ws_base: str) -> None:
                     pass
             except InvalidStatus:
                 pass
-            try:  # ElevenLabs' browser form: the key in the first message
-                async with websockets.connect(f"{ws_base}/v1/text-to-speech/af_heart/stream-input") as ws:
-                    await ws.send(json.dumps({"text": " ", "xi_api_key": key}))
-                    await asyncio.wait_for(ws.recv(), 2)
-            except Exception:
-                pass
+            # ElevenLabs' browser form: the key in the first message; as LiveKit and Pipecat send it (a long
+            # frame websockets' debug line cuts in the middle, losing the field's name), and with the name
+            # escaped as JSON allows.
+            settings = {"stability": 0.5, "similarity_boost": 0.75, "style": 0.0, "use_speaker_boost": True}
+            for first in (
+                json.dumps({"text": " ", "xi_api_key": key}),
+                json.dumps({"text": " ", "voice_settings": settings, "generation_config": {
+                    "chunk_length_schedule": [120, 160, 250, 290]}, "xi_api_key": key}),
+                '{"text": " ", "xi\\u005fapi_key": "%s"}' % key,
+            ):  # fmt: skip
+                try:
+                    async with websockets.connect(f"{ws_base}/v1/text-to-speech/af_heart/stream-input") as ws:
+                        await ws.send(first)
+                        await asyncio.wait_for(ws.recv(), 2)
+                except Exception:
+                    pass
 
     asyncio.run(sockets())
     for key in (RIGHT, WRONG):
@@ -98,6 +134,7 @@ def _every_key_form(base: str, ws_base: str) -> None:
             {"Authorization": f"Bearer {key}"},
             {"xi-api-key": key},
             {"Authorization": f"Token {key}"},
+            {"Authorization": f"Basic {key}"},
         ):
             httpx.get(f"{base}/v1/voices?api_key={key}", headers=headers, timeout=30)
             httpx.post(f"{base}/v1/speak?token={key}", headers=headers, json={"text": ""}, timeout=30)
@@ -110,9 +147,10 @@ def test_a_real_servers_log_carries_no_key_in_any_form(kokoro_dir: Path, tmp_pat
            "KOKORO_MODEL_DIR": str(kokoro_dir)}  # fmt: skip
     log_path = tmp_path / "server.log"
     with log_path.open("wb") as log:
-        # -v: every library's debug lines too (websockets logs its handshakes there)
+        # -v: every library's debug lines too (websockets logs its handshakes and frames there); trace:
+        # uvicorn's ASGI scopes (query strings, subprotocols) and messages
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamvoice.cli", "-v", "serve", "--port", str(port), "--log-level", "debug"],
+            [sys.executable, "-m", "streamvoice.cli", "-v", "serve", "--port", str(port), "--log-level", "trace"],
             stdout=log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
         try:
@@ -134,6 +172,7 @@ def test_a_real_servers_log_carries_no_key_in_any_form(kokoro_dir: Path, tmp_pat
     text = log_path.read_text()
     assert "WebSocket /tts/websocket" in text and "403" in text  # the lines that carried the key are there
     assert "api_key=***" in text
+    assert "Started scope=[withheld]" in text  # the trace lines are there, their scopes withheld
     assert RIGHT not in text and WRONG not in text
     assert (
         "Logging error" not in text
