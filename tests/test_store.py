@@ -85,10 +85,83 @@ async def test_an_unreachable_store_says_what_to_check() -> None:
     unreachable = open_store(f"redis://:secret@127.0.0.1:{free_port()}/0")
     with pytest.raises(StoreError) as caught:
         await unreachable.get("k", "o", "x")
-    assert "STREAMVOICE_STORE_URL" in str(caught.value) and "secret" not in str(caught.value)
+    assert "STREAMVOICE_STORE_URL" in caught.value.detail and "secret" not in caught.value.detail
+    # The caller is told to retry, and neither the host, the port nor the password (issue #64)
+    assert "retry" in str(caught.value) and "127.0.0.1" not in str(caught.value)
     await unreachable.close()
 
 
 def test_a_url_that_names_no_store_is_refused() -> None:
     with pytest.raises(ValueError, match="redis://"):
         open_store("mysql://db/x")
+
+
+async def test_bounded_additions_at_once_never_pass_their_bounds(store: Store) -> None:
+    """Issue #64: 120 creations at once held 166 (SQLite) and 180 (Redis) against 100, the count read before
+    the write it bounded. ``add`` checks and writes in one step, from two clients of one store (replicas)."""
+    other = open_store(store.url)
+    try:
+        k = kind()
+        clients = [store, other]
+        answers = await asyncio.gather(
+            *(clients[i % 2].add(k, "alice", f"d{i}", b"x", per_owner=100, total=150) for i in range(120))
+        )
+        assert answers.count("added") == 100 and answers.count("owner_full") == 20
+        assert await store.count(k, "alice") == 100
+        answers = await asyncio.gather(
+            *(clients[i % 2].add(k, f"o{i}", "d", b"x", per_owner=100, total=150) for i in range(80))
+        )
+        assert answers.count("added") == 50 and answers.count("total_full") == 30
+        assert await store.count(k) == 150
+        # Past its bounds an existing record is still replaced: a revision needs no room
+        assert await store.add(k, "alice", "d0", b"new", per_owner=100, total=150) == "replaced"
+        assert await store.get(k, "alice", "d0") == b"new"
+    finally:
+        await other.close()
+
+
+async def test_revisions_at_once_are_each_kept_by_compare_and_swap(store: Store) -> None:
+    """Issue #64: 20 ``add-rules`` at once kept 2 of 21 rules (read, change, write). A revision swaps only the
+    value it read; one that lost the race reads again and retries, so none is lost."""
+    k = kind()
+    await store.put(k, "alice", "rules", b"")
+
+    async def append(rule: str) -> None:
+        while True:
+            old = await store.get(k, "alice", "rules")
+            assert old is not None
+            if await store.swap(k, "alice", "rules", old, old + rule.encode() + b";"):
+                return
+
+    await asyncio.gather(*(append(f"r{i}") for i in range(20)))
+    kept = (await store.get(k, "alice", "rules") or b"").decode().split(";")[:-1]
+    assert sorted(kept) == sorted(f"r{i}" for i in range(20))
+    assert await store.swap(k, "alice", "rules", b"stale", b"lost") is False
+    assert await store.swap(k, "alice", "missing", b"", b"x") is False
+    assert await store.get(k, "alice", "missing") is None
+
+
+def test_a_redis_url_redis_py_cannot_read_stops_the_start_and_shows_none_of_it() -> None:
+    """Issue #64: a password with a "/" not percent-encoded started the server, then every dictionary route
+    answered 500 and the log showed part of the password. It is now refused where the store is made."""
+    from streamvoice.server.core.config import ServerConfig
+    from streamvoice.settings import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        ServerConfig(store_url="redis://:Pw9f/8e7dZQ@127.0.0.1:16399/0")
+    assert "%2F" in str(refused.value) and "Pw9f" not in str(refused.value)
+
+
+def test_the_embedded_file_is_the_owners_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #64: the SQLite file was 0644 in a 0755 folder: other local users read callers' prompts."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    embedded = open_store(None)
+
+    async def use() -> None:
+        await embedded.put("k", "o", "x", b"1")
+        await embedded.close()
+
+    asyncio.run(use())
+    path = tmp_path / "streamvoice" / "store.sqlite3"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700

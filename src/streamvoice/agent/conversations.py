@@ -108,6 +108,12 @@ class Bounds:
     max_per_caller: int = 50  # per caller; past it the caller's own longest idle is forgotten
 
 
+@dataclass
+class _OwnerLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0  # opens holding or waiting for it: at 0 it is dropped, so locks never pile up
+
+
 def encode_history(history: list[Entry]) -> bytes:
     return json.dumps([[s.role, s.text, s.cut_off] for s in history], ensure_ascii=False).encode()
 
@@ -138,6 +144,7 @@ class Conversations:
         self._clock = clock
         self._held: OrderedDict[tuple[str, str], Conversation] = OrderedDict()  # oldest used first
         self._per_caller: Counter[str] = Counter()
+        self._locks: dict[str, _OwnerLock] = {}  # a caller's opens, one at a time (dropped when unused)
 
     def __len__(self) -> int:
         return len(self._held)
@@ -145,27 +152,62 @@ class Conversations:
     async def open(self, owner: str, cid: str | None) -> Conversation:
         """The caller's conversation with this id (a new one, with a new id, when None), its history as the
         store has it (another replica may have added to it), or ``server_busy`` when a new one would pass
-        the bound on all conversations."""
+        the bound on all conversations.
+
+        One caller's opens run one at a time (a lock per caller), and a new conversation takes its place in
+        memory before any await, so the bounds are checked and counted as one step: eight turns at once
+        naming one new id once drifted the count to 57 and then failed every new conversation
+        (``tests/test_conversation_history.py::test_simultaneous_turns_on_one_new_id_count_it_once``)."""
+        lock = self._locks.setdefault(owner, _OwnerLock())
+        lock.users += 1
+        try:
+            async with lock.lock:
+                return await self._open(owner, cid)
+        finally:
+            lock.users -= 1
+            if lock.users == 0:
+                del self._locks[owner]
+
+    async def _open(self, owner: str, cid: str | None) -> Conversation:
         now = self._clock()
         self._expire(now)
         cid = cid or secrets.token_urlsafe(16)
         key = (owner, cid)
-        stored = await self.store.get(KIND, owner, cid)
-        conversation = self._held.pop(key, None)
+        conversation = self._held.get(key)
+        new = conversation is None
         if conversation is None:
-            if self._per_caller[owner] >= self.bounds.max_per_caller:
-                self._forget(next(k for k in self._held if k[0] == owner))  # the caller's own longest idle
-            if len(self._held) >= self.bounds.max_conversations:
-                raise self._full()
-            if stored is None:
+            conversation = self._take_place(owner, cid, now)  # no await between the checks and the count
+        try:
+            stored = await self.store.get(KIND, owner, cid)
+            if new and stored is None:
                 await self._room_in_store(owner)
-            conversation = Conversation(cid, owner)
-            self._per_caller[owner] += 1
+        except BaseException:
+            if new and self._held.get(key) is conversation:
+                self._forget(key)  # what this open reserved is given back on every path out
+            raise
         if stored is not None and conversation.playing is None:
             conversation.history = decode_history(stored)
         conversation.used_at = now
-        self._held[key] = conversation
+        if self._held.get(key) is conversation:
+            self._held.move_to_end(key)
+        else:  # forgotten while the store answered (idle past expiry): held again
+            self._held[key] = conversation
+            self._per_caller[owner] += 1
         await self._save(conversation)
+        return conversation
+
+    def _take_place(self, owner: str, cid: str, now: float) -> Conversation:
+        """A new conversation's place in memory, its bounds checked and counted at once: the caller's own
+        longest idle goes past its bound; past the bound on all a new one is refused."""
+        if self._per_caller[owner] >= self.bounds.max_per_caller:
+            oldest = next((k for k in self._held if k[0] == owner), None)
+            if oldest is not None:
+                self._forget(oldest)
+        if len(self._held) >= self.bounds.max_conversations:
+            raise self._full()
+        conversation = Conversation(cid, owner, used_at=now)
+        self._held[(owner, cid)] = conversation
+        self._per_caller[owner] += 1
         return conversation
 
     def _full(self) -> ProtocolError:

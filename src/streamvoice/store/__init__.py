@@ -8,9 +8,10 @@ in it, the agent its conversations. Checked by ``pytest tests/test_store.py`` (b
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 from urllib.parse import unquote, urlparse
 
 from streamvoice.protocol.errors import ErrorCode, ProtocolError
@@ -19,17 +20,34 @@ MAX_VALUE_BYTES = 512 * 1024  # one record; a caller's input is checked smaller 
 MAX_NAME_CHARS = 200  # kind, owner and key each
 
 
-class StoreError(ProtocolError):
-    """The store cannot be reached or read; the message says which store and what to check. A
-    ``ProtocolError`` (``store_unavailable``, 503: retry), so every surface answers it in its own shape."""
+log = logging.getLogger("streamvoice.store")
 
-    def __init__(self, message: str) -> None:
-        super().__init__(ErrorCode.STORE_UNAVAILABLE, message)
+UNAVAILABLE = "the store of dictionaries and conversations did not answer; retry shortly"
+
+
+class StoreError(ProtocolError):
+    """The store cannot be reached or read. A ``ProtocolError`` (``store_unavailable``, 503: retry), so every
+    surface answers it in its own shape; the caller is told to retry and nothing more (no host, port, path
+    or password), the operator reads which store failed and what to check in the server's log."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(ErrorCode.STORE_UNAVAILABLE, UNAVAILABLE)
+        self.detail = detail
+        log.error("%s", detail)
+
+
+# What ``Store.add`` did: a new record, an existing one replaced, or nothing (which bound it would pass).
+Added = Literal["added", "replaced", "owner_full", "total_full"]
 
 
 class Store(Protocol):
     """Records ``(kind, owner, key) -> bytes``. ``ttl_s`` None keeps a record until it is deleted; a record
-    past its expiry is never returned and is not counted."""
+    past its expiry is never returned and is not counted.
+
+    Every bound on what callers keep is enforced where the write happens, atomically, on both backends
+    (``add``: a conditional insert in SQLite's transaction, a script in Redis), and every revision is a
+    compare-and-swap (``swap``): a count read before the write it bounds let 120 creations at once keep 180
+    against 100, and 20 revisions at once kept 2 of 21 rules (``tests/test_store.py``)."""
 
     url: str
 
@@ -38,6 +56,29 @@ class Store(Protocol):
     async def put(
         self, kind: str, owner: str, key: str, value: bytes, ttl_s: float | None = None
     ) -> None: ...
+
+    async def add(
+        self,
+        kind: str,
+        owner: str,
+        key: str,
+        value: bytes,
+        ttl_s: float | None = None,
+        *,
+        per_owner: int,
+        total: int,
+    ) -> Added:
+        """Put the record if it exists (``replaced``) or if the owner holds fewer than ``per_owner`` and
+        everyone fewer than ``total`` records of this kind (``added``); else nothing is written and the
+        answer names the bound. Checked and written as one step across processes and replicas."""
+        ...
+
+    async def swap(
+        self, kind: str, owner: str, key: str, old: bytes, new: bytes, ttl_s: float | None = None
+    ) -> bool:
+        """Replace the record with ``new`` only if it still holds ``old`` (a revision of what was read);
+        False, and nothing written, when it changed or is gone meanwhile."""
+        ...
 
     async def delete(self, kind: str, owner: str, key: str) -> bool: ...
 
@@ -64,7 +105,7 @@ def open_store(url: str | None) -> Store:
     if not url:
         from streamvoice.store.sqlite import SqliteStore
 
-        return SqliteStore(default_path())
+        return SqliteStore(default_path(), private_folder=True)
     parsed = urlparse(url)
     if parsed.scheme in ("redis", "rediss", "unix"):
         from streamvoice.store.redis import RedisStore

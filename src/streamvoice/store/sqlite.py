@@ -4,11 +4,13 @@ worker thread (SQLite blocks), one at a time per process."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from streamvoice.store import StoreError, check_names, check_value
+from streamvoice.store import Added, StoreError, check_names, check_value
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -21,8 +23,13 @@ LIVE = "(expires IS NULL OR expires > ?)"
 
 
 class SqliteStore:
-    def __init__(self, path: Path) -> None:
+    """``private_folder``: the folder is the store's own (the default), kept 0700; the file is 0600 either
+    way, so other local users read neither callers' prompts nor their keys' digests (its WAL and shared-memory
+    files take the file's mode)."""
+
+    def __init__(self, path: Path, private_folder: bool = False) -> None:
         self.path = path
+        self._private_folder = private_folder
         self.url = f"sqlite://{path}"
         self._db: sqlite3.Connection | None = None
         self._lock = asyncio.Lock()
@@ -30,7 +37,11 @@ class SqliteStore:
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                if self._private_folder:
+                    self.path.parent.chmod(0o700)
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+                self.path.chmod(0o600)
                 db = sqlite3.connect(self.path, check_same_thread=False, timeout=10, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(SCHEMA)
@@ -70,6 +81,74 @@ class SqliteStore:
             "INSERT OR REPLACE INTO records (kind, owner, key, value, expires) VALUES (?, ?, ?, ?, ?)",
             kind, owner, key, value, expires,
         )  # fmt: skip
+
+    async def add(
+        self,
+        kind: str,
+        owner: str,
+        key: str,
+        value: bytes,
+        ttl_s: float | None = None,
+        *,
+        per_owner: int,
+        total: int,
+    ) -> Added:
+        check_names(kind, owner, key)
+        check_value(value)
+        now = time.time()
+        expires = None if ttl_s is None else now + ttl_s
+
+        def write(db: sqlite3.Connection) -> Added:
+            db.execute("DELETE FROM records WHERE kind=? AND expires <= ?", (kind, now))
+            live = f"kind=? AND {LIVE}"
+            exists = db.execute(
+                f"SELECT 1 FROM records WHERE {live} AND owner=? AND key=?", (kind, now, owner, key)
+            ).fetchone()
+            if not exists:
+                if db.execute(f"SELECT count(*) FROM records WHERE {live} AND owner=?", (kind, now, owner)).fetchone()[0] >= per_owner:  # fmt: skip
+                    return "owner_full"
+                if db.execute(f"SELECT count(*) FROM records WHERE {live}", (kind, now)).fetchone()[0] >= total:
+                    return "total_full"
+            db.execute(
+                "INSERT OR REPLACE INTO records (kind, owner, key, value, expires) VALUES (?, ?, ?, ?, ?)",
+                (kind, owner, key, value, expires),
+            )
+            return "replaced" if exists else "added"
+
+        return await self._transaction(write)
+
+    async def swap(
+        self, kind: str, owner: str, key: str, old: bytes, new: bytes, ttl_s: float | None = None
+    ) -> bool:
+        check_value(new)
+        now = time.time()
+        expires = None if ttl_s is None else now + ttl_s
+        rows = await self._run(
+            f"UPDATE records SET value=?, expires=? WHERE kind=? AND owner=? AND key=? AND value=? AND {LIVE} "
+            "RETURNING key", new, expires, kind, owner, key, old, now,
+        )  # fmt: skip
+        return bool(rows)
+
+    async def _transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` in one write transaction (``BEGIN IMMEDIATE``: other processes wait for it), on the
+        worker thread."""
+
+        def run() -> T:
+            db = self._open()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(db)
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+                return result
+            except sqlite3.Error as exc:
+                raise StoreError(f"the store {self.path} failed: {exc}") from exc
+
+        async with self._lock:
+            return await asyncio.to_thread(run)
 
     async def delete(self, kind: str, owner: str, key: str) -> bool:
         rows = await self._run(
