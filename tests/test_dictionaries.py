@@ -177,6 +177,53 @@ def test_a_dictionary_is_its_makers_alone(server: RunningServer) -> None:
         cartesia(server, "mallory").pronunciation_dicts.delete(made.id)
 
 
+async def test_creations_and_revisions_at_once_keep_their_bounds_and_every_rule(
+    server: RunningServer,
+) -> None:
+    """Issue #64: 120 ``add-from-rules`` at once held 166 dictionaries against 100 (the count read before
+    the write it bounded), and 20 ``add-rules`` at once kept 2 of 21 rules (read, change, write)."""
+    headers = {"xi-api-key": "racer"}
+    base = server.url + "/v1/pronunciation-dictionaries"
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=40)) as http:
+        made = await asyncio.gather(
+            *(http.post(f"{base}/add-from-rules", json={"rules": [ALIAS], "name": f"d{i}"}, headers=headers)
+              for i in range(120))
+        )  # fmt: skip
+        assert sorted({r.status_code for r in made}) == [200, 400]
+        assert sum(r.status_code == 200 for r in made) == 100
+        assert "the most one key may" in next(r.text for r in made if r.status_code == 400)
+        listed = (await http.get(f"{base}?page_size=100", headers=headers)).json()
+        assert len(listed["pronunciation_dictionaries"]) == 100 and not listed["has_more"]
+        first = next(r.json()["id"] for r in made if r.status_code == 200)
+        words = [f"word{i}" for i in range(20)]
+        added = await asyncio.gather(
+            *(http.post(f"{base}/{first}/add-rules", headers=headers, json={"rules": [
+                {"type": "alias", "string_to_replace": w, "alias": "said"}]}) for w in words)
+        )  # fmt: skip
+        assert {r.status_code for r in added} == {200}
+        kept = (await http.get(f"{base}/{first}", headers=headers)).json()["rules"]
+    assert sorted(r["string_to_replace"] for r in kept) == sorted(["UN", *words])
+
+
+def test_the_owner_is_the_key_the_server_verified_not_another_header(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #64: with the token set, ``xi-api-key: TOKEN`` beside ``Authorization: Bearer anything`` gave
+    each Authorization value an empty allowance of its own (and no bound on all): the owner came from a
+    header nobody checked. Now it is the verified key, whatever else is sent."""
+    locked = start_speech_server(
+        engine, auth_token="the-token", store_url=f"sqlite://{tmp_path / 's.sqlite3'}"
+    )
+    try:
+        base = locked.url + "/v1/pronunciation-dictionaries"
+        one = {"xi-api-key": "the-token", "Authorization": "Bearer one"}
+        made = httpx.post(f"{base}/add-from-rules", json={"rules": [ALIAS], "name": "x"}, headers=one)
+        assert made.status_code == 200
+        two = {"xi-api-key": "the-token", "Authorization": "Bearer two"}
+        listed = httpx.get(base, headers=two).json()["pronunciation_dictionaries"]
+        assert [d["id"] for d in listed] == [made.json()["id"]]
+    finally:
+        locked.stop()
+
+
 def test_a_store_that_cannot_be_reached_is_a_503_to_retry(engine) -> None:  # type: ignore[no-untyped-def]
     from streamvoice.asgi import free_port
 

@@ -89,6 +89,29 @@ def test_hostile_pls_files_are_refused_before_they_are_read() -> None:
         pls_rules(b'<lexicon xmlns="http://www.w3.org/2005/01/pronunciation-lexicon"/>')
 
 
+LEXEME = '<lexicon version="1.0" alphabet="ipa"><lexeme><grapheme>x</grapheme><alias>{alias}</alias></lexeme></lexicon>'
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_a_doctype_in_any_encoding_is_refused_and_the_same_lexicon_without_one_is_read(encoding: str) -> None:
+    """Issue #64: a UTF-16 file with a DOCTYPE passed the byte search for "<!DOCTYPE"; a 5-level nest of
+    entities expanded to 1.8 MB and an entity-built alias was stored. The file is decoded first."""
+    entities = '<!DOCTYPE lexicon [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+    declared = f'<?xml version="1.0" encoding="{encoding.replace("-sig", "").upper()}"?>'
+    hostile = declared + entities + LEXEME.format(alias="&b;")
+    with pytest.raises(RuleError, match="DOCTYPE"):
+        pls_rules(hostile.encode(encoding))
+    plain = declared + LEXEME.format(alias="why")
+    assert pls_rules(plain.encode(encoding)) == [{"type": "alias", "string_to_replace": "x", "alias": "why"}]
+
+
+def test_a_pls_in_an_encoding_that_hides_markup_is_refused_with_what_to_send() -> None:
+    """UTF-7 writes "<" as "+ADw-": it was a 500; now a refusal that says to send UTF-8."""
+    seven = ('<?xml version="1.0" encoding="UTF-7"?>' + LEXEME.format(alias="why")).encode("utf-7")
+    with pytest.raises(RuleError, match="send it as UTF-8"):
+        pls_rules(seven)
+
+
 def test_rule_bounds() -> None:
     many = [{"type": "alias", "string_to_replace": f"w{i}", "alias": "x"} for i in range(MAX_RULES + 1)]
     with pytest.raises(RuleError, match="at most"):

@@ -119,7 +119,7 @@ def _every_key_form(base: str, ws_base: str) -> None:
                 json.dumps({"text": " ", "xi_api_key": key}),
                 json.dumps({"text": " ", "voice_settings": settings, "generation_config": {
                     "chunk_length_schedule": [120, 160, 250, 290]}, "xi_api_key": key}),
-                '{"text": " ", "xi\\u005fapi_key": "%s"}' % key,
+                '{"text": " ", "xi\\u005fapi_key": "' + key + '"}',
             ):  # fmt: skip
                 try:
                     async with websockets.connect(f"{ws_base}/v1/text-to-speech/af_heart/stream-input") as ws:

@@ -55,7 +55,7 @@ FAILURES = (RedisError, OSError, ValueError)
 def checked_url(url: str) -> str:
     """The URL, if redis-py can read it; else ``ValueError`` saying what to fix and showing none of it."""
     try:
-        parse_url(url)
+        parse_url(url)  # type: ignore[no-untyped-call]
     except ValueError:
         raise ValueError(
             "STREAMVOICE_STORE_URL is not a Redis URL redis-py can read (the URL is not shown: it may hold a "
@@ -135,7 +135,9 @@ class RedisStore:
         now = time.time()
         ttl_ms, expires = (0, math.inf) if ttl_s is None else (max(1, round(ttl_s * 1000)), now + ttl_s)
         keys = [self._record(kind, owner, key), self._index(kind, owner), self._index(kind)]
-        args = [value, ttl_ms, _score(expires), now, key, f"{owner}:{key}", per_owner, total]
+        args: list[bytes | str | int | float] = [
+            value, ttl_ms, _score(expires), now, key, f"{owner}:{key}", per_owner, total
+        ]  # fmt: skip
         try:
             result = await self._redis().eval(_ADD, 3, *keys, *args)  # type: ignore[misc]
         except FAILURES as exc:
@@ -148,9 +150,11 @@ class RedisStore:
         self, kind: str, owner: str, key: str, old: bytes, new: bytes, ttl_s: float | None = None
     ) -> bool:
         check_value(new)
-        ttl_ms, expires = (0, math.inf) if ttl_s is None else (max(1, round(ttl_s * 1000)), time.time() + ttl_s)
+        ttl_ms, expires = (
+            (0, math.inf) if ttl_s is None else (max(1, round(ttl_s * 1000)), time.time() + ttl_s)
+        )
         keys = [self._record(kind, owner, key), self._index(kind, owner), self._index(kind)]
-        args = [old, new, ttl_ms, _score(expires), key, f"{owner}:{key}"]
+        args: list[bytes | str | int | float] = [old, new, ttl_ms, _score(expires), key, f"{owner}:{key}"]
         try:
             return bool(await self._redis().eval(_SWAP, 3, *keys, *args))  # type: ignore[misc]
         except FAILURES as exc:

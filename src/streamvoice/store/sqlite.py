@@ -22,6 +22,22 @@ CREATE INDEX IF NOT EXISTS records_expiry ON records (kind, expires);
 LIVE = "(expires IS NULL OR expires > ?)"
 
 
+def _use_wal(db: sqlite3.Connection, tries: int = 200) -> None:
+    """WAL mode, once per file. Switching takes a lock SQLite's busy timeout does not wait for, and two
+    processes (or two clients) opening a new file at once both switch: the one that finds it locked tries
+    again, briefly (a file already in WAL is never switched)."""
+    for _ in range(tries - 1):
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            time.sleep(0.01)
+    db.execute("PRAGMA journal_mode=WAL")
+
+
 class SqliteStore:
     """``private_folder``: the folder is the store's own (the default), kept 0700; the file is 0600 either
     way, so other local users read neither callers' prompts nor their keys' digests (its WAL and shared-memory
@@ -43,7 +59,7 @@ class SqliteStore:
                 os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
                 self.path.chmod(0o600)
                 db = sqlite3.connect(self.path, check_same_thread=False, timeout=10, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
+                _use_wal(db)
                 db.executescript(SCHEMA)
             except (OSError, sqlite3.Error) as exc:
                 raise StoreError(
@@ -107,7 +123,10 @@ class SqliteStore:
             if not exists:
                 if db.execute(f"SELECT count(*) FROM records WHERE {live} AND owner=?", (kind, now, owner)).fetchone()[0] >= per_owner:  # fmt: skip
                     return "owner_full"
-                if db.execute(f"SELECT count(*) FROM records WHERE {live}", (kind, now)).fetchone()[0] >= total:
+                if (
+                    db.execute(f"SELECT count(*) FROM records WHERE {live}", (kind, now)).fetchone()[0]
+                    >= total
+                ):
                     return "total_full"
             db.execute(
                 "INSERT OR REPLACE INTO records (kind, owner, key, value, expires) VALUES (?, ?, ?, ?, ?)",

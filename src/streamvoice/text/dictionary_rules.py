@@ -14,6 +14,7 @@ a DOCTYPE (entities) is refused before it is parsed. Checked by ``pytest tests/t
 
 from __future__ import annotations
 
+import codecs
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -114,15 +115,51 @@ def lexicon_of(rules: Sequence[object], entry: Any) -> dict[str, str]:
         raise RuleError(str(exc).replace('"lexicon"', "a rule")) from None
 
 
+PLS_ENCODINGS = ("utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be", "ascii",
+                 "iso8859-1")  # fmt: skip
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+)  # fmt: skip
+_DECLARED = re.compile(rb"""<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]{1,40})["']""")
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+
+
+def pls_text(document: bytes) -> str:
+    """A PLS file decoded as XML says it is encoded (its byte-order mark, else its declaration, else UTF-8),
+    so what is refused is judged on the characters, whatever the encoding; an encoding other than UTF-8,
+    UTF-16, UTF-32, ASCII or Latin-1 (UTF-7 hides markup from a byte search) is refused."""
+    encoding = next((name for bom, name in _BOMS if document.startswith(bom)), None)
+    if encoding is None:
+        if document.startswith(b"<\x00"):
+            encoding = "utf-16-le"
+        elif document.startswith(b"\x00<"):
+            encoding = "utf-16-be"
+        else:
+            declared = _DECLARED.match(document.lstrip())
+            encoding = declared[1].decode() if declared else "utf-8"
+    try:
+        known = codecs.lookup(encoding).name
+    except LookupError:
+        known = encoding
+    if known.replace("-sig", "") not in PLS_ENCODINGS:
+        raise RuleError(f"a PLS file encoded as {encoding[:40]!r} is not read: send it as UTF-8")
+    try:
+        return document.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise RuleError(f"the PLS file is not valid {encoding}: {exc.reason}; send it as UTF-8") from None
+
+
 def pls_rules(document: bytes) -> list[dict[str, str]]:
     """A PLS lexicon's lexemes as ElevenLabs rules (a ``<phoneme>`` in the lexicon's alphabet, or an
     ``<alias>``); each grapheme of a lexeme is a rule."""
     if len(document) > MAX_PLS_BYTES:
         raise RuleError(f"a PLS file is at most {MAX_PLS_BYTES // 1024} KB")
-    if b"<!DOCTYPE" in document.upper() or b"<!ENTITY" in document.upper():
+    text = pls_text(document)  # decoded first: a UTF-16 file's "<!DOCTYPE" is not those bytes
+    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
         raise RuleError("a PLS file with a DOCTYPE or entities is not read: send the lexicon alone")
     try:
-        root = ET.fromstring(document)
+        root = ET.fromstring(_XML_DECLARATION.sub("", text, count=1))
     except ET.ParseError as exc:
         raise RuleError(f"the file is not a PLS lexicon: {exc}") from None
     if _local(root.tag) != "lexicon":

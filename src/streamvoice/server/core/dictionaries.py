@@ -6,8 +6,13 @@ through (an ElevenLabs dictionary is named by ElevenLabs locators, a Cartesia on
 Each change of its rules is a new version (ElevenLabs' locators name one); the last ``MAX_VERSIONS`` are kept.
 The record holds the rules as the caller sent them (each vendor answers them back) and the lexicon they make
 (``text.dictionary_rules``), which a request's resolution lays over the server's and the session's. Bounded:
-dictionaries per caller, rules per dictionary, dictionaries per request. Checked by
-``pytest tests/test_dictionaries.py``.
+dictionaries per caller and in all, rules per dictionary, dictionaries per request, each record's size (the
+oldest versions go first when a revision would pass it).
+
+Every bound is enforced where the write happens (``Store.add``), and every change is a compare-and-swap of
+what was read (``Store.swap``), tried again on what another request wrote meanwhile: a count read before
+its write let 120 creations at once keep 180 against 100, and 20 ``add-rules`` at once kept 2 of 21 rules.
+Checked by ``pytest tests/test_dictionaries.py``.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.store import Store
+from streamvoice.store import MAX_VALUE_BYTES, Added, Store
 
 MAX_PER_CALLER = 100
+MAX_IN_ALL = 10_000  # of one kind (a vendor's dictionaries, the named lexicons), every caller's together
+MAX_CHANGE_TRIES = 64  # a change read again after another request changed the same dictionary first
 MAX_VERSIONS = 8
 MAX_PER_REQUEST = 3  # ElevenLabs' own bound on locators per request
 MAX_NAME_CHARS = 200
@@ -67,6 +74,24 @@ class Dictionary:
     def encode(self) -> bytes:
         return json.dumps(asdict(self), ensure_ascii=False).encode()
 
+    def fitted(self) -> tuple[Dictionary, bytes]:
+        """Itself as a record within the store's bound: its oldest versions dropped until it fits (a full
+        dictionary can always be revised), or ``invalid_field`` when its latest alone is too large."""
+        dictionary = self
+        while len(encoded := dictionary.encode()) > MAX_VALUE_BYTES:
+            if len(dictionary.versions) == 1:
+                raise _bad(
+                    f"these rules make a record of {len(encoded)} bytes, past the {MAX_VALUE_BYTES} one "
+                    "dictionary may keep: send fewer or shorter rules"
+                )
+            dictionary = replace(dictionary, versions=dictionary.versions[1:])
+        return dictionary, encoded
+
+    def revised(self, rules: list[dict[str, Any]], lexicon: dict[str, str]) -> Dictionary:
+        """New rules as a new version (the oldest past ``MAX_VERSIONS`` forgotten)."""
+        version = Version(_new_id(""), rules, lexicon, int(time.time()))
+        return replace(self, versions=[*self.versions, version][-MAX_VERSIONS:])
+
     @staticmethod
     def decode(raw: bytes) -> Dictionary:
         obj = json.loads(raw)
@@ -81,6 +106,16 @@ def checked_name(raw: object, field_name: str = "name") -> str:
     if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_NAME_CHARS or not raw.isprintable():
         raise _bad(f'"{field_name}" must be text of 1-{MAX_NAME_CHARS} printable characters')
     return raw.strip()
+
+
+def _refuse_past_bounds(added: Added, what: str, what_to_do: str) -> None:
+    if added == "owner_full":
+        raise _bad(f"you keep {MAX_PER_CALLER} {what}, the most one key may: {what_to_do}")
+    if added == "total_full":
+        raise ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            f"this server keeps {MAX_IN_ALL} {what} in all, its most: {what_to_do}, or retry once others go",
+        )
 
 
 def _new_id(prefix: str) -> str:
@@ -106,12 +141,6 @@ class Dictionaries:
         id_prefix: str = "",
         extra: Mapping[str, Any] | None = None,
     ) -> Dictionary:
-        held = await self.store.count(self._kind(vendor), owner)
-        if held >= MAX_PER_CALLER:
-            raise ProtocolError(
-                ErrorCode.INVALID_FIELD,
-                f"you hold {MAX_PER_CALLER} pronunciation dictionaries, the most one key may: delete or reuse one",
-            )
         now = int(time.time())
         made = Dictionary(
             _new_id(id_prefix),
@@ -121,10 +150,17 @@ class Dictionaries:
             description,
             extra=dict(extra or {}),
         )
-        await self._put(owner, vendor, made)
+        made, record = made.fitted()
+        added = await self.store.add(
+            self._kind(vendor), owner, made.id, record, per_owner=MAX_PER_CALLER, total=MAX_IN_ALL
+        )
+        _refuse_past_bounds(added, "pronunciation dictionaries", "delete or reuse one")
         return made
 
     async def get(self, owner: str, vendor: str, dictionary_id: object) -> Dictionary:
+        return Dictionary.decode(await self._raw(owner, vendor, dictionary_id))
+
+    async def _raw(self, owner: str, vendor: str, dictionary_id: object) -> bytes:
         raw = None
         if isinstance(dictionary_id, str) and 0 < len(dictionary_id) <= 100:
             raw = await self.store.get(self._kind(vendor), owner, dictionary_id)
@@ -138,7 +174,7 @@ class Dictionaries:
                     else "GET /pronunciation-dicts/"
                 ),
             )
-        return Dictionary.decode(raw)
+        return raw
 
     async def all(self, owner: str, vendor: str) -> list[Dictionary]:
         kind = self._kind(vendor)
@@ -147,23 +183,21 @@ class Dictionaries:
             (Dictionary.decode(raw) for raw in found if raw is not None), key=lambda d: d.created_unix
         )
 
-    async def revise(
-        self,
-        owner: str,
-        vendor: str,
-        dictionary: Dictionary,
-        rules: list[dict[str, Any]],
-        lexicon: dict[str, str],
+    async def change(
+        self, owner: str, vendor: str, dictionary_id: object, edit: Callable[[Dictionary], Dictionary]
     ) -> Dictionary:
-        """New rules: a new version (the oldest past ``MAX_VERSIONS`` is forgotten)."""
-        version = Version(_new_id(""), rules, lexicon, int(time.time()))
-        revised = replace(dictionary, versions=[*dictionary.versions, version][-MAX_VERSIONS:])
-        await self._put(owner, vendor, revised)
-        return revised
-
-    async def save(self, owner: str, vendor: str, dictionary: Dictionary) -> None:
-        """The same rules with a new name, description or state (no new version)."""
-        await self._put(owner, vendor, dictionary)
+        """``edit`` applied to the dictionary as it is now, written only over what it read: when another
+        request changed it first, read again and edit that (nothing lost, nothing stale written)."""
+        kind = self._kind(vendor)
+        for _ in range(MAX_CHANGE_TRIES):
+            raw = await self._raw(owner, vendor, dictionary_id)
+            changed, record = edit(Dictionary.decode(raw)).fitted()
+            if await self.store.swap(kind, owner, changed.id, raw, record):
+                return changed
+        raise ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            f"this dictionary changed {MAX_CHANGE_TRIES} times while your change was made; send it again",
+        )
 
     async def delete(self, owner: str, vendor: str, dictionary_id: str) -> None:
         await self.get(owner, vendor, dictionary_id)  # not_found when it is not the caller's
@@ -184,10 +218,11 @@ class Dictionaries:
 
     async def keep_lexicon(self, owner: str, name: str, lexicon: dict[str, str]) -> None:
         """A session's lexicon kept under a name of the caller's (``configure`` with ``lexicon_name``)."""
-        new = await self.store.get(LEXICONS, owner, name) is None
-        if new and await self.store.count(LEXICONS, owner) >= MAX_PER_CALLER:
-            raise _bad(f"you keep {MAX_PER_CALLER} named lexicons, the most one key may: reuse a name")
-        await self.store.put(LEXICONS, owner, name, json.dumps(lexicon, ensure_ascii=False).encode())
+        record = json.dumps(lexicon, ensure_ascii=False).encode()
+        added = await self.store.add(
+            LEXICONS, owner, name, record, per_owner=MAX_PER_CALLER, total=MAX_IN_ALL
+        )
+        _refuse_past_bounds(added, "named lexicons", "reuse a name")
 
     async def kept_lexicon(self, owner: str, name: str) -> dict[str, str]:
         raw = await self.store.get(LEXICONS, owner, name)
@@ -199,9 +234,6 @@ class Dictionaries:
             )
         found: dict[str, str] = json.loads(raw)
         return found
-
-    async def _put(self, owner: str, vendor: str, dictionary: Dictionary) -> None:
-        await self.store.put(self._kind(vendor), owner, dictionary.id, dictionary.encode())
 
     async def close(self) -> None:
         await self.store.close()

@@ -220,7 +220,8 @@ class Connection[F, A: Answer](Renderer[F, A]):
             idle_s = cfg.idle_timeout_s
             try:
                 if first is not None:
-                    frame, first = first, None
+                    frame: F | None = first
+                    first = None
                 else:
                     frame = await asyncio.wait_for(self.transport.receive(), timeout=min(idle_s, left))
             except TimeoutError:

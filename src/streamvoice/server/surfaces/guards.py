@@ -40,9 +40,14 @@ def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
 
 
 def caller(conn: HTTPConnection, key: object = None) -> str:
-    """Whose a pronunciation dictionary is: the key the caller presented (``key`` when a wire's first message
-    carried it; else ``Authorization``'s, a vendor's key header, or a browser client's query), as a digest.
-    With AUTH_TOKEN set every caller presents it, so they share what they make; without, each key is apart."""
+    """Whose a pronunciation dictionary is, as a digest: with AUTH_TOKEN set, the key the server verified
+    (the token), never a header it did not check: ``xi-api-key: TOKEN`` beside ``Authorization: Bearer
+    anything`` once gave each such value an allowance of its own. Without a token nothing is verified, and
+    each presented key (``key`` when a wire's first message carried it; else ``Authorization``'s, a vendor's
+    key header, or a browser client's query) keeps its own, within the bounds on all (``core.dictionaries``)."""
+    service = service_of(conn)
+    if service is not None and service.config.auth_token:
+        return owner(service.config.auth_token)  # the only key a caller who got here can have presented
     if isinstance(key, str) and key:
         return owner(key)
     _, _, supplied = (conn.headers.get("authorization") or "").partition(" ")

@@ -127,7 +127,8 @@ async def _first_message_with_key(
             message = {"type": "websocket.receive"}  # no message in time: as one without the key
         if message["type"] == "websocket.disconnect":
             return None
-        frame: Frame = message.get("text") if message.get("text") is not None else (message.get("bytes") or b"")
+        text, data = message.get("text"), message.get("bytes")
+        frame: Frame = text if isinstance(text, str) else (data if isinstance(data, bytes) else b"")
         if key_matches(key_of(frame), service.config.auth_token):
             return frame
         service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))

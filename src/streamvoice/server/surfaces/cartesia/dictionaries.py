@@ -92,15 +92,17 @@ async def retrieve(request: Request, service: SpeechService, who: str) -> Respon
 async def update(request: Request, service: SpeechService, who: str) -> Response:
     """A new name and/or new items (the items replace the old ones)."""
     obj = await json_body(request)
-    found = await service.dictionaries.get(who, VENDOR, request.path_params["dict_id"])
-    if obj.get("name") is not None:
-        found = replace(found, name=checked_name(obj["name"]))
-    if obj.get("items") is not None:  # new items are a new version (the name with them: one write)
-        items, lexicon = checked_items(obj["items"])
-        found = await service.dictionaries.revise(who, VENDOR, found, items, lexicon)
-    else:
-        await service.dictionaries.save(who, VENDOR, found)
-    return JSONResponse(_shown(found, who))
+    name = checked_name(obj["name"]) if obj.get("name") is not None else None
+    # new items are a new version (the name with them: one write)
+    items = checked_items(obj["items"]) if obj.get("items") is not None else None
+
+    def edit(found: Dictionary) -> Dictionary:
+        if name is not None:
+            found = replace(found, name=name)
+        return found.revised(*items) if items is not None else found
+
+    changed = await service.dictionaries.change(who, VENDOR, request.path_params["dict_id"], edit)
+    return JSONResponse(_shown(changed, who))
 
 
 async def delete(request: Request, service: SpeechService, who: str) -> Response:

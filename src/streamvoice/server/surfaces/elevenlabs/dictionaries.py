@@ -191,41 +191,52 @@ async def get_dictionary(request: Request, service: SpeechService, who: str) -> 
 async def update_dictionary(request: Request, service: SpeechService, who: str) -> Response:
     """``PATCH``: a new name, or archived (or not); the rules and their version stay."""
     obj = await json_body(request)
-    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
-    if obj.get("name") is not None:
-        found = replace(found, name=checked_name(obj["name"]))
-    if (archived := obj.get("archived")) is not None:
-        if not isinstance(archived, bool):
-            raise _bad('"archived" must be true or false')
-        found = replace(found, archived_unix=(found.archived_unix or int(time.time())) if archived else None)
-    await service.dictionaries.save(who, VENDOR, found)
-    return JSONResponse(_metadata(found, who))
+    name = checked_name(obj["name"]) if obj.get("name") is not None else None
+    if (archived := obj.get("archived")) is not None and not isinstance(archived, bool):
+        raise _bad('"archived" must be true or false')
+
+    def edit(found: Dictionary) -> Dictionary:
+        if name is not None:
+            found = replace(found, name=name)
+        if archived is not None:
+            since = (found.archived_unix or int(time.time())) if archived else None
+            found = replace(found, archived_unix=since)
+        return found
+
+    changed = await service.dictionaries.change(who, VENDOR, request.path_params["dictionary_id"], edit)
+    return JSONResponse(_metadata(changed, who))
 
 
 async def change_rules(request: Request, service: SpeechService, who: str, how: str) -> Response:
     """``add-rules`` (a rule for a word already there replaces it), ``remove-rules`` (``rule_strings``),
     ``set-rules``: each a new version."""
     obj = await json_body(request)
-    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
-    current = found.latest.rules
+    strings: list[str] = []
+    new: list[dict[str, Any]] = []
     if how == "remove-rules":
-        strings = obj.get("rule_strings")
+        strings = obj.get("rule_strings")  # type: ignore[assignment]
         if not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
             raise _bad('"rule_strings" must be a list of the strings whose rules go')
-        kept = [r for r in current if r.get("string_to_replace") not in strings]
-        if not kept:
-            raise _bad(
-                "a dictionary keeps at least one rule: delete what is left with set-rules, or archive it"
-            )
-        rules, lexicon = checked_rules(kept)
     else:
         new, _ = checked_rules(obj.get("rules"))
+
+    def edit(found: Dictionary) -> Dictionary:
+        """The change on the rules as they are now (read again if another change came first)."""
+        current = found.latest.rules
+        if how == "remove-rules":
+            kept = [r for r in current if r.get("string_to_replace") not in strings]
+            if not kept:
+                raise _bad(
+                    "a dictionary keeps at least one rule: delete what is left with set-rules, or archive it"
+                )
+            return found.revised(*checked_rules(kept))
         replaced = {r["string_to_replace"] for r in new}
         base = (
             [] if how == "set-rules" else [r for r in current if r.get("string_to_replace") not in replaced]
         )
-        rules, lexicon = checked_rules([*base, *new])
-    revised = await service.dictionaries.revise(who, VENDOR, found, rules, lexicon)
+        return found.revised(*checked_rules([*base, *new]))
+
+    revised = await service.dictionaries.change(who, VENDOR, request.path_params["dictionary_id"], edit)
     return JSONResponse(_rules_changed(revised))
 
 
