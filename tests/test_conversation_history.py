@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,24 @@ BYTES_PER_MS = 48  # the agent's audio: 16-bit PCM at 24 kHz
 
 def local_store(folder: Path) -> Store:
     return open_store(f"sqlite://{folder / 'store.sqlite3'}")
+
+
+class Unhurried:
+    """A store whose every answer takes its own time, as a network store's (Redis) do: calls made together
+    are answered in any order."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.delays = random.Random(64)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.store, name)
+
+        async def unhurried(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(self.delays.uniform(0, 0.005))
+            return await method(*args, **kwargs)
+
+        return unhurried
 
 
 class Clock:
@@ -71,6 +90,23 @@ async def test_conversations_expire_when_idle_and_a_caller_past_its_bound_forget
     clock.now += 61
     await conversations.open("me", "e")
     assert len(conversations) == 1  # the rest expired
+
+
+async def test_simultaneous_turns_on_one_new_id_count_it_once(tmp_path: Path) -> None:
+    """Issue #64: eight turns at once naming one new conversation id, eight times, drifted the caller's
+    count to 57 while one was held; after the idle expiry every new conversation of that caller raised
+    ``RuntimeError: coroutine raised StopIteration`` until a restart."""
+    clock = Clock()
+    store = Unhurried(local_store(tmp_path))
+    conversations = Conversations(store, Bounds(idle_s=60, max_per_caller=3), clock=clock)  # type: ignore[arg-type]
+    for _ in range(8):
+        opened = await asyncio.gather(*(conversations.open("alice", "same") for _ in range(8)))
+        assert len({id(c) for c in opened}) == 1
+    assert len(conversations) == 1 and conversations._per_caller["alice"] == 1
+    clock.now += 61
+    fresh = [await conversations.open("alice", None) for _ in range(4)]  # one past the caller's bound
+    assert len(conversations) == 3 and conversations._per_caller["alice"] == 3
+    assert conversations.find("alice", fresh[0].id) is None  # its own longest idle went
 
 
 async def test_one_callers_activity_never_evicts_anothers_history(tmp_path: Path) -> None:

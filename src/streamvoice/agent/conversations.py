@@ -180,7 +180,7 @@ class Conversations:
         try:
             stored = await self.store.get(KIND, owner, cid)
             if new and stored is None:
-                await self._room_in_store(owner)
+                await self._add_to_store(conversation)
         except BaseException:
             if new and self._held.get(key) is conversation:
                 self._forget(key)  # what this open reserved is given back on every path out
@@ -217,14 +217,25 @@ class Conversations:
             f"(send its id) or retry once idle ones expire ({self.bounds.idle_s:g} s unused)",
         )
 
-    async def _room_in_store(self, owner: str) -> None:
-        """The bounds across replicas: the caller's own oldest goes past its bound; past the bound on all
-        conversations a new one is refused (never another caller's evicted)."""
-        mine = await self.store.keys(KIND, owner)
-        for oldest in mine[: max(0, len(mine) - self.bounds.max_per_caller + 1)]:
-            await self.store.delete(KIND, owner, oldest)
-        if await self.store.count(KIND) >= self.bounds.max_conversations:
-            raise self._full()
+    async def _add_to_store(self, conversation: Conversation) -> None:
+        """The bounds across replicas, checked where the record is written (``Store.add``): the caller's own
+        oldest goes past its bound; past the bound on all a new one is refused (never another caller's
+        evicted)."""
+        bounds, owner = self.bounds, conversation.owner
+        record = encode_history(conversation.history)
+        for _ in range(3):  # another replica may add one of the caller's between the eviction and the add
+            mine = await self.store.keys(KIND, owner)
+            for oldest in mine[: max(0, len(mine) - bounds.max_per_caller + 1)]:
+                await self.store.delete(KIND, owner, oldest)
+            added = await self.store.add(
+                KIND, owner, conversation.id, record, ttl_s=bounds.idle_s,
+                per_owner=bounds.max_per_caller, total=bounds.max_conversations,
+            )  # fmt: skip
+            if added == "total_full":
+                raise self._full()
+            if added != "owner_full":
+                return
+        raise self._full()
 
     async def _save(self, conversation: Conversation) -> None:
         await self.store.put(
