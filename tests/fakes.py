@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,9 @@ class FakePieceSource:
         self.fail_on = fail_on
         self.planned: list[str] = []
 
-    async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
+    async def plan(
+        self, request: ResolvedRequest, grew: Callable[[int], None] = lambda chars: None
+    ) -> AsyncIterator[Piece]:
         sentences = [s.strip() for s in request.text.replace(". ", ".\n").splitlines() if s.strip()]
         spoken = [s for s in sentences if any(ch.isalnum() for ch in s)]
         if not spoken:

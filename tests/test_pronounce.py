@@ -380,6 +380,19 @@ async def test_a_lexicon_value_that_is_not_text_is_refused_and_later_messages_sp
         assert answer["type"] == "synthesis_complete"
 
 
+async def test_the_text_limit_counts_what_the_lexicon_makes_spoken(server: RunningServer) -> None:
+    """Issue #64: an alias of 128 characters for "a", then "a" said often, spoke ~64x what the 10,000
+    character limit allows: the limit was checked on the written text, before the lexicon. It is the
+    spoken text's now, and the refusal says so before any audio."""
+    alias = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november " * 2
+    async with connect(server.ws_url) as ws:
+        await ws.send(json.dumps({"type": "configure", "lexicon": {"a": alias[:128]}}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "configured"
+        answer = await _answer(ws, {"type": "synthesize", "text": "a " * 100})  # 200 written, 12,900 said
+    assert answer["type"] == "error" and answer["code"] == "text_too_long", answer
+    assert "lexicon" in answer["message"] and answer["audio_bytes"] == 0
+
+
 def test_a_lexicon_file_that_is_not_text_stops_the_start(tmp_path: Path) -> None:
     bad = tmp_path / "lexicon.json"
     bad.write_text('{"Kokoro": "koh\\udc80ro"}', encoding="utf-8")

@@ -26,3 +26,12 @@ def clean(text: str) -> str:
 def outside_spans(text: str, change: Callable[[str], str]) -> str:
     parts = re.split(f"([{SAY}{PHONEMES}][^{END}]*{END})", text)
     return "".join(p if p[:1] in (SAY, PHONEMES) else change(p) for p in parts)
+
+
+_SAID = re.compile(f"{SAY}[^{SEP}{END}]*{SEP}([^{END}]*){END}")
+
+
+def spoken_length(text: str) -> int:
+    """How many characters a text says: a respelling (``SAY``) counts as what it says, not as its written
+    word, so an alias that grows the text is counted at its grown length (``core.utterance`` bounds it)."""
+    return len(_SAID.sub(lambda m: m[1], text)) if SAY in text else len(text)

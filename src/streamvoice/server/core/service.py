@@ -35,6 +35,7 @@ from streamvoice.server.core.utterances import Utterances
 from streamvoice.server.core.watch import Watch
 from streamvoice.store import open_store
 from streamvoice.text.chunker import chunk_paragraphs
+from streamvoice.text.marks import spoken_length
 from streamvoice.text.pronounce import MarkupError, to_segments
 
 log = logging.getLogger("streamvoice.server")
@@ -168,7 +169,9 @@ class SpeechService:
     def stream_bounds(self) -> StreamBounds:
         """Every surface's streamed text: ``MAX_STREAM_CHARS`` in all, ended after ``STREAM_TEXT_TIMEOUT_S``
         without text."""
-        return StreamBounds(self.config.max_stream_chars, self.config.stream_text_timeout_s)
+        return StreamBounds(
+            self.config.max_stream_chars, self.config.stream_text_timeout_s, self.config.max_text_chars
+        )
 
     def lane(self) -> Lane:
         return Lane(self)
@@ -191,8 +194,12 @@ class SpeechService:
         finally:
             self.load.planning -= 1
 
-    async def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]:
-        """The text's model calls in speaking order, each as soon as its chunk is planned.
+    async def plan(
+        self, request: ResolvedRequest, grew: Callable[[int], None] = lambda chars: None
+    ) -> AsyncIterator[Piece]:
+        """The text's model calls in speaking order, each as soon as its chunk is planned. ``grew`` is told,
+        before anything is planned, how many characters the lexicons and dictionaries added to what will be
+        spoken (it raises when that passes the utterance's bound).
 
         Cancelling the consumer stops planning at the next chunk boundary (a few milliseconds of work).
         """
@@ -207,6 +214,8 @@ class SpeechService:
             )
         except MarkupError as exc:
             raise ProtocolError(ErrorCode.INVALID_SSML, str(exc)) from None
+        if request.lexicon:
+            grew(sum(spoken_length(s.text) for s in segments) - len(request.text))
         planned = 0
         for segment in segments:
             chunks = await self._on_planning_thread(chunk_paragraphs, segment.text, MESSAGE_POLICY)

@@ -27,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Protocol
 
 from streamvoice.engine.alignment import shift
@@ -58,7 +59,7 @@ class PieceSource(Protocol):
     @property
     def sample_rate(self) -> int: ...
 
-    def plan(self, request: ResolvedRequest) -> AsyncIterator[Piece]: ...
+    def plan(self, request: ResolvedRequest, grew: Callable[[int], None] = ...) -> AsyncIterator[Piece]: ...
 
 
 class Utterance:
@@ -245,7 +246,9 @@ class Utterance:
             if not whole and not any(ch.isalnum() for ch in text):
                 continue  # bare punctuation between streamed tokens: nothing to say
             try:
-                async for piece in self._source.plan(replace(self.request, text=text)):
+                async for piece in self._source.plan(
+                    replace(self.request, text=text), partial(self._grew, whole)
+                ):
                     silence.add(piece, self.request.pauses)
                     sink = PieceAudio(asyncio.get_running_loop(), self._lane)
                     self._lane.add(piece, self.request, sink)
@@ -258,6 +261,22 @@ class Utterance:
         if not planned:
             raise ProtocolError(
                 ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
+            )
+
+    def _grew(self, whole: bool, chars: int) -> None:
+        """The lexicons made what is spoken ``chars`` longer than what was written: counted (retry hints and
+        the speech estimate read ``chars``) and bounded as the spoken text: a whole message by the text
+        limit, a stream by its own (an alias of 128 characters for "a" once spoke ~64x the limit)."""
+        self.chars += chars
+        if self._bounds is None:
+            return
+        limit = self._bounds.max_text_chars if whole else self._bounds.max_chars
+        if self.chars > limit:
+            raise ProtocolError(
+                ErrorCode.TEXT_TOO_LONG,
+                f"with its lexicon and pronunciation dictionaries this text says {self.chars} characters, past "
+                f"the {limit} one {'message' if whole else 'stream'} may: send less, or shorter aliases",
+                self.id,
             )
 
     def _planning_failure(self) -> ProtocolError | None:

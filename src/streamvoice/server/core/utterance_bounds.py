@@ -12,10 +12,13 @@ from streamvoice.text.pronounce import MAX_SILENCE_MS
 
 @dataclass(frozen=True)
 class StreamBounds:
-    """What one streamed utterance may hold: characters in all, and seconds without text."""
+    """What one utterance may hold: a streamed one's characters in all and seconds without text; a whole
+    message's characters as spoken (after its lexicons and dictionaries: an alias may grow a text past
+    what the wire's check of the written text allowed)."""
 
     max_chars: int
     idle_end_s: float
+    max_text_chars: int = 10_000
 
 
 MS_PER_TOKEN = 70  # Kokoro speaks ~14 phoneme tokens per second at speed 1.0: an estimate, before decoding
