@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -20,6 +20,7 @@ from streamvoice.asgi import free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import WS_PATH, ErrorCode
 from streamvoice.server.core.admission import Admission
+from streamvoice.server.core.lane import RecentCost
 from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.watch import Watch
@@ -37,12 +38,14 @@ class Clock:
 
 @dataclass
 class FakeLane:
-    """A lane as the watch reads it: work or none, and how long before its listener goes silent."""
+    """A lane as the watch reads it: work or none, how long before its listener goes silent, and the model
+    time its work took lately."""
 
     margin: float = 2.0
     has_work: bool = True
     ready_at: float = 0.0
     play_end: float = 10.0  # established: it has had seconds decoded since its work began
+    cost: RecentCost = field(default_factory=RecentCost)
 
     def margin_s(self, now: float, first_window_s: float) -> float:
         return self.margin
@@ -87,6 +90,38 @@ async def test_fed_listeners_are_left_alone_and_a_starving_one_sheds_the_newest(
     assert watch.check() == [second]  # still starving: the next newest goes
     clock.now += 20
     assert admission.capacity == 3  # the ceiling lifts; the measure follows the machine again
+
+
+async def test_the_listener_costing_far_past_its_share_is_shed_before_the_newest() -> None:
+    """Issue #64: on a server feeding two, one session sent a 9,000-character hyphen-joined chain of digits
+    (small pieces, a front call each); an ordinary caller a second later heard its first audio, then was
+    told ``server_busy``: the newest was shed, not the one costing more than admission counted."""
+    clock = Clock()
+    watch, admission, _ = _watch(clock)
+    chain, ordinary = Holder("chain"), Holder("ordinary")
+    for who in (chain, ordinary):
+        assert admission.enter(who) == "admitted"
+        clock.now += 1
+    for _ in range(20):  # the last two seconds: the chain took 0.9 s of model time a second, the other 0.1
+        chain.lane.cost.add(0.09, clock.now)
+        ordinary.lane.cost.add(0.01, clock.now)
+        clock.now += 0.1
+    ordinary.lane.margin = 0.3  # the newcomer starves behind the chain
+    assert watch.check() == []
+    clock.now += 0.2
+    assert watch.check() == [chain]
+    assert "costliest" in watch.reason
+    # Costs near their share: the newest goes, as before
+    clock.now += 10
+    first, second = Holder("first"), Holder("second")
+    watch2, admission2, _ = _watch(clock)
+    for who in (first, second):
+        assert admission2.enter(who) == "admitted"
+        who.lane.cost.add(0.5, clock.now)
+    first.lane.margin = 0.3
+    assert watch2.check() == []
+    clock.now += 0.2
+    assert watch2.check() == [second]
 
 
 async def test_a_harder_slowdown_is_judged_earlier_from_the_last_windows_cost() -> None:

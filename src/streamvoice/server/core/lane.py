@@ -99,6 +99,28 @@ class _Work:
     stop: RunStop = field(default_factory=RunStop)  # ends its model run in flight when it is abandoned
 
 
+COST_HALF_LIFE_S = 2.0  # how fast a lane's recent cost forgets: a slowdown is judged within seconds
+
+
+class RecentCost:
+    """Model seconds a lane's work took, decaying with ``COST_HALF_LIFE_S``: its share of the model worker
+    lately, whatever its text (a chain of digits is many small pieces, each with a front call, and costs
+    several times the model time of ordinary speech per second of audio). Written by the model worker,
+    read by the watch on the event loop (a float each)."""
+
+    def __init__(self) -> None:
+        self._value = 0.0
+        self._at = 0.0
+
+    def add(self, seconds: float, now: float) -> None:
+        self._value = self.at(now) + seconds
+        self._at = now
+
+    def at(self, now: float) -> float:
+        decay: float = 0.5 ** (max(0.0, now - self._at) / COST_HALF_LIFE_S)
+        return self._value * decay
+
+
 class Lane:
     """One listener's synthesis work, in speaking order, as a single scheduler job at a time."""
 
@@ -113,6 +135,7 @@ class Lane:
         self._unsent = 0  # samples decoded and not yet taken by the sender
         self.play_end = 0.0  # monotonic time at which the audio decoded so far will have played out
         self.ready_at = 0.0  # monotonic time the lane last got work after having none
+        self.cost = RecentCost()  # model seconds spent on its work lately (what the watch sheds by)
 
     @property
     def unsent_s(self) -> float:
@@ -227,7 +250,9 @@ class Lane:
                 work.sink.finish()
             self._drop_current()
             return Requeue(time.monotonic())
-        work.busy_s += time.perf_counter() - started
+        spent = time.perf_counter() - started
+        work.busy_s += spent
+        self.cost.add(spent, time.monotonic())
         if window is None:
             self._finish(work)
             return Requeue(max(self.play_end, time.monotonic()))

@@ -8,6 +8,10 @@ above a second. When one falls under its threshold and stays there for ``confirm
 feeds them all: the newest admitted listener with work is shed (its answers end ``server_busy`` in its
 wire's own shape, with a retry hint the server can keep), so the others, whose buffers still hold audio,
 never go silent; and admission holds at most the listeners left for ``hold_s``, telling newcomers at once.
+Who is shed is whoever costs the machine most past its share, before the newest: a listener whose text
+costs more than admission counted (a chain of 9,000 hyphen-joined digits: small pieces, a front call each)
+once had its ordinary neighbour, admitted a second later, shed in its place. A lane's recent model time
+(``Lane.cost``) over ``over_share`` times an equal share of the time all of them took marks it.
 Shedding is the last resort: only when two or more listeners have work, ``cooldown_s`` apart; logged (with
 its reason) and counted (``streamvoice_shed_listeners_total``).
 
@@ -58,6 +62,7 @@ class Watch:
     late_s: float = 0.5  # a listener not yet established starves once this late past its onset target
     cooldown_s: float = 1.5  # after a shed, the margins recover before the next judgement
     hold_s: float = 15.0  # admission holds no more than the listeners left, this long
+    over_share: float = 1.5  # a listener whose recent model time passes this times an equal share goes first
     clock: Callable[[], float] = time.monotonic
     reason: str = field(default="", init=False)  # why the last shed was judged (logged with it)
     _starving_since: float | None = field(default=None, init=False)
@@ -84,7 +89,22 @@ class Watch:
             return []
         self._starving_since = None
         self._calm_until = now + self.cooldown_s
-        return [who for who, _ in reversed(working[keep:])]
+        return self._chosen([who for who, _ in working], len(working) - keep, now)
+
+    def _chosen(self, oldest_first: list[Listener], count: int, now: float) -> list[Listener]:
+        """The ``count`` listeners to shed: those whose recent model time is past ``over_share`` times an
+        equal share, costliest first, then the newest."""
+        costs = {id(who): _cost(who, now) for who in oldest_first}
+        share = sum(costs.values()) / len(oldest_first)
+        over = sorted(
+            (who for who in oldest_first if share > 0 and costs[id(who)] > self.over_share * share),
+            key=lambda who: costs[id(who)],
+            reverse=True,
+        )
+        if over:
+            self.reason += f"; the costliest listener took {costs[id(over[0])] / share:.1f}x an equal share"
+        newest = [who for who in reversed(oldest_first) if who not in over]
+        return [*over, *newest][:count]
 
     def _keep(self, lanes: list[Lane], now: float) -> int | None:
         """How many of the listeners with work (oldest first) to keep, when fewer than all can be fed.
@@ -136,9 +156,10 @@ class Watch:
         error = ProtocolError(
             ErrorCode.SERVER_BUSY,
             f"the server slowed down and can no longer keep every listener fed; the ones admitted earlier "
-            f"keep their speech. Retry in about {self.hold_s:g} s or on another instance",
+            f"keep their speech unless one costs far more than its share. Retry in about {self.hold_s:g} s "
+            "or on another instance",
         )
-        log.warning("machine slowed down (%s): shedding the newest listener (%d left)", self.reason, left)
+        log.warning("machine slowed down (%s): shedding a listener (%d left)", self.reason, left)
         self.metrics.shed += 1
         self.metrics.count_error("shed")
         who.shed(error)
@@ -152,3 +173,7 @@ class Watch:
                     self.shed(chosen)
             except Exception:  # a bug here must not end the watch
                 log.exception("the slowdown watch failed once")
+
+
+def _cost(who: Listener, now: float) -> float:
+    return who.lane.cost.at(now) if who.lane is not None else 0.0
