@@ -204,6 +204,22 @@ def test_bad_payload_is_a_4xx_with_a_stable_code(
     assert r.json()["error"]["code"] == code
 
 
+@pytest.mark.parametrize("session", ["s" * 201, "a\x01b"])
+def test_a_bad_agentcore_session_header_is_a_400_saying_what_to_send(
+    scripted_agent: RunningServer, session: str
+) -> None:
+    """Issue #64: a 201-character session header was a 500 and ``a\\x01b`` was taken as an id: the header
+    names the conversation and is checked as a payload's ``"conversation"`` is."""
+    r = httpx.post(
+        scripted_agent.url + "/invocations",
+        json={"prompt": "hi"},
+        headers={"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session},
+        timeout=10,
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_field"
+    assert "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id" in r.json()["error"]["message"]
+
+
 def test_unknown_voice_ends_the_stream_with_an_error_event(scripted_agent: RunningServer) -> None:
     events = turn(scripted_agent.url, {"prompt": "hi", "voice": "xx_nobody"})
     assert events[-1]["type"] == "error" and events[-1]["code"] == "speech_failed"

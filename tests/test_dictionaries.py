@@ -20,6 +20,7 @@ from cartesia import NotFoundError as CartesiaNotFound
 from elevenlabs import ElevenLabs, PronunciationDictionaryVersionLocator
 from elevenlabs.core.api_error import ApiError as ElevenLabsError
 
+from streamvoice.protocol import ProtocolError
 from tests.helpers import RunningServer, pcm16, start_speech_server
 from tests.redis_server import RedisServer
 
@@ -437,3 +438,22 @@ async def test_a_session_lexicon_kept_by_name_is_used_by_name_in_a_later_session
         refused = await configure(server, key, {"lexicon_name": name})
         assert refused["type"] == "error" and refused["code"] == code, refused
     assert "lexicon_name" in (await configure(server, "mallory", {"lexicon_name": "animals"}))["message"]
+
+
+def test_a_full_size_dictionary_can_still_be_revised() -> None:
+    """Issue #64: a dictionary whose versions filled the store's record bound could never be revised (a
+    500). A revision now drops the oldest versions until the record fits; a latest version alone too large
+    is refused with what to send."""
+    from streamvoice.server.core.dictionaries import Dictionary, Version, checked_name
+    from streamvoice.store import MAX_VALUE_BYTES
+
+    rules = [{"type": "alias", "string_to_replace": f"w{i}", "alias": "x" * 120} for i in range(512)]
+    lexicon = {r["string_to_replace"]: r["alias"] for r in rules}
+    big = Dictionary("d", checked_name("big"), 0, [Version(f"v{i}", rules, lexicon, i) for i in range(7)])
+    assert len(big.encode()) > MAX_VALUE_BYTES
+    revised, record = big.revised(rules, lexicon).fitted()
+    assert len(record) <= MAX_VALUE_BYTES and revised.latest.id not in {f"v{i}" for i in range(7)}
+    assert revised.versions[-2].id == "v6"  # the newest kept, the oldest gone
+    huge = [{"type": "alias", "string_to_replace": f"w{i}", "alias": "x" * 1200} for i in range(512)]
+    with pytest.raises(ProtocolError, match="fewer or shorter rules"):
+        Dictionary("d", "huge", 0, [Version("v", huge, {}, 0)]).fitted()

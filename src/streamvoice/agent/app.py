@@ -220,7 +220,7 @@ async def invocation(
     (``{"type": "interrupt", "conversation", "played_ms"?}``: what was heard, as JSON). AgentCore's
     session id is the conversation when the payload names none."""
     try:
-        asked = parse_conversation(payload, caller.session_id)
+        asked = parse_conversation(payload, caller.session_id, SESSION_HEADER)
         if asked.interrupt_only:
             cut = await conversations.interrupt_named(caller.owner, asked.id, asked.played_ms)
             return JSONResponse(interrupted_event(cut, asked.id))

@@ -122,14 +122,15 @@ def decode_history(raw: bytes) -> list[Entry]:
     return [Entry(role, text, bool(cut)) for role, text, cut in json.loads(raw)]
 
 
-def conversation_id(raw: object) -> str | None:
-    """A caller's conversation id, checked: text of at most 128 printable characters, or None."""
+def conversation_id(raw: object, where: str = '"conversation"') -> str | None:
+    """A caller's conversation id, checked: text of at most 128 printable characters, or None. ``where``
+    names what carried it (a field, or AgentCore's session header) in the refusal."""
     if raw is None:
         return None
     if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_ID_CHARS or not raw.isprintable():
         raise ProtocolError(
             ErrorCode.INVALID_FIELD,
-            f'"conversation" must be an id of at most {MAX_ID_CHARS} printable characters (leave it out to start '
+            f"{where} must be an id of at most {MAX_ID_CHARS} printable characters (leave it out to start "
             "a new conversation; the agent answers its id)",
         )
     return raw.strip()

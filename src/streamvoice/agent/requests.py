@@ -64,7 +64,11 @@ class ConversationRequest:
     interrupt_only: bool
 
 
-def parse_conversation(payload: Any, default_id: str | None = None) -> ConversationRequest:
+def parse_conversation(
+    payload: Any, default_id: str | None = None, default_from: str = "the session header"
+) -> ConversationRequest:
+    """``default_id``: the conversation a transport names when the payload does not (AgentCore's session
+    header), checked as a payload's id is: a 201-character header was a 500, ``a\\x01b`` an id."""
     if not isinstance(payload, dict):
         raise ProtocolError(ErrorCode.INVALID_MESSAGE, 'send a JSON object such as {"prompt": "Hello"}')
     kind = payload.get("type")
@@ -73,7 +77,7 @@ def parse_conversation(payload: Any, default_id: str | None = None) -> Conversat
             ErrorCode.UNKNOWN_TYPE,
             '"type" must be "prompt" (the default) or "interrupt" (stop the answer playing)',
         )
-    cid = conversation_id(payload.get("conversation")) or default_id
+    cid = conversation_id(payload.get("conversation")) or conversation_id(default_id, default_from)
     if kind == "interrupt" and cid is None:
         raise ProtocolError(
             ErrorCode.INVALID_FIELD, '"interrupt" needs the "conversation" whose answer to stop'

@@ -96,7 +96,7 @@ class CallerSocket:
         return self._turn is not None and not self._turn.done()
 
     async def _on_message(self, payload: Any) -> None:
-        asked = parse_conversation(payload, self._current)
+        asked = parse_conversation(payload, self._current, "the current conversation")
         running = self._running  # as the message arrived (the awaits below may see the turn end)
         if asked.interrupt_only:
             await self._interrupt(asked, running)
