@@ -4,13 +4,11 @@ Checked by ``pytest tests/test_pronounce.py``."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 
 from streamvoice.text.marks import MARKS, outside_spans, phoneme_span, say_span
 
-LEXICON_PATTERNS = 64  # compiled lexicons kept (a lexicon is the same for each message of a session)
 MAX_LEXICON_ENTRIES = 512
 MAX_LEXICON_CHARS = 128
 MAX_LEXICON_JOINERS = 8  # non-alphanumeric characters in a lexicon word ("AT&T", "e.g.", "C++" fit)
@@ -53,35 +51,69 @@ def _not_text(ch: str) -> bool:
 
 
 def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
-    """Each lexicon word (whole words; exact case first, then any case) said as its entry says."""
+    """Each lexicon word (whole words; exact case first, then any case; the longest that fits where several
+    start at one place) said as its entry says.
+
+    Found by lookup, not by one compiled pattern of every word: a request's lexicon is the server's, the
+    session's and up to three dictionaries merged, and a pattern per combination cost 1.1-1.5 s to compile
+    for 3 x 512 long words (issue #64). The words are indexed by their first word (or first character),
+    once per call (about a millisecond for 1,536), and each place a word can start costs one lookup
+    (``tests/test_pronounce.py::test_a_new_combination_of_lexicons_costs_what_a_known_one_does``)."""
     if not lexicon:
         return text
+    index = _index(lexicon)
     by_lower = {w.lower(): s for w, s in lexicon.items()}
-    pattern = _lexicon_pattern(tuple(sorted(lexicon, key=len, reverse=True)))
 
-    def replace(m: re.Match[str]) -> str:
-        said = lexicon.get(m[1]) or by_lower[m[1].lower()]
-        if said.startswith("/") and said.endswith("/") and len(said) > 2:
-            return phoneme_span(m[1], said[1:-1])
-        return say_span(m[1], said)
+    def said(written: str) -> str:
+        spoken = lexicon.get(written) or by_lower[written.lower()]
+        if spoken.startswith("/") and spoken.endswith("/") and len(spoken) > 2:
+            return phoneme_span(written, spoken[1:-1])
+        return say_span(written, spoken)
 
-    return outside_spans(text, lambda part: pattern.sub(replace, part))
+    def replace(part: str) -> str:
+        out: list[str] = []
+        done = 0
+        at = 0
+        while (start := _CAN_START.search(part, at)) is not None:
+            i = start.start()
+            found = _longest_at(part, i, index.get((start[1] or start[2]).lower(), ()))
+            if found is None:
+                at = i + 1
+                continue
+            out += [part[done:i], said(part[i:found])]
+            done = at = found
+        return "".join(out) + part[done:] if out else part
+
+    return outside_spans(text, replace)
 
 
-@functools.lru_cache(maxsize=LEXICON_PATTERNS)
-def _lexicon_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
-    """One pattern per lexicon, longest words first, compiled once (a server's or a session's lexicon
-    is the same for each of its messages, and 512 entries take a moment to compile). Compiled outside
-    ``re``'s own cache, which would keep up to 512 more of them: this cache is the only one
-    (``test_lexicon_patterns_are_bounded_in_memory``)."""
-    alternatives = "|".join(re.escape(w) for w in words)
-    source = r"(?<![\w" + MARKS + r"])(" + alternatives + r")(?![\w])"
-    return _compile_uncached(source, re.IGNORECASE)
+# Where a lexicon word may start: not right after a letter, digit or mark; its first word or, for a word
+# that starts with punctuation (".NET"), that character.
+_CAN_START = re.compile(r"(?<![\w" + MARKS + r"])(?:(\w+)|([^\w\s]))")
 
 
-def _compile_uncached(source: str, flags: int) -> re.Pattern[str]:
-    compiler = getattr(re, "_compiler", None)  # CPython 3.11+: what re.compile calls after its cache
-    if compiler is None:
-        return re.compile(source, flags)
-    pattern: re.Pattern[str] = compiler.compile(source, flags)
-    return pattern
+def _key(word: str) -> str:
+    first = re.match(r"\w+", word)
+    return (first[0] if first else word[0]).lower()
+
+
+def _index(lexicon: Mapping[str, str]) -> dict[str, list[str]]:
+    """Lexicon words by their first word, lowercased; each list longest first."""
+    index: dict[str, list[str]] = {}
+    for word in lexicon:
+        index.setdefault(_key(word), []).append(word.lower())
+    for words in index.values():
+        words.sort(key=len, reverse=True)
+    return index
+
+
+def _longest_at(text: str, i: int, words: list[str]) -> int | None:
+    """Where the longest of ``words`` (lowercased) that stands whole at ``i`` ends, if one does."""
+    for word in words:
+        end = i + len(word)
+        if text[i:end].lower() == word and (end == len(text) or not _WORD_CHAR.match(text, end)):
+            return end
+    return None
+
+
+_WORD_CHAR = re.compile(r"\w")
