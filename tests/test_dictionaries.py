@@ -136,6 +136,23 @@ def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
     )  # ElevenLabs' shape
 
 
+def test_a_multipart_body_that_cannot_be_read_is_answered_in_elevenlabs_shape(server: RunningServer) -> None:
+    """Issue #64: a malformed multipart body got Starlette's plain-text 400, which the SDK cannot read."""
+    for body, content_type in (
+        (b"--b\r\nContent-Disposition: form-data\r\n\r\nx", "multipart/form-data; boundary=b"),
+        (b"garbage", "multipart/form-data"),  # no boundary
+        (b"--b\r\n" + b"Content-Disposition: form-data; name=\"f\"\r\n\r\nx\r\n--b\r\n" * 12 + b"--b--\r\n",
+         "multipart/form-data; boundary=b"),  # more fields than allowed
+    ):  # fmt: skip
+        r = httpx.post(
+            server.url + "/v1/pronunciation-dictionaries/add-from-file",
+            content=body,
+            headers={"content-type": content_type, "xi-api-key": "alice"},
+        )
+        assert r.status_code == 400, r.text
+        assert "multipart body could not be read" in r.json()["detail"]["message"], r.text
+
+
 def test_cartesia_sdk_creates_lists_updates_and_deletes(server: RunningServer) -> None:
     api = cartesia(server).pronunciation_dicts
     made = api.create(name="menu", items=[{"text": "bayou", "alias": "<<ˈ|b|ɑ|ˈ|j|u>>"}])

@@ -76,7 +76,7 @@ def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
         at = 0
         while (start := _CAN_START.search(part, at)) is not None:
             i = start.start()
-            found = _longest_at(part, i, index.get((start[1] or start[2]).lower(), ()))
+            found = _longest_at(part, i, index.get((start[1] or start[2]).lower(), []))
             if found is None:
                 at = i + 1
                 continue

@@ -4,13 +4,16 @@ bounded JSON object; any ``ProtocolError`` answered in the wire's own error shap
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from streamvoice.protocol import Limits, ProtocolError, parse_json_object
+from streamvoice.protocol import ErrorCode, Limits, ProtocolError, parse_json_object
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.guards import caller, listing_service
 
@@ -36,3 +39,21 @@ def kept_route(
 
 async def json_body(request: Request) -> dict[str, Any]:
     return parse_json_object(await request.body(), Limits(max_message_bytes=MAX_BODY_BYTES))
+
+
+@contextlib.asynccontextmanager
+async def form_body(request: Request, **limits: int) -> AsyncIterator[FormData]:
+    """A multipart body, its parts closed after; a body Starlette cannot read is ``invalid_field`` in the
+    wire's shape (its own 400 is plain text no vendor SDK reads)."""
+    try:
+        form = await request.form(**limits)  # type: ignore[arg-type]
+    except HTTPException as exc:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"the multipart body could not be read ({str(exc.detail)[:120]}): send the file as "
+            "multipart/form-data with its fields",
+        ) from None
+    try:
+        yield form
+    finally:
+        await form.close()

@@ -27,7 +27,7 @@ from streamvoice.server.core.dictionaries import Dictionary, checked_name
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.elevenlabs.request import http_error
-from streamvoice.server.surfaces.kept import MAX_BODY_BYTES, json_body, kept_route
+from streamvoice.server.surfaces.kept import MAX_BODY_BYTES, form_body, json_body, kept_route
 from streamvoice.text.dictionary_rules import RuleError, elevenlabs_entry, lexicon_of, pls_document, pls_rules
 
 VENDOR = "elevenlabs"
@@ -136,7 +136,7 @@ async def add_from_rules(request: Request, service: SpeechService, who: str) -> 
 
 
 async def add_from_file(request: Request, service: SpeechService, who: str) -> Response:
-    async with request.form(max_files=1, max_fields=8, max_part_size=MAX_BODY_BYTES) as form:
+    async with form_body(request, max_files=1, max_fields=8, max_part_size=MAX_BODY_BYTES) as form:
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise _bad('send the PLS lexicon as the multipart field "file"')
