@@ -21,6 +21,7 @@ from elevenlabs import ElevenLabs, PronunciationDictionaryVersionLocator
 from elevenlabs.core.api_error import ApiError as ElevenLabsError
 
 from streamvoice.protocol import ProtocolError
+from streamvoice.store import owner
 from tests.helpers import RunningServer, pcm16, start_speech_server
 from tests.redis_server import RedisServer
 
@@ -213,6 +214,8 @@ async def test_creations_and_revisions_at_once_keep_their_bounds_and_every_rule(
         listed = (await http.get(f"{base}?page_size=100", headers=headers)).json()
         assert len(listed["pronunciation_dictionaries"]) == 100 and not listed["has_more"]
         first = next(r.json()["id"] for r in made if r.status_code == 200)
+        shown = {r.json()["created_by"] for r in made if r.status_code == 200}
+        assert len(shown) == 1 and owner("racer") not in shown  # never the digest that names the records
         words = [f"word{i}" for i in range(20)]
         added = await asyncio.gather(
             *(http.post(f"{base}/{first}/add-rules", headers=headers, json={"rules": [

@@ -136,3 +136,10 @@ def owner(credential: str | None) -> str:
     """Whom a record belongs to: a digest of the key the caller presented (never the key itself), so what one
     key made is that key's alone, on every replica."""
     return hashlib.sha256((credential or "").encode()).hexdigest()[:32]
+
+
+def shown_owner(owner_digest: str) -> str:
+    """What an answer shows as a record's owner (ElevenLabs' ``created_by``, Cartesia's ``owner_id``): a
+    digest of the owner's digest, so no answer carries the value that names the key's records in the
+    store (``sha256(key)[:32]``, which a weak key could be guessed back from)."""
+    return hashlib.sha256(b"streamvoice shown owner:" + owner_digest.encode()).hexdigest()[:24]

@@ -22,6 +22,7 @@ from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.kept import json_body, kept_route
+from streamvoice.store import shown_owner
 from streamvoice.text.dictionary_rules import RuleError, cartesia_entry, lexicon_of
 
 VENDOR = "cartesia"
@@ -65,7 +66,7 @@ def _shown(d: Dictionary, who: str) -> dict[str, Any]:
         "name": d.name,
         "created_at": datetime.fromtimestamp(d.created_unix, UTC).isoformat().replace("+00:00", "Z"),
         "items": d.latest.rules,
-        "owner_id": who,
+        "owner_id": shown_owner(who),
         "pinned": bool(d.extra.get("pinned", False)),
     }
 

@@ -28,6 +28,7 @@ from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.elevenlabs.request import http_error
 from streamvoice.server.surfaces.kept import MAX_BODY_BYTES, form_body, json_body, kept_route
+from streamvoice.store import shown_owner
 from streamvoice.text.dictionary_rules import RuleError, elevenlabs_entry, lexicon_of, pls_document, pls_rules
 
 VENDOR = "elevenlabs"
@@ -91,7 +92,7 @@ def _metadata(d: Dictionary, who: str) -> dict[str, Any]:
         "latest_version_rules_num": len(d.latest.rules),
         "name": d.name,
         "permission_on_resource": "admin",
-        "created_by": who,
+        "created_by": shown_owner(who),
         "creation_time_unix": d.created_unix,
         "archived_time_unix": d.archived_unix,
         "description": d.description,
@@ -102,7 +103,7 @@ def _added(d: Dictionary, who: str) -> dict[str, Any]:
     return {
         "id": d.id,
         "name": d.name,
-        "created_by": who,
+        "created_by": shown_owner(who),
         "creation_time_unix": d.created_unix,
         "version_id": d.latest.id,
         "version_rules_num": len(d.latest.rules),
