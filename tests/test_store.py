@@ -165,3 +165,13 @@ def test_the_embedded_file_is_the_owners_alone(tmp_path: Path, monkeypatch: pyte
     path = tmp_path / "streamvoice" / "store.sqlite3"
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
+
+
+async def test_more_calls_at_once_than_connections_wait_for_one(store: Store) -> None:
+    """Issue #64: redis-py's pool answered 150 creations at once "Too many connections" (a 503); past its
+    connections a call now waits for one."""
+    k = kind()
+    answers = await asyncio.gather(
+        *(store.add(k, "alice", f"r{i}", b"x", per_owner=1000, total=1000) for i in range(150))
+    )
+    assert answers.count("added") == 150
