@@ -12,6 +12,7 @@ import pytest
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import default_dir, prepare
+from streamvoice.model_files import user_cache_dir
 from tests.fakes import ScriptedGraph, scripted_engine
 from tests.helpers import (
     VENDOR_TOKEN,
@@ -61,14 +62,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def model_dir() -> Path:
+    """Where the model is: ``KOKORO_MODEL_DIR`` when set, else the shared folder beside the clone (dev and
+    CI), else the user cache, where ``streamvoice models download`` (and ``make test`` on a bare clone)
+    puts the official files."""
     configured = os.environ.get("KOKORO_MODEL_DIR")
-    path = Path(configured) if configured else ROOT.parent / "shared" / "kokoro"
-    if not (path / "voices-v1.0.bin").is_file():
-        pytest.fail(
-            f"Kokoro model files not found in {path}. Set KOKORO_MODEL_DIR to a folder with "
-            "kokoro-v1.0.int8.onnx and voices-v1.0.bin, or run `streamvoice models download`."
-        )
-    return path
+    candidates = [Path(configured)] if configured else [ROOT.parent / "shared" / "kokoro", user_cache_dir()]
+    for path in candidates:
+        if (path / "voices-v1.0.bin").is_file() and (path / "kokoro-v1.0.int8.onnx").is_file():
+            return path
+    pytest.fail(
+        "Kokoro model files not found (looked in " + ", ".join(map(str, candidates)) + "): run "
+        "`make test` (it fetches them), `.venv/bin/streamvoice models download`, or set KOKORO_MODEL_DIR to a "
+        "folder with kokoro-v1.0.int8.onnx and voices-v1.0.bin."
+    )
 
 
 @pytest.fixture(scope="session")

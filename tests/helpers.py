@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import time
 from typing import Any
 
 import httpx
 import numpy as np
+import pytest
 
 from streamvoice.asgi import free_port
 from streamvoice.bench.loopback import LoopbackServer
@@ -59,6 +61,19 @@ class RunningServer(LoopbackServer):
     def start(self, timeout: float = 60.0) -> RunningServer:
         super().start(timeout)
         return self
+
+
+def system_binary(*names: str, package: str) -> str:
+    """A Debian package's program the tests drive (chromium, haproxy, redis-server). Missing, the test is
+    skipped with the one command that installs it, except in CI (``CI`` set), where it fails: CI runs
+    everything (``make test`` installs the packages when it runs as root)."""
+    for name in names:
+        if found := shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin"):
+            return found
+    why = f"{names[0]} not found: install Debian's {package} (sudo apt-get install -y {package})"
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(why)
+    pytest.skip(why + "; CI runs this test")
 
 
 def worker_threads() -> int:

@@ -3,7 +3,6 @@ stopped after them (no persistence: each run starts empty)."""
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import time
@@ -12,15 +11,12 @@ from pathlib import Path
 import pytest
 
 from streamvoice.asgi import free_port
+from tests.helpers import system_binary
 
 
 class RedisServer:
     def __init__(self, folder: Path) -> None:
-        binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin")
-        if binary is None:
-            pytest.fail(
-                "redis-server not found: `make test` installs Debian's redis-server (apt-get install redis-server)"
-            )
+        binary = system_binary("redis-server", package="redis-server")
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = subprocess.Popen(

@@ -3,22 +3,16 @@ decoded and scheduled through Web Audio, and time to first audio is shown."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import pytest
 
-from tests.helpers import RunningServer, start_agent
+from tests.helpers import RunningServer, start_agent, system_binary
 
 
 @pytest.fixture(scope="module")
 def chromium_path() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        pytest.fail(
-            "Debian's chromium is required for the browser test: apt-get install chromium (make test does it)"
-        )
-    return path
+    return system_binary("chromium", "chromium-browser", package="chromium")
 
 
 def launch(p: Any, chromium_path: str) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.helpers import VENDOR_TOKEN as TOKEN
-from tests.helpers import RunningServer
+from tests.helpers import RunningServer, system_binary
 
 CARTESIA = {
     "model_id": "sonic-2",
@@ -126,11 +125,7 @@ async ([base, token]) => {
 def test_a_web_page_reaches_each_vendor_wire_with_its_browser_key(vendor_server: RunningServer) -> None:
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.fail(
-            "Debian's chromium is required for the browser test: apt-get install chromium (make test does it)"
-        )
+    chromium = system_binary("chromium", "chromium-browser", package="chromium")
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium,

@@ -112,6 +112,23 @@ def test_a_pls_in_an_encoding_that_hides_markup_is_refused_with_what_to_send() -
         pls_rules(seven)
 
 
+def test_case_sensitive_is_honoured_and_matching_inside_words_is_refused() -> None:
+    """Issue #69: ElevenLabs' ``case_sensitive`` and ``word_boundaries`` were stored and ignored."""
+    rules = [
+        {"type": "alias", "string_to_replace": "US", "alias": "United States", "case_sensitive": True},
+        {"type": "alias", "string_to_replace": "Nginx", "alias": "engine x", "case_sensitive": False},
+    ]
+    lexicon = lexicon_of(rules, elevenlabs_entry)
+    said = apply_lexicon("The US and us; NGINX, nginx.", lexicon)
+    assert said.count(SAY) == 3  # "US" only as written; "Nginx" in any case
+    assert "us;" in said
+    with pytest.raises(RuleError, match="whole words only"):
+        lexicon_of([{**rules[0], "word_boundaries": False}], elevenlabs_entry)
+    assert lexicon_of([{**rules[1], "word_boundaries": True}], elevenlabs_entry)
+    with pytest.raises(RuleError, match="true or false"):
+        lexicon_of([{**rules[0], "case_sensitive": "yes"}], elevenlabs_entry)
+
+
 def test_rule_bounds() -> None:
     many = [{"type": "alias", "string_to_replace": f"w{i}", "alias": "x"} for i in range(MAX_RULES + 1)]
     with pytest.raises(RuleError, match="at most"):

@@ -171,3 +171,21 @@ def test_a_query_number_is_ascii_digits_of_bounded_length() -> None:
 
     assert whole_number("16000") == 16000
     assert [whole_number(raw) for raw in ("²", "١٢", "-1", "1.5", "", "9" * 10)] == [None] * 6
+
+
+def test_the_documented_codes_are_every_code_the_server_answers() -> None:
+    """docs/protocol.md lists the speech server's stable codes and docs/agent.md the agent's: every code is
+    in one of them, and every code they list exists (issue #69: `store_unavailable` and `host_not_allowed`
+    were missing)."""
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    listed = set()
+    for page in ("protocol.md", "agent.md"):
+        text = (docs / page).read_text()
+        block = text[text.index("Error codes (stable)") :].split("\n\n")[0]
+        listed |= set(re.findall(r"`([a-z0-9_]+)`", block))
+    codes = {str(code) for code in ErrorCode}
+    assert codes - listed == set(), "codes no page lists"
+    assert listed - codes == set(), "codes the pages list that do not exist"

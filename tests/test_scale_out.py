@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import pytest
 
 from streamvoice.asgi import free_port
 from streamvoice.client import AudioChunk, SpeechClient
-from tests.helpers import pcm16, wait_for
+from tests.helpers import pcm16, system_binary, wait_for
 from tests.redis_server import RedisServer
 
 LONG = " ".join(["The courier left the depot at nine and will reach your street before noon."] * 3)
@@ -91,9 +90,7 @@ backend replicas
 def cluster(
     kokoro_dir: Path, tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
 ) -> Iterator[tuple[str, list[Replica]]]:
-    haproxy = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
-    if haproxy is None:
-        pytest.fail("haproxy not found: `make test` installs Debian's haproxy (apt-get install haproxy)")
+    haproxy = system_binary("haproxy", package="haproxy")
     folder = tmp_path_factory.mktemp("cluster")
     replicas = [Replica(kokoro_dir, folder / f"replica-{i}.log", redis_server.url) for i in range(2)]
     port = free_port()

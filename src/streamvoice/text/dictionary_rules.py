@@ -22,6 +22,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from streamvoice.text.lexicon import MAX_LEXICON_ENTRIES, check_lexicon
+from streamvoice.text.marks import EXACT
 from streamvoice.text.pronounce import ipa_to_kokoro
 
 MAX_RULES = MAX_LEXICON_ENTRIES
@@ -75,21 +76,39 @@ def elevenlabs_entry(rule: object) -> tuple[str, str]:
     word, kind = rule.get("string_to_replace"), rule.get("type")
     if not isinstance(word, str) or not word.strip():
         raise RuleError('each rule needs "string_to_replace": the text it replaces')
+    exact = _case_sensitive(rule, word)
     if kind == "alias":
         alias = rule.get("alias")
         if not isinstance(alias, str) or not alias.strip():
             raise RuleError(f'the alias rule for {word[:40]!r} needs "alias": what to say instead')
-        return word, alias
+        return word, exact + alias
     if kind == "phoneme":
         phoneme, alphabet = rule.get("phoneme"), str(rule.get("alphabet", "")).lower()
         if not isinstance(phoneme, str) or not phoneme.strip():
             raise RuleError(f'the phoneme rule for {word[:40]!r} needs "phoneme"')
         if alphabet == "ipa":
-            return word, _phonemes(ipa_to_kokoro(phoneme))
+            return word, exact + _phonemes(ipa_to_kokoro(phoneme))
         if alphabet in ("cmu-arpabet", "cmu"):
-            return word, _phonemes(arpabet_to_kokoro(phoneme))
+            return word, exact + _phonemes(arpabet_to_kokoro(phoneme))
         raise RuleError(f'the phoneme rule for {word[:40]!r} needs "alphabet": "ipa" or "cmu-arpabet"')
     raise RuleError(f'rule "type" must be "alias" or "phoneme" (got {str(kind)[:20]!r})')
+
+
+def _case_sensitive(rule: Mapping[str, Any], word: str) -> str:
+    """ElevenLabs' ``case_sensitive`` and ``word_boundaries``, honoured or refused, never stored and ignored:
+    ``case_sensitive: true`` matches the word in the case written only (``EXACT`` before what it says);
+    false or absent, the written case first, then any case; ``word_boundaries`` true or absent is how every
+    rule matches (whole words), and false (inside words) is refused: this server replaces whole words only."""
+    case, bounds = rule.get("case_sensitive"), rule.get("word_boundaries")
+    for name, value in (("case_sensitive", case), ("word_boundaries", bounds)):
+        if value is not None and not isinstance(value, bool):
+            raise RuleError(f'"{name}" of the rule for {word[:40]!r} must be true or false')
+    if bounds is False:
+        raise RuleError(
+            f"the rule for {word[:40]!r} asks to match inside words (word_boundaries: false): this server "
+            "replaces whole words only; leave word_boundaries out or true"
+        )
+    return EXACT if case is True else ""
 
 
 def cartesia_entry(item: object) -> tuple[str, str]:
@@ -109,10 +128,12 @@ def lexicon_of(rules: Sequence[object], entry: Any) -> dict[str, str]:
     if len(rules) > MAX_RULES:
         raise RuleError(f"a dictionary holds at most {MAX_RULES} rules (this one: {len(rules)})")
     pairs = dict(entry(rule) for rule in rules)
+    exact = {word.strip() for word, said in pairs.items() if said.startswith(EXACT)}
     try:
-        return check_lexicon(pairs)
+        checked = check_lexicon({word: said.removeprefix(EXACT) for word, said in pairs.items()})
     except ValueError as exc:
         raise RuleError(str(exc).replace('"lexicon"', "a rule")) from None
+    return {word: (EXACT + said if word in exact else said) for word, said in checked.items()}
 
 
 PLS_ENCODINGS = ("utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be", "ascii",

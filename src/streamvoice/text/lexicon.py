@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from streamvoice.text.marks import MARKS, outside_spans, phoneme_span, say_span
+from streamvoice.text.marks import EXACT, MARKS, outside_spans, phoneme_span, say_span
 
 MAX_LEXICON_ENTRIES = 512
 MAX_LEXICON_CHARS = 128
@@ -51,8 +51,9 @@ def _not_text(ch: str) -> bool:
 
 
 def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
-    """Each lexicon word (whole words; exact case first, then any case; the longest that fits where several
-    start at one place) said as its entry says.
+    """Each lexicon word (whole words; exact case first, then any case, unless its entry is case-sensitive:
+    ``EXACT`` before what it says; the longest that fits where several start at one place) said as its
+    entry says.
 
     Found by lookup, not by one compiled pattern of every word: a request's lexicon is the server's, the
     session's and up to three dictionaries merged, and a pattern per combination cost 1.1-1.5 s to compile
@@ -62,10 +63,10 @@ def apply_lexicon(text: str, lexicon: Mapping[str, str]) -> str:
     if not lexicon:
         return text
     index = _index(lexicon)
-    by_lower = {w.lower(): s for w, s in lexicon.items()}
+    by_lower = {w.lower(): s for w, s in lexicon.items() if not s.startswith(EXACT)}
 
     def said(written: str) -> str:
-        spoken = lexicon.get(written) or by_lower[written.lower()]
+        spoken = (lexicon.get(written) or by_lower[written.lower()]).removeprefix(EXACT)
         if spoken.startswith("/") and spoken.endswith("/") and len(spoken) > 2:
             return phoneme_span(written, spoken[1:-1])
         return say_span(written, spoken)
@@ -97,21 +98,24 @@ def _key(word: str) -> str:
     return (first[0] if first else word[0]).lower()
 
 
-def _index(lexicon: Mapping[str, str]) -> dict[str, list[str]]:
-    """Lexicon words by their first word, lowercased; each list longest first."""
-    index: dict[str, list[str]] = {}
-    for word in lexicon:
-        index.setdefault(_key(word), []).append(word.lower())
+def _index(lexicon: Mapping[str, str]) -> dict[str, list[tuple[str, bool]]]:
+    """Lexicon words by their first word, lowercased; each list longest first, as (the form a text must
+    show: lowercased, or as written for a case-sensitive entry, and whether it is case-sensitive)."""
+    index: dict[str, list[tuple[str, bool]]] = {}
+    for word, spoken in lexicon.items():
+        exact = spoken.startswith(EXACT)
+        index.setdefault(_key(word), []).append((word if exact else word.lower(), exact))
     for words in index.values():
-        words.sort(key=len, reverse=True)
+        words.sort(key=lambda entry: len(entry[0]), reverse=True)
     return index
 
 
-def _longest_at(text: str, i: int, words: list[str]) -> int | None:
-    """Where the longest of ``words`` (lowercased) that stands whole at ``i`` ends, if one does."""
-    for word in words:
+def _longest_at(text: str, i: int, words: list[tuple[str, bool]]) -> int | None:
+    """Where the longest of ``words`` that stands whole at ``i`` ends, if one does."""
+    for word, exact in words:
         end = i + len(word)
-        if text[i:end].lower() == word and (end == len(text) or not _WORD_CHAR.match(text, end)):
+        found = text[i:end] if exact else text[i:end].lower()
+        if found == word and (end == len(text) or not _WORD_CHAR.match(text, end)):
             return end
     return None
 

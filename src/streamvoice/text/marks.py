@@ -8,7 +8,10 @@ from collections.abc import Callable
 
 SAY, PHONEMES, SEP, END = "\ue000", "\ue003", "\ue001", "\ue002"
 SPACE = "\ue004"  # a space inside a span: the chunker never cuts there
-MARKS = SAY + PHONEMES + SEP + END + SPACE
+# Before what a lexicon entry says: its word matches in the case written only (a dictionary rule's
+# ``case_sensitive``); never in a caller's own lexicon (``check_lexicon`` refuses the marks).
+EXACT = "\ue005"
+MARKS = SAY + PHONEMES + SEP + END + SPACE + EXACT
 
 
 def say_span(written: str, spoken: str) -> str:

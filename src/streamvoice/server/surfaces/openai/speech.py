@@ -193,7 +193,8 @@ async def _speech(obj: dict[str, Any], service: SpeechService) -> tuple[Resolved
 
 
 async def start_speech(request: Request, headers: dict[str, str]) -> Started[SpeechRequest] | Response:
-    """An OpenAI speech body through the front door (``http_front``): its first audio, or the error."""
+    """An OpenAI speech body through the one HTTP start sequence (``http_answer.start_answer``): its first
+    audio, or the error."""
     return await start_answer(request, _speech, headers)
 
 
