@@ -25,6 +25,7 @@ import httpx
 import numpy as np
 
 from streamvoice.asgi import free_port
+from streamvoice.bench.common import write_result
 from streamvoice.client.agent_turns import RunResult, format_table, measure
 from streamvoice.protocol import SAMPLE_RATE
 
@@ -196,7 +197,8 @@ def main(
         for mode in ("bidi", "batch")
     }
     written = write_outputs(Path(out_dir), {m: r for m, r in last.items() if r is not None}, prompt)
-    summary["files"] = [str(p) for p in written]
+    result = write_result("demo", {"prompt": prompt, "runs_per_mode": runs, "summary": summary})
+    summary["files"] = [str(p) for p in [*written, result]]
     if as_json:
         print(json.dumps(summary, indent=2))
     else:

@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -91,10 +92,29 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+def commit() -> str:
+    """The tree a result was measured on: its commit, ``+changes`` when files differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return head + ("+changes" if changed else "")
+
+
 def write_result(name: str, payload: dict[str, Any]) -> Path:
+    """``results/<name>.json``: the payload with the machine, the date and the commit it was measured on
+    (what ``bench.figures`` shows beside each published figure)."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
-    payload = {"benchmark": name, "machine": machine(), **payload}
+    payload = {"benchmark": name, "machine": machine(), "commit": commit(), **payload}
     path.write_text(json.dumps(payload, indent=2, default=float))
     return path
 
