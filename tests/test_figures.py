@@ -44,7 +44,7 @@ def test_a_changed_result_file_changes_the_page() -> None:
 def test_a_missing_result_file_says_how_to_make_it() -> None:
     results = figures.load()
     del results["continuity"]
-    with pytest.raises(FileNotFoundError, match="bench.continuity"):
+    with pytest.raises(FileNotFoundError, match=r"bench\.continuity"):
         figures.table(results, readme=True)
 
 
