@@ -142,7 +142,7 @@ async def _first_message_with_key(
 
 async def _accept(ws: WebSocket, subprotocol: str | None) -> None:
     """Accept, unless the socket was accepted already (while its first message brought the key)."""
-    if ws.client_state == WebSocketState.CONNECTING:
+    if ws.application_state == WebSocketState.CONNECTING:
         await ws.accept(subprotocol=subprotocol)
 
 
