@@ -118,6 +118,7 @@ async def test_the_listener_costing_far_past_its_share_is_shed_before_the_newest
     for who in (first, second):
         assert admission2.enter(who) == "admitted"
         who.lane.cost.add(0.5, clock.now)
+        clock.now += 1  # admitted one after the other: which is newest is plain
     first.lane.margin = 0.3
     assert watch2.check() == []
     clock.now += 0.2
