@@ -73,16 +73,22 @@ def test_the_variant_loads_the_derived_file_by_the_models_hash(
     """``int8-static`` (and, on a CPU, no variant at all) finds the derived decoder in the user cache under
     the model file's hash (as ``streamvoice models derive`` writes it) and decodes with it; the int8 variant
     is the file as exported."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    model = resolve_model_files(engine.files.model.parent, "int8-static").model
-    assert model == engine.files.model and static_decoder.find(model) is None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # The official files in a folder of their own: where the suite's model lives (the user cache on a bare
+    # machine) already holds the decoder derived at the suite's start, beside the model.
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for official in (engine.files.model, engine.files.voices):
+        (folder / official.name).symlink_to(official)
+    model = resolve_model_files(folder, "int8-static").model
+    assert model == folder / engine.files.model.name and static_decoder.find(model) is None
     path = static_decoder.save(derived, model)
-    assert path.parent == tmp_path / "streamvoice" / "kokoro-v1.0"
+    assert path.parent == tmp_path / "cache" / "streamvoice" / "kokoro-v1.0"
     assert static_decoder.cache_name(model) in path.name and static_decoder.find(model) == path
-    loaded = KokoroEngine.load(engine.files.model.parent, "int8-static")
+    loaded = KokoroEngine.load(folder, "int8-static")
     assert loaded.decoder_graph == "static-int8"
-    assert KokoroEngine.load(engine.files.model.parent).decoder_graph == "static-int8"
-    assert KokoroEngine.load(engine.files.model.parent, "int8").decoder_graph == "exported"
+    assert KokoroEngine.load(folder).decoder_graph == "static-int8"
+    assert KokoroEngine.load(folder, "int8").decoder_graph == "exported"
     audio = loaded.synthesize("Hello there.", "af_heart")
     assert np.isfinite(audio).all() and float(np.abs(audio).max()) > 0.05
 
