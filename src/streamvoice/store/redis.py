@@ -48,6 +48,7 @@ redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[6])
 return 1
 """
+Arg = bytes | str | int | float  # a script's argument
 # What a failed call may raise besides RedisError: a socket error, a value redis-py could not read.
 FAILURES = (RedisError, OSError, ValueError)
 
@@ -92,6 +93,11 @@ class RedisStore:
     def _record(kind: str, owner: str, key: str) -> str:
         return f"{PREFIX}:{kind}:{owner}:{key}"
 
+    @classmethod
+    def _keys(cls, kind: str, owner: str, key: str) -> list[str]:
+        """What a script over one record names: the record, its owner's index and its kind's."""
+        return [cls._record(kind, owner, key), cls._index(kind, owner), cls._index(kind)]
+
     @staticmethod
     def _index(kind: str, owner: str | None = None) -> str:
         return f"{PREFIX}:{kind}" if owner is None else f"{PREFIX}:{kind}:{owner}"
@@ -106,13 +112,10 @@ class RedisStore:
     async def put(self, kind: str, owner: str, key: str, value: bytes, ttl_s: float | None = None) -> None:
         check_names(kind, owner, key)
         check_value(value)
-        expires = math.inf if ttl_s is None else time.time() + ttl_s
+        ttl_ms, expires = _expiry(ttl_s, time.time())
         try:
             async with self._redis().pipeline(transaction=True) as tx:
-                if ttl_s is None:
-                    tx.set(self._record(kind, owner, key), value)
-                else:
-                    tx.set(self._record(kind, owner, key), value, px=max(1, round(ttl_s * 1000)))
+                tx.set(self._record(kind, owner, key), value, px=ttl_ms or None)
                 tx.zadd(self._index(kind, owner), {key: expires})
                 tx.zadd(self._index(kind), {f"{owner}:{key}": expires})
                 await tx.execute()
@@ -133,13 +136,10 @@ class RedisStore:
         check_names(kind, owner, key)
         check_value(value)
         now = time.time()
-        ttl_ms, expires = (0, math.inf) if ttl_s is None else (max(1, round(ttl_s * 1000)), now + ttl_s)
-        keys = [self._record(kind, owner, key), self._index(kind, owner), self._index(kind)]
-        args: list[bytes | str | int | float] = [
-            value, ttl_ms, _score(expires), now, key, f"{owner}:{key}", per_owner, total
-        ]  # fmt: skip
+        ttl_ms, expires = _expiry(ttl_s, now)
+        args: list[Arg] = [value, ttl_ms, _score(expires), now, key, f"{owner}:{key}", per_owner, total]
         try:
-            result = await self._redis().eval(_ADD, 3, *keys, *args)  # type: ignore[misc]
+            result = await self._redis().eval(_ADD, 3, *self._keys(kind, owner, key), *args)  # type: ignore[misc]
         except FAILURES as exc:
             raise self._failed(exc) from exc
         answer = result.decode() if isinstance(result, bytes) else str(result)
@@ -150,13 +150,10 @@ class RedisStore:
         self, kind: str, owner: str, key: str, old: bytes, new: bytes, ttl_s: float | None = None
     ) -> bool:
         check_value(new)
-        ttl_ms, expires = (
-            (0, math.inf) if ttl_s is None else (max(1, round(ttl_s * 1000)), time.time() + ttl_s)
-        )
-        keys = [self._record(kind, owner, key), self._index(kind, owner), self._index(kind)]
-        args: list[bytes | str | int | float] = [old, new, ttl_ms, _score(expires), key, f"{owner}:{key}"]
+        ttl_ms, expires = _expiry(ttl_s, time.time())
+        args: list[Arg] = [old, new, ttl_ms, _score(expires), key, f"{owner}:{key}"]
         try:
-            return bool(await self._redis().eval(_SWAP, 3, *keys, *args))  # type: ignore[misc]
+            return bool(await self._redis().eval(_SWAP, 3, *self._keys(kind, owner, key), *args))  # type: ignore[misc]
         except FAILURES as exc:
             raise self._failed(exc) from exc
 
@@ -203,6 +200,11 @@ class RedisStore:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _expiry(ttl_s: float | None, now: float) -> tuple[int, float]:
+    """(the record's time to live in ms, 0 for none; its expiry as an index score, inf for none)."""
+    return (0, math.inf) if ttl_s is None else (max(1, round(ttl_s * 1000)), now + ttl_s)
 
 
 def _score(expires: float) -> str:

@@ -70,14 +70,35 @@ class SqliteStore:
         return self._db
 
     async def _run(self, sql: str, *args: object) -> list[tuple[object, ...]]:
-        async with self._lock:
-            return await asyncio.to_thread(self._execute, sql, args)
+        """One statement, committed on its own."""
+        return await self._on_thread(lambda db: db.execute(sql, args).fetchall())
 
-    def _execute(self, sql: str, args: tuple[object, ...]) -> list[tuple[object, ...]]:
-        try:
-            return self._open().execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"the store {self.path} failed: {exc}") from exc
+    async def _transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` in one write transaction (``BEGIN IMMEDIATE``: other processes wait for it)."""
+
+        def transaction(db: sqlite3.Connection) -> T:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return result
+
+        return await self._on_thread(transaction)
+
+    async def _on_thread[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` on the worker thread, one at a time per process; a failure is ``StoreError``."""
+
+        def run() -> T:
+            try:
+                return work(self._open())
+            except sqlite3.Error as exc:
+                raise StoreError(f"the store {self.path} failed: {exc}") from exc
+
+        async with self._lock:
+            return await asyncio.to_thread(run)
 
     async def get(self, kind: str, owner: str, key: str) -> bytes | None:
         rows = await self._run(
@@ -115,18 +136,18 @@ class SqliteStore:
         expires = None if ttl_s is None else now + ttl_s
 
         def write(db: sqlite3.Connection) -> Added:
+            def live(where: str, *params: object) -> int:
+                """Live records of this kind, and ``where``."""
+                sql = f"SELECT count(*) FROM records WHERE kind=? AND {LIVE}{where}"
+                number: int = db.execute(sql, (kind, now, *params)).fetchone()[0]
+                return number
+
             db.execute("DELETE FROM records WHERE kind=? AND expires <= ?", (kind, now))
-            live = f"kind=? AND {LIVE}"
-            exists = db.execute(
-                f"SELECT 1 FROM records WHERE {live} AND owner=? AND key=?", (kind, now, owner, key)
-            ).fetchone()
+            exists = live(" AND owner=? AND key=?", owner, key) > 0
             if not exists:
-                if db.execute(f"SELECT count(*) FROM records WHERE {live} AND owner=?", (kind, now, owner)).fetchone()[0] >= per_owner:  # fmt: skip
+                if live(" AND owner=?", owner) >= per_owner:
                     return "owner_full"
-                if (
-                    db.execute(f"SELECT count(*) FROM records WHERE {live}", (kind, now)).fetchone()[0]
-                    >= total
-                ):
+                if live("") >= total:
                     return "total_full"
             db.execute(
                 "INSERT OR REPLACE INTO records (kind, owner, key, value, expires) VALUES (?, ?, ?, ?, ?)",
@@ -147,27 +168,6 @@ class SqliteStore:
             "RETURNING key", new, expires, kind, owner, key, old, now,
         )  # fmt: skip
         return bool(rows)
-
-    async def _transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work`` in one write transaction (``BEGIN IMMEDIATE``: other processes wait for it), on the
-        worker thread."""
-
-        def run() -> T:
-            db = self._open()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    result = work(db)
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                raise StoreError(f"the store {self.path} failed: {exc}") from exc
-
-        async with self._lock:
-            return await asyncio.to_thread(run)
 
     async def delete(self, kind: str, owner: str, key: str) -> bool:
         rows = await self._run(

@@ -28,6 +28,7 @@ from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import authorized, service_of
+from streamvoice.server.surfaces.websocket import frame_of
 
 Frame = str | bytes
 
@@ -125,10 +126,8 @@ async def _first_message_with_key(
                 message = await ws.receive()
         except TimeoutError:
             message = {"type": "websocket.receive"}  # no message in time: as one without the key
-        if message["type"] == "websocket.disconnect":
+        if (frame := frame_of(message)) is None:
             return None
-        text, data = message.get("text"), message.get("bytes")
-        frame: Frame = text if isinstance(text, str) else (data if isinstance(data, bytes) else b"")
         if key_matches(key_of(frame), service.config.auth_token):
             return frame
         service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from starlette.types import Message
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamvoice.server.core.metrics import Metrics
@@ -24,6 +25,14 @@ from streamvoice.server.surfaces.transport import Disconnected
 log = logging.getLogger("streamvoice.connection")
 
 AUDIO_FRAME_BYTES = 32 * 1024
+
+
+def frame_of(message: Message) -> str | bytes | None:
+    """An ASGI WebSocket message as a frame, text or bytes; None when the client went away."""
+    if message["type"] == "websocket.disconnect":
+        return None
+    text = message.get("text")
+    return text if text is not None else (message.get("bytes") or b"")
 
 
 def audio_frames(data: bytes) -> list[bytes]:
@@ -88,11 +97,7 @@ class WebSocketTransport:
 
     async def receive(self) -> str | bytes | None:
         """The next frame, text or bytes; None when the client went away."""
-        message = await self.ws.receive()
-        if message["type"] == "websocket.disconnect":
-            return None
-        text = message.get("text")
-        return text if text is not None else (message.get("bytes") or b"")
+        return frame_of(await self.ws.receive())
 
     async def send(self, data: str | bytes) -> None:
         if self.ws.application_state != WebSocketState.CONNECTED:
