@@ -176,3 +176,29 @@ async def test_more_calls_at_once_than_connections_wait_for_one(store: Store) ->
         *(store.add(k, "alice", f"r{i}", b"x", per_owner=1000, total=1000) for i in range(150))
     )
     assert answers.count("added") == 150
+
+
+async def test_counts_at_once_never_pass_their_limit_and_lose_nothing(store: Store) -> None:
+    """Issue #67: a quota is a counter both replicas add to at once. ``tally`` adds only within the limit, in
+    one step: 60 adds of 7 at once against 300 from two clients keep exactly the 42 that fit, none lost."""
+    other = open_store(store.url)
+    try:
+        k = kind()
+        clients = [store, other]
+        answers = await asyncio.gather(
+            *(clients[i % 2].tally(k, "alice", "chars", 7, 300, ttl_s=60) for i in range(60))
+        )
+        kept = [a for a in answers if a is not None]
+        assert len(kept) == 300 // 7 and sorted(kept) == [7 * (i + 1) for i in range(300 // 7)]
+        assert await store.get(k, "alice", "chars") == str(7 * (300 // 7)).encode()
+        assert await store.tally(k, "alice", "chars", 300 - 7 * (300 // 7), 300) == 300  # exactly full
+        assert await store.tally(k, "alice", "chars", 1, None) == 301  # unbounded: always counted
+        assert (
+            await store.tally(k, "bob", "chars", 5, 4) is None and await store.get(k, "bob", "chars") is None
+        )
+        assert await store.tally(k, "bob", "chars", 1, 4, ttl_s=0.05) == 1
+        await asyncio.sleep(0.1)
+        assert await store.get(k, "bob", "chars") is None  # a day's counter goes with its day
+        assert await store.tally(k, "bob", "chars", 2, 4) == 2
+    finally:
+        await other.close()

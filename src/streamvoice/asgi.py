@@ -21,7 +21,7 @@ from streamvoice.protocol import (
     UNAUTHORIZED_HINT,
     ErrorCode,
     ProtocolError,
-    key_authorized,
+    presented_keys,
     whole_number,
 )
 
@@ -156,29 +156,38 @@ class TimedStreamingResponse(StreamingResponse):
                 on_close()
 
 
+class KeyCheck(Protocol):
+    """Which keys are good (``store.keys.Keyring``): whether any is needed, and the one a caller's names."""
+
+    @property
+    def required(self) -> bool: ...
+
+    def resolve(self, keys: list[str]) -> object | None: ...
+
+
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413 before the app sees them, read a body only from
-    a caller that has the token, and only for ``timeout_s``.
+    a caller that has a good key, and only for ``timeout_s``.
 
     A declared ``Content-Length`` over the limit is refused before a byte of the body is read; a chunked or
     undeclared body is read up to the limit and refused as soon as it passes it. The app then receives the
-    body already read (at most ``max_bytes`` held), so no route can be made to buffer more. With ``token``
-    set, a request that carries a body without ``Authorization: Bearer <token>`` is answered 401 before
-    any of it is read, so callers without it cannot make the server hold their bodies; every route that
-    takes a body needs the token anyway. A body still arriving after ``timeout_s`` is answered 408.
+    body already read (at most ``max_bytes`` held), so no route can be made to buffer more. When ``keys``
+    needs one, a request that carries a body without a good key (in any header a wire takes) is answered
+    401 before any of it is read, so callers without one cannot make the server hold their bodies; every
+    route that takes a body needs a key anyway. A body still arriving after ``timeout_s`` is answered 408.
     """
 
     def __init__(
         self,
         app: ASGIApp,
         max_bytes: int,
-        token: str | None = None,
+        keys: KeyCheck | None = None,
         timeout_s: float = 10.0,
         shapes: Sequence[tuple[str, ErrorShape]] = (),
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.token = token
+        self.keys = keys
         self.timeout_s = timeout_s
         self.shapes = shapes  # (path prefix, error shape): a vendor's routes answer in its own shape
 
@@ -190,7 +199,7 @@ class BodyLimit:
         shape = next((f for prefix, f in self.shapes if path.startswith(prefix)), openai_shape)
         declared = _header(scope, b"content-length")
         has_body = (declared not in (None, "0")) or _header(scope, b"transfer-encoding") is not None
-        if has_body and self.token and not key_authorized(lambda h: _header(scope, h.encode()), self.token):
+        if has_body and self._keyless(scope):
             await send_json_error(send, ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT), shape)
             return
         length = whole_number(declared, max_digits=18) if declared is not None else None
@@ -233,6 +242,12 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    def _keyless(self, scope: Scope) -> bool:
+        """A key is needed and none of those the request carries is good."""
+        if self.keys is None or not self.keys.required:
+            return False
+        return self.keys.resolve(presented_keys(lambda h: _header(scope, h.encode()))) is None
 
     async def _refuse(self, send: Send, declared: str | None, shape: ErrorShape) -> None:
         size = (

@@ -31,7 +31,13 @@ from streamvoice.agent.conversations import Conversations
 from streamvoice.agent.events import Event
 from streamvoice.agent.llm import TextSource
 from streamvoice.agent.pipeline import SpeechPipeline
-from streamvoice.agent.requests import Caller, parse_conversation, parse_turn_request, require_bearer
+from streamvoice.agent.requests import (
+    SESSION_HEADER,
+    Caller,
+    parse_conversation,
+    parse_turn_request,
+    require_bearer,
+)
 from streamvoice.agent.socket import CallerSocket, accept_caller
 from streamvoice.agent.turns import converse, interrupted_event
 from streamvoice.asgi import BodyLimit, HostAllowList, TimedStreamingResponse, error_response
@@ -44,10 +50,10 @@ from streamvoice.protocol import (
 )
 from streamvoice.store import open_store
 from streamvoice.store import owner as owner_of
+from streamvoice.store.keys import Keyring
 
 log = logging.getLogger("streamvoice.agent")
 
-SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"  # AgentCore's session: the conversation
 
 WEB_DIR = Path(str(resources.files("streamvoice").joinpath("web/static")))
 
@@ -79,9 +85,10 @@ def check_framework(app: Any) -> None:
 class AgentApp(BedrockAgentCoreApp):
     """AgentCore's app with safe request parsing: callers never see raw exception text."""
 
-    def __init__(self, config: AgentConfig, middleware: list[Middleware]) -> None:
+    def __init__(self, config: AgentConfig, middleware: list[Middleware], keyring: Keyring) -> None:
         super().__init__(middleware=middleware)
         self.config = config
+        self.keyring = keyring
         self.turns = 0  # turns in progress, over both routes
         check_framework(self)
 
@@ -115,7 +122,7 @@ class AgentApp(BedrockAgentCoreApp):
         generator (two such callers made every later turn ``server_busy`` for good). Here the turn's events
         stream from this loop with a send timeout, and the turn ends when the response does, however."""
         try:
-            require_bearer(request, self.config.auth_token)
+            caller = await require_bearer(request, self.keyring)
             # JSON only: a cross-site page can POST text/plain without asking (no CORS preflight) and so
             # spend this agent's LLM credit; application/json needs a preflight only allowed origins pass.
             media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -129,9 +136,6 @@ class AgentApp(BedrockAgentCoreApp):
         try:
             payload = parse_json_object(
                 await request.body(), Limits(max_message_bytes=self.config.max_body_bytes)
-            )
-            caller = Caller(
-                owner_of(request.headers.get("authorization")), request.headers.get(SESSION_HEADER)
             )
             result = await self.handlers["main"](payload, caller)
         except ProtocolError as exc:
@@ -165,13 +169,15 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
     """The agent over ``source`` (a language model's text), speaking through the configured speech server."""
     cfg = config or AgentConfig.from_env()
     log_redaction.install()  # no key in any log line, whatever logger writes it
-    app = AgentApp(cfg, _middleware(cfg))
+    store = open_store(cfg.store_url)
+    keyring = Keyring(store, cfg.auth_token)  # its callers' keys: the same records as the speech server's
+    app = AgentApp(cfg, _middleware(cfg, keyring), keyring)
 
     async def connect() -> SpeechClient:
         return await SpeechClient.connect(cfg.speech_url, cfg.speech_token)
 
     pipeline = SpeechPipeline(source, connect)
-    conversations = Conversations(open_store(cfg.store_url))
+    conversations = Conversations(store)
     app.state.pipeline, app.state.conversations = pipeline, conversations
 
     @app.entrypoint
@@ -180,7 +186,7 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
 
     @app.websocket
     async def ws_handler(websocket: WebSocket, context: Any) -> None:
-        caller = await accept_caller(websocket, cfg)
+        caller = await accept_caller(websocket, cfg, keyring)
         if caller is not None:
             await CallerSocket(websocket, caller, conversations, pipeline, cfg, app.take_turn).run()
 
@@ -188,7 +194,7 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
         return FileResponse(WEB_DIR / "index.html")
 
     async def voices(request: Request) -> Response:
-        return await speech_voices(request, cfg)
+        return await speech_voices(request, cfg, keyring)
 
     app.add_route("/", index, methods=["GET"])
     app.add_route("/voices", voices, methods=["GET"])
@@ -196,10 +202,10 @@ def create_agent_app(source: TextSource, config: AgentConfig | None = None) -> A
     return app
 
 
-def _middleware(cfg: AgentConfig) -> list[Middleware]:
+def _middleware(cfg: AgentConfig, keyring: Keyring) -> list[Middleware]:
     middleware = [
         Middleware(HostAllowList, hosts=cfg.allowed_hosts),
-        Middleware(BodyLimit, max_bytes=cfg.max_body_bytes, token=cfg.auth_token),
+        Middleware(BodyLimit, max_bytes=cfg.max_body_bytes, keys=keyring),
     ]
     if cfg.cors_origins:
         middleware.append(
@@ -237,10 +243,10 @@ async def invocation(
     return events()
 
 
-async def speech_voices(request: Request, cfg: AgentConfig) -> Response:
+async def speech_voices(request: Request, cfg: AgentConfig, keyring: Keyring) -> Response:
     """The speech server's voices for the page's picker (the page never talks to it directly)."""
     try:
-        require_bearer(request, cfg.auth_token)
+        await require_bearer(request, keyring)
     except ProtocolError as exc:
         return error_response(exc)
     headers = {"Authorization": f"Bearer {cfg.speech_token}"} if cfg.speech_token else {}

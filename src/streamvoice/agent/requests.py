@@ -15,11 +15,13 @@ from streamvoice.agent.pipeline import TurnOptions
 from streamvoice.protocol import (
     ErrorCode,
     ProtocolError,
-    bearer_authorized,
+    bearer_key,
     played_ms,
     validate_speed,
     validate_voice,
 )
+from streamvoice.store import owner as owner_of
+from streamvoice.store.keys import Keyring
 
 
 def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOptions]:
@@ -44,6 +46,9 @@ def parse_turn_request(payload: Any, config: AgentConfig) -> tuple[str, TurnOpti
     voice = validate_voice(payload.get("voice", config.default_voice))
     speed = validate_speed(payload.get("speed", 1.0))
     return prompt.strip(), TurnOptions(mode=mode, voice=voice, speed=speed)
+
+
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"  # AgentCore's session: the conversation
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,23 @@ def parse_conversation(
     return ConversationRequest(cid, played_ms(payload.get("played_ms")), kind == "interrupt")
 
 
-def require_bearer(request: Request, token: str | None) -> None:
-    """The one check of an HTTP caller's token, for every route that spends the agent's LLM or speech."""
-    if not bearer_authorized(request.headers.get("authorization"), token):
-        raise ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <token>")
+async def require_bearer(request: Request, keyring: Keyring) -> Caller:
+    """The one check of an HTTP caller's key, for every route that spends the agent's LLM or speech: the
+    caller it names (its tenant's records), or ``unauthorized``."""
+    authorization, session = request.headers.get("authorization"), request.headers.get(SESSION_HEADER)
+    return await bearer_caller(authorization, keyring, session)
+
+
+async def bearer_caller(authorization: str | None, keyring: Keyring, session_id: str | None = None) -> Caller:
+    """The caller an ``Authorization: Bearer`` value names: a key record's tenant or the bootstrap key's
+    (the same records as the speech server's), or, on an agent without keys, one per presented value."""
+    await keyring.fresh()
+    tenant = keyring.find(bearer_key(authorization))
+    if tenant is not None:
+        return Caller(tenant.owner, session_id)
+    if keyring.required:
+        raise ProtocolError(ErrorCode.UNAUTHORIZED, "send Authorization: Bearer <key>")
+    return Caller(owner_of(authorization), session_id)
 
 
 # A browser cannot set headers on a WebSocket; it offers the token as a subprotocol pair instead:

@@ -23,28 +23,31 @@ from streamvoice.agent.pipeline import SpeechPipeline
 from streamvoice.agent.requests import (
     Caller,
     ConversationRequest,
+    bearer_caller,
     origin_allowed,
     parse_conversation,
     parse_turn_request,
     websocket_token,
 )
 from streamvoice.agent.turns import converse, interrupted_event
-from streamvoice.protocol import ProtocolError, bearer_authorized
-from streamvoice.store import owner as owner_of
+from streamvoice.protocol import ProtocolError
+from streamvoice.store.keys import Keyring
 
 
-async def accept_caller(websocket: WebSocket, config: AgentConfig) -> Caller | None:
+async def accept_caller(websocket: WebSocket, config: AgentConfig, keyring: Keyring) -> Caller | None:
     """The socket accepted for a caller with the key from an allowed page, or closed 1008 (None)."""
     # Browsers send WebSockets cross-site without asking: only our own page and allowed origins.
     if not origin_allowed(websocket.headers.get("origin"), websocket.headers.get("host"), config):
         await websocket.close(1008, "origin not allowed")
         return None
     token, subprotocol = websocket_token(websocket.headers)
-    if not bearer_authorized(token, config.auth_token):
+    try:
+        caller = await bearer_caller(token, keyring)
+    except ProtocolError:
         await websocket.close(1008, "unauthorized")
         return None
     await websocket.accept(subprotocol=subprotocol)
-    return Caller(owner_of(token))
+    return caller
 
 
 class CallerSocket:

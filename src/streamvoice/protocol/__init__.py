@@ -41,9 +41,8 @@ from streamvoice.protocol.fields import (
 from streamvoice.protocol.keys import (
     KEY_HEADERS,
     UNAUTHORIZED_HINT,
-    bearer_authorized,
-    key_authorized,
-    key_matches,
+    bearer_key,
+    presented_keys,
 )
 from streamvoice.protocol.session import (
     MESSAGE_TYPES,
@@ -74,9 +73,8 @@ __all__ = [
     "MESSAGE_TYPES", "MIN_SPEED", "OPUS_RATES", "SAMPLE_RATE", "SAMPLE_RATES", "TELEPHONY_RATE",
     "UNAUTHORIZED_HINT", "WS_PATH", "Ack", "Alignment", "Append", "Cancel", "ClientMessage", "Close",
     "Configure", "End", "ErrorCode", "ErrorEvent", "Flush", "Limits", "Pauses", "ProtocolError", "ServerEvent",
-    "SynthesisComplete", "SynthesisStarted", "Synthesize", "bearer_authorized", "check_rate_for_format",
-    "check_text", "decode_client_frame", "decode_control_frame", "encode_event", "key_authorized",
-    "key_matches", "lexicon_name", "message_from_object", "output_rate", "parse_json_object", "played_ms",
-    "required_text", "text_field", "validate_format", "validate_lexicon", "validate_pauses",
+    "SynthesisComplete", "SynthesisStarted", "Synthesize", "bearer_key", "check_rate_for_format",
+    "check_text", "decode_client_frame", "decode_control_frame", "encode_event", "lexicon_name", "message_from_object", "output_rate", "parse_json_object", "played_ms",
+    "presented_keys", "required_text", "text_field", "validate_format", "validate_lexicon", "validate_pauses",
     "validate_sample_rate", "validate_speed", "validate_voice", "whole_number",
 ]  # fmt: skip

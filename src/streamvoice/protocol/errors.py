@@ -30,6 +30,10 @@ class ErrorCode(StrEnum):
     SYNTHESIS_FAILED = "synthesis_failed"
     NOT_READY = "not_ready"
     UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"  # a good key asking what only the bootstrap key (AUTH_TOKEN) may: managing keys
+    # a tenant past its own share of the machine (the vendors' names: ElevenLabs uses these two as they are)
+    CONCURRENT_LIMIT_EXCEEDED = "concurrent_limit_exceeded"
+    QUOTA_EXCEEDED = "quota_exceeded"
     INTERNAL = "internal_error"
     NOT_FOUND = "not_found"  # no such route (HTTP 404), or no such method on it (405)
     STORE_UNAVAILABLE = "store_unavailable"  # what callers made is kept where the server cannot reach now
@@ -51,6 +55,9 @@ class ErrorCode(StrEnum):
 HTTP_STATUS = {
     ErrorCode.MESSAGE_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.CONCURRENT_LIMIT_EXCEEDED: 429,
+    ErrorCode.QUOTA_EXCEEDED: 429,
     ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
     ErrorCode.HOST_NOT_ALLOWED: 421,
     ErrorCode.NOT_READY: 503,

@@ -52,6 +52,8 @@ from streamvoice.server.surfaces.openai import speech as openai_api
 from streamvoice.server.surfaces.session import socket as session
 from streamvoice.server.surfaces.vendor_voices import vendor_voices
 from streamvoice.server.surfaces.wyoming.listener import WyomingServer
+from streamvoice.store import Store, StoreError, open_store
+from streamvoice.store.keys import Keyring
 
 log = logging.getLogger("streamvoice.server")
 
@@ -59,10 +61,16 @@ log = logging.getLogger("streamvoice.server")
 def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None = None) -> Starlette:
     config = config or ServerConfig.from_env()
     log_redaction.install()  # however the app is run: no key in any log line
+    store = open_store(config.store_url)  # connected at its first use
+    keyring = Keyring(store, config.auth_token)  # the body guard checks keys before the service exists
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        service = await _start_service(config, engine)
+        try:
+            await keyring.refresh()  # every key made so far holds from the first request
+        except StoreError:
+            log.warning("the key records could not be read at start: only AUTH_TOKEN holds until they are")
+        service = await _start_service(config, engine, store, keyring)
         app.state.service = service  # the drain (runner) reaches it here
         # Wyoming listens from the start and answers not_ready until warm-up is done, like /ping.
         wyoming = WyomingServer(config.wyoming_uri, service) if config.wyoming_uri else None
@@ -92,7 +100,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             Middleware(
                 BodyLimit,
                 max_bytes=config.max_body_bytes,
-                token=config.auth_token,
+                keys=keyring,
                 timeout_s=config.body_timeout_s,
                 shapes=SHAPES,
             ),
@@ -101,13 +109,16 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
     )
 
 
-async def _start_service(config: ServerConfig, engine: KokoroEngine | None) -> SpeechService:
+async def _start_service(
+    config: ServerConfig, engine: KokoroEngine | None, store: Store, keyring: Keyring
+) -> SpeechService:
     """The engine (loaded off the event loop unless given) and the service over it, checked and started."""
     if engine is None:
         engine = await asyncio.to_thread(
             KokoroEngine.load, config.model_dir, config.model_variant, config.engine_options
         )
-    service = SpeechService(engine, config, Metrics(config.endpoint_name if config.emf else None))
+    metrics = Metrics(config.endpoint_name if config.emf else None)
+    service = SpeechService(engine, config, metrics, store, keyring)
     vendor_voices(service).check()  # a bad vendor voice map stops the start, before a caller finds it
     _gauges(service)
     service.start()

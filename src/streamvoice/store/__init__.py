@@ -36,8 +36,9 @@ class StoreError(ProtocolError):
         log.error("%s", detail)
 
 
-# What ``Store.add`` did: a new record, an existing one replaced, or nothing (which bound it would pass).
-Added = Literal["added", "replaced", "owner_full", "total_full"]
+# What ``Store.add`` did: a new record, an existing one replaced, or nothing (it exists, or which bound it
+# would pass).
+Added = Literal["added", "replaced", "exists", "owner_full", "total_full"]
 
 
 class Store(Protocol):
@@ -67,8 +68,9 @@ class Store(Protocol):
         *,
         per_owner: int,
         total: int,
+        only_new: bool = False,
     ) -> Added:
-        """Put the record if it exists (``replaced``) or if the owner holds fewer than ``per_owner`` and
+        """Put the record if it exists (``replaced``; with ``only_new``, nothing: ``exists``) or if the owner holds fewer than ``per_owner`` and
         everyone fewer than ``total`` records of this kind (``added``); else nothing is written and the
         answer names the bound. Checked and written as one step across processes and replicas."""
         ...
@@ -78,6 +80,14 @@ class Store(Protocol):
     ) -> bool:
         """Replace the record with ``new`` only if it still holds ``old`` (a revision of what was read);
         False, and nothing written, when it changed or is gone meanwhile."""
+        ...
+
+    async def tally(
+        self, kind: str, owner: str, key: str, amount: int, limit: int | None, ttl_s: float | None = None
+    ) -> int | None:
+        """Add ``amount`` to the counter record (0 when absent; ``ttl_s`` from its first count) if the sum
+        stays within ``limit`` (None: no bound) and answer the new sum; else None, and nothing added. Checked
+        and added as one step across processes and replicas: a quota cannot be passed by callers racing."""
         ...
 
     async def delete(self, kind: str, owner: str, key: str) -> bool: ...

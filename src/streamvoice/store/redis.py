@@ -23,11 +23,12 @@ MAX_CONNECTIONS = 64  # to Redis per process; a call past it waits for one (up t
 TIMEOUT_S = 5.0
 
 # KEYS: record, owner's index, kind's index. ARGV: value, ttl ms (0: none), expiry score, now, member in the
-# owner's index, member in the kind's index, per-owner bound, total bound.
+# owner's index, member in the kind's index, per-owner bound, total bound, 1 to leave an existing record.
 _ADD = """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
 local exists = redis.call('EXISTS', KEYS[1]) == 1
+if exists and ARGV[9] == '1' then return 'exists' end
 if not exists then
   if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[7]) then return 'owner_full' end
   if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[8]) then return 'total_full' end
@@ -47,6 +48,21 @@ else redis.call('SET', KEYS[1], ARGV[2]) end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[6])
 return 1
+"""
+# KEYS: counter, owner's index, kind's index. ARGV: amount, limit (-1: none), ttl ms (0: none), expiry
+# score, the members. A counter's expiry is set at its first count and kept after.
+_TALLY = """
+local now = tonumber(redis.call('GET', KEYS[1]) or '0')
+local total = now + tonumber(ARGV[1])
+if tonumber(ARGV[2]) >= 0 and total > tonumber(ARGV[2]) then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('SET', KEYS[1], total, 'KEEPTTL')
+else
+  if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[1], total, 'PX', ARGV[3])
+  else redis.call('SET', KEYS[1], total) end
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[6])
+end
+return total
 """
 Arg = bytes | str | int | float  # a script's argument
 # What a failed call may raise besides RedisError: a socket error, a value redis-py could not read.
@@ -132,18 +148,21 @@ class RedisStore:
         *,
         per_owner: int,
         total: int,
+        only_new: bool = False,
     ) -> Added:
         check_names(kind, owner, key)
         check_value(value)
         now = time.time()
         ttl_ms, expires = _expiry(ttl_s, now)
-        args: list[Arg] = [value, ttl_ms, _score(expires), now, key, f"{owner}:{key}", per_owner, total]
+        args: list[Arg] = [
+            value, ttl_ms, _score(expires), now, key, f"{owner}:{key}", per_owner, total, int(only_new)
+        ]  # fmt: skip
         try:
             result = await self._redis().eval(_ADD, 3, *self._keys(kind, owner, key), *args)  # type: ignore[misc]
         except FAILURES as exc:
             raise self._failed(exc) from exc
         answer = result.decode() if isinstance(result, bytes) else str(result)
-        assert answer in ("added", "replaced", "owner_full", "total_full"), answer
+        assert answer in ("added", "replaced", "exists", "owner_full", "total_full"), answer
         return answer  # type: ignore[return-value]
 
     async def swap(
@@ -156,6 +175,19 @@ class RedisStore:
             return bool(await self._redis().eval(_SWAP, 3, *self._keys(kind, owner, key), *args))  # type: ignore[misc]
         except FAILURES as exc:
             raise self._failed(exc) from exc
+
+    async def tally(
+        self, kind: str, owner: str, key: str, amount: int, limit: int | None, ttl_s: float | None = None
+    ) -> int | None:
+        check_names(kind, owner, key)
+        ttl_ms, expires = _expiry(ttl_s, time.time())
+        bound = -1 if limit is None else limit
+        args: list[Arg] = [amount, bound, ttl_ms, _score(expires), key, f"{owner}:{key}"]
+        try:
+            total = await self._redis().eval(_TALLY, 3, *self._keys(kind, owner, key), *args)  # type: ignore[misc]
+        except FAILURES as exc:
+            raise self._failed(exc) from exc
+        return None if int(total) < 0 else int(total)
 
     async def delete(self, kind: str, owner: str, key: str) -> bool:
         try:

@@ -129,6 +129,7 @@ class SqliteStore:
         *,
         per_owner: int,
         total: int,
+        only_new: bool = False,
     ) -> Added:
         check_names(kind, owner, key)
         check_value(value)
@@ -144,6 +145,8 @@ class SqliteStore:
 
             db.execute("DELETE FROM records WHERE kind=? AND expires <= ?", (kind, now))
             exists = live(" AND owner=? AND key=?", owner, key) > 0
+            if exists and only_new:
+                return "exists"
             if not exists:
                 if live(" AND owner=?", owner) >= per_owner:
                     return "owner_full"
@@ -168,6 +171,29 @@ class SqliteStore:
             "RETURNING key", new, expires, kind, owner, key, old, now,
         )  # fmt: skip
         return bool(rows)
+
+    async def tally(
+        self, kind: str, owner: str, key: str, amount: int, limit: int | None, ttl_s: float | None = None
+    ) -> int | None:
+        check_names(kind, owner, key)
+        now = time.time()
+
+        def count(db: sqlite3.Connection) -> int | None:
+            row = db.execute(
+                f"SELECT value, expires FROM records WHERE kind=? AND owner=? AND key=? AND {LIVE}",
+                (kind, owner, key, now),
+            ).fetchone()
+            total = (int(row[0]) if row else 0) + amount
+            if limit is not None and total > limit:
+                return None
+            expires = row[1] if row else (None if ttl_s is None else now + ttl_s)
+            db.execute(
+                "INSERT OR REPLACE INTO records (kind, owner, key, value, expires) VALUES (?, ?, ?, ?, ?)",
+                (kind, owner, key, str(total).encode(), expires),
+            )
+            return total
+
+        return await self._transaction(count)
 
     async def delete(self, kind: str, owner: str, key: str) -> bool:
         rows = await self._run(

@@ -90,8 +90,12 @@ class Admission[H: Holder]:
         idle_release_s: float = 2.0,
         max_hold_s: float = 30.0,
         clock: Callable[[], float] | None = None,
+        turn: Callable[[H], float] | None = None,
     ) -> None:
         self.mode = mode
+        # Who of those waiting is admitted first when a slot frees: the lowest ``turn`` (a tenant furthest
+        # below its share: ``tenancy.Tenancy.rank``), in arrival order among equals; None: arrival order.
+        self._turn = turn
         self._capacity = capacity
         self.queue_bound = queue_bound
         self.max_wait_s = max_wait_s
@@ -299,9 +303,18 @@ class Admission[H: Holder]:
         if timer is not None:
             timer.cancel()
 
+    @property
+    def holders(self) -> frozenset[H]:
+        return frozenset(self._holders)
+
+    @property
+    def waiting(self) -> list[H]:
+        return list(self._waiting)
+
     def _admit_waiting(self) -> None:
         while self._waiting and len(self._holders) < self.capacity:
-            who, ticket = self._waiting.popitem(last=False)
+            who = next(iter(self._waiting)) if self._turn is None else min(self._waiting, key=self._turn)
+            ticket = self._waiting.pop(who)
             if ticket.done():
                 continue
             self._hold(who)

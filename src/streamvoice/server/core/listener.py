@@ -10,12 +10,18 @@ from typing import Protocol
 from streamvoice.protocol import ProtocolError
 from streamvoice.server.core.holder import Holder
 from streamvoice.server.core.lane import Lane
+from streamvoice.store.keys import Tenant
 
 
 class Listener(Holder, Protocol):
     @property
     def lane(self) -> Lane | None:
         """Its work on the model (None before it has any): what the watch reads to see it starve."""
+        ...
+
+    @property
+    def tenant(self) -> Tenant | None:
+        """Whose key it serves: when the machine is full, a tenant below its share is admitted first."""
         ...
 
     def shed(self, error: ProtocolError) -> None:

@@ -8,6 +8,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+# Keys labelled by name in ``/metrics``; past this many, the rest are counted as "other" (a series per key
+# must not grow without bound).
+MAX_LABELLED_KEYS = 200
 _BUCKETS_S = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 
 
@@ -59,6 +62,33 @@ def emf_line(
     )
 
 
+class KeyUse:
+    """What one key has used since the process started: ``/metrics``' per-key counters."""
+
+    def __init__(self) -> None:
+        self.characters = 0
+        self.audio_seconds = 0.0
+        self.requests = 0
+        self.refusals: Counter[str] = Counter()
+
+
+def _key_lines(uses: dict[str, KeyUse]) -> list[str]:
+    rows = sorted(uses.items())
+    lines = ["# TYPE streamvoice_key_characters_total counter"]
+    lines += [f'streamvoice_key_characters_total{{key="{k}"}} {u.characters}' for k, u in rows]
+    lines += ["# TYPE streamvoice_key_audio_seconds_total counter"]
+    lines += [f'streamvoice_key_audio_seconds_total{{key="{k}"}} {u.audio_seconds:.3f}' for k, u in rows]
+    lines += ["# TYPE streamvoice_key_requests_total counter"]
+    lines += [f'streamvoice_key_requests_total{{key="{k}"}} {u.requests}' for k, u in rows]
+    lines += ["# TYPE streamvoice_key_refusals_total counter"]
+    for k, use in rows:
+        lines += [
+            f'streamvoice_key_refusals_total{{key="{k}",reason="{r}"}} {n}'
+            for r, n in sorted(use.refusals.items())
+        ]
+    return lines
+
+
 class Metrics:
     def __init__(self, emf_endpoint: str | None = None) -> None:
         """``emf_endpoint``: also print CloudWatch embedded-metric lines, with this EndpointName dimension."""
@@ -84,6 +114,15 @@ class Metrics:
         # Decoder batching: batched calls made and the windows they carried (rows / calls = mean batch).
         self.decoder_batches: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self.pace: Callable[[], float] = lambda: 1.0  # ``Load.pace``: 2.0 decodes at half the measured speed
+        self._keys: dict[str, KeyUse] = {}  # by key name (key names are checked: safe in a label)
+
+    def key(self, name: str) -> KeyUse:
+        """The counters of the key with this name (the first ``MAX_LABELLED_KEYS`` by name; "other" after);
+        the caller holds no lock: counts are made on the event loop, read under the lock at a scrape."""
+        if name not in self._keys and len(self._keys) >= MAX_LABELLED_KEYS:
+            name = "other"
+        with self._lock:
+            return self._keys.setdefault(name, KeyUse())
 
     def observe_first_audio(self, seconds: float) -> None:
         with self._lock:
@@ -158,4 +197,5 @@ class Metrics:
                 "# TYPE streamvoice_decoder_batched_windows_total counter",
                 f"streamvoice_decoder_batched_windows_total {rows}",
             ]
+            lines += _key_lines(self._keys) if self._keys else []
         return "\n".join(lines) + "\n"

@@ -29,11 +29,13 @@ from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.core.scheduler import SynthesisScheduler
+from streamvoice.server.core.tenancy import Tenancy
 from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.core.utterance_bounds import StreamBounds
 from streamvoice.server.core.utterances import Utterances
 from streamvoice.server.core.watch import Watch
-from streamvoice.store import open_store
+from streamvoice.store import Store, open_store
+from streamvoice.store.keys import Keyring, Tenant
 from streamvoice.text.chunker import chunk_paragraphs
 from streamvoice.text.marks import spoken_length
 from streamvoice.text.pronounce import MarkupError, to_segments
@@ -52,6 +54,15 @@ class LiveConnection(Listener, Protocol):
 
     def drain(self) -> None:
         """Finish what is queued, refuse what comes next, then close."""
+        ...
+
+    @property
+    def tenant(self) -> Tenant | None:
+        """Whose key opened it (None: a server without keys)."""
+        ...
+
+    def revoke(self) -> None:
+        """Its key was revoked or expired: stop its answers and close it with its wire's auth error."""
         ...
 
 
@@ -87,10 +98,21 @@ class Doorway:
 
 
 class SpeechService:
-    def __init__(self, engine: KokoroEngine, config: ServerConfig, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        engine: KokoroEngine,
+        config: ServerConfig,
+        metrics: Metrics | None = None,
+        store: Store | None = None,
+        keyring: Keyring | None = None,
+    ) -> None:
         self.engine = engine
         self.config = config
         self.metrics = metrics or Metrics()
+        self.store = store or open_store(config.store_url)  # connected at its first use
+        self.keyring = keyring or Keyring(self.store, config.auth_token)
+        self.keyring.on_revoked = self._revoked
+        self.tenancy = Tenancy(self.keyring, self.store, self.metrics)
         self.rooms = Rooms()
         self.doorway = Doorway(config.max_keyless_sockets)
         batch = config.decode_batch  # validated 1-16
@@ -110,11 +132,13 @@ class SpeechService:
             max_wait_s=config.admission_wait_s,
             idle_release_s=config.admission_idle_s,
             max_hold_s=config.admission_max_hold_s,
+            turn=self._turn,
         )
         self.watch = Watch(self.admission, self.metrics, self.load)
         self._watching: asyncio.Task[None] | None = None
+        self._keys: asyncio.Task[None] | None = None
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
-        self.dictionaries = Dictionaries(open_store(config.store_url))  # connected at its first use
+        self.dictionaries = Dictionaries(self.store)
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
         # model's scheduler and the shared pool: a long message yields its first piece before the rest is
         # planned, a cancelled one stops between chunks, and no client can occupy more than this thread.
@@ -132,10 +156,31 @@ class SpeechService:
 
     def start(self) -> None:
         self.scheduler.start()
+        loop = asyncio.get_running_loop()
         if self.config.admission != "off" and self.config.admission_shed:
-            self._watching = asyncio.get_running_loop().create_task(self.watch.run(), name="slowdown-watch")
+            self._watching = loop.create_task(self.watch.run(), name="slowdown-watch")
+        self._keys = loop.create_task(self.keyring.run(), name="key-ring")
+
+    def _turn(self, who: Listener) -> float:
+        """Its tenant's place in its share (``Tenancy.rank``): the admitted listeners it holds, against its
+        share of the machine among the tenants holding or waiting."""
+        name = who.tenant.name if who.tenant is not None else None
+        holders = self.admission.holders
+        holding = sum(1 for h in holders if (h.tenant.name if h.tenant is not None else None) == name)
+        wanting = {
+            h.tenant.name if h.tenant is not None else None for h in (*holders, *self.admission.waiting)
+        }
+        return self.tenancy.rank(who.tenant, holding, self.admission.capacity, len(wanting))
+
+    def _revoked(self, digests: set[str]) -> None:
+        """Keys no longer live (revoked on any replica, or expired): their open connections close."""
+        for connection in list(self.connections):
+            if (tenant := connection.tenant) is not None and tenant.digest in digests:
+                connection.revoke()
 
     def stop(self) -> None:
+        if self._keys is not None:
+            self._keys.cancel()
         if self._watching is not None:
             self._watching.cancel()
         self.scheduler.stop()
@@ -178,11 +223,18 @@ class SpeechService:
 
     def utterance(self, request: ResolvedRequest) -> Utterance:
         """One answer on a lane of its own (an HTTP request, a Wyoming utterance)."""
-        return Utterance(self, request, self.lane(), quiet_cut_s=self.quiet_cut_s, bounds=self.stream_bounds)
+        return Utterance(
+            self,
+            request,
+            self.lane(),
+            quiet_cut_s=self.quiet_cut_s,
+            bounds=self.stream_bounds,
+            tenancy=self.tenancy,
+        )
 
     def utterances(self) -> Utterances:
         """A listener's queue of answers on one lane (a session, a vendor connection)."""
-        return Utterances(self, self.lane(), self.quiet_cut_s, self.stream_bounds)
+        return Utterances(self, self.lane(), self.quiet_cut_s, self.stream_bounds, self.tenancy)
 
     async def _on_planning_thread[T](self, fn: Callable[..., T], *args: Any) -> T:
         """``fn`` on the planning thread. Callers wait in arrival order and each utterance plans one chunk

@@ -15,7 +15,9 @@ from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import ResolvedRequest, speech_ends
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.tenancy import current
 from streamvoice.server.core.utterance import Utterance
+from streamvoice.store.keys import Tenant
 
 log = logging.getLogger("streamvoice.server")
 
@@ -59,9 +61,10 @@ class Slot:
     # this one's end (``tests/test_admission.py::test_a_retry_hint_counts_an_http_answer_to_its_end``).
     hands_over = False
 
-    def __init__(self, service: SpeechService, kind: str) -> None:
+    def __init__(self, service: SpeechService, kind: str, tenant: Tenant | None = None) -> None:
         self.service = service
         self.kind = kind  # "session" or "stream": which room it counts in (``service.rooms``)
+        self.tenant = tenant  # whose share it counts in (``tenancy.Tenancy.take``, made before this)
         self.utterance: Utterance | None = (
             None  # the answer it streams (``watch`` reads its lane, may shed it)
         )
@@ -106,6 +109,7 @@ class Slot:
             return
         self._held = False
         self._count(-1)
+        self.service.tenancy.give(self.tenant)
         self.service.admission.leave(self)
 
     def _count(self, delta: int) -> None:
@@ -159,15 +163,20 @@ def holding(what: str) -> Iterator[Holdings]:
 
 
 def reserve(service: SpeechService | None, kind: str = "stream") -> Slot:
-    """Room for new work now, or the reason there is none (``unavailable``), as a ``ProtocolError``; owned
-    by the request or connection being served (``holding``), which gives it back if nothing else does.
+    """Room for new work now, or the reason there is none (``unavailable``, or the tenant's own share
+    taken: ``concurrent_limit_exceeded``), as a ``ProtocolError``; owned by the request or connection being
+    served (``holding``), which gives it back if nothing else does.
 
-    The check and the count happen with no ``await`` between them: on one event loop that makes the cap
+    The checks and the counts happen with no ``await`` between them: on one event loop that makes the caps
     exact however many callers arrive at once."""
+    tenant = current()
     if (problem := unavailable(service)) is not None:
+        if service is not None:
+            service.tenancy.refused(tenant, problem.code)
         raise problem
     assert service is not None
-    slot = Slot(service, kind)
+    service.tenancy.take(tenant)
+    slot = Slot(service, kind, tenant)
     if (holdings := _HOLDINGS.get()) is not None:
         holdings.slots.append(slot)
     return slot

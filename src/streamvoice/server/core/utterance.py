@@ -46,6 +46,7 @@ from streamvoice.server.core.heard import Heard, Transcript
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import PieceAudio, Words
 from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.tenancy import Tenancy, current
 from streamvoice.server.core.utterance_bounds import Silence, StreamBounds
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 from streamvoice.text.pronounce import written_text
@@ -78,8 +79,14 @@ class Utterance:
         quiet_cut_s: float = 0.0,
         uid: str | None = None,
         bounds: StreamBounds | None = None,
+        tenancy: Tenancy | None = None,
     ) -> None:
         self.id = uid
+        # Whose share it counts in: characters written (``/metrics``), charged against the daily quota
+        # before they are planned, and the audio seconds it made.
+        self._tenancy = tenancy
+        self._tenant = current() if tenancy is not None else None
+        self._unbilled = 0
         self.request = request
         self._source = source
         self._lane = lane
@@ -109,6 +116,7 @@ class Utterance:
         if not self._ended and not self.cancelled:
             whole = self.request.text if text is None else text
             self.chars += len(whole)
+            self._wrote(len(whole))
             self.transcript.wrote(written_text(whole, self.request.ssml))
             self._texts.put_nowait((whole, True))
         self.end()
@@ -129,6 +137,7 @@ class Utterance:
         if self._chunker is None:
             self._chunker = IncrementalSentenceChunker(FAST_FIRST)
         self.chars += len(text)
+        self._wrote(len(text))
         self.transcript.wrote(text)
         self._queue_pieces(self._chunker.feed(text))
         if self._quiet_cut_s > 0:  # a sentence that ends here is spoken if nothing follows soon
@@ -219,6 +228,19 @@ class Utterance:
             self._quiet.cancel()
             self._quiet = None
 
+    def _wrote(self, chars: int) -> None:
+        if self._tenancy is not None:
+            self._tenancy.wrote(self._tenant, chars)
+            self._unbilled += chars
+
+    async def _bill(self, bounded: bool = True) -> None:
+        """Charge what was written since the last charge against the tenant's daily quota (before it is
+        planned: ``quota_exceeded`` ends the utterance with nothing of it spoken). ``bounded=False`` at
+        the end of input: the last characters (a stream's trailing punctuation) were taken already."""
+        if self._tenancy is not None and self._unbilled:
+            chars, self._unbilled = self._unbilled, 0
+            await self._tenancy.charge(self._tenant, chars, bounded)
+
     def _planning_ended(self, task: asyncio.Task[None]) -> None:
         self._ready.put_nowait(None)
         if not task.cancelled() and task.exception() is not None:
@@ -242,6 +264,7 @@ class Utterance:
             if isinstance(item, Marked):
                 self._ready.put_nowait(item)  # after the pieces queued before it
                 continue
+            await self._bill()
             text, whole = item
             if not whole and not any(ch.isalnum() for ch in text):
                 continue  # bare punctuation between streamed tokens: nothing to say
@@ -258,6 +281,7 @@ class Utterance:
             except ProtocolError as exc:
                 if whole or exc.code != ErrorCode.EMPTY_TEXT:
                     raise
+        await self._bill(bounded=False)
         if not planned:
             raise ProtocolError(
                 ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
@@ -341,3 +365,5 @@ class Utterance:
                 yield Completed(samples, pieces)
         finally:
             self._stop()  # a consumer that left: nothing more is planned or decoded for it
+            if self._tenancy is not None:
+                self._tenancy.spoke(self._tenant, samples / rate)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.tenancy import Tenancy
 from streamvoice.server.core.utterance import PieceSource, Utterance
 from streamvoice.server.core.utterance_bounds import StreamBounds
 
@@ -17,9 +18,15 @@ class Utterances:
     """The utterances open on one lane, in the order they were opened: one listener's queue of answers."""
 
     def __init__(
-        self, source: PieceSource, lane: Lane, quiet_cut_s: float = 0.0, bounds: StreamBounds | None = None
+        self,
+        source: PieceSource,
+        lane: Lane,
+        quiet_cut_s: float = 0.0,
+        bounds: StreamBounds | None = None,
+        tenancy: Tenancy | None = None,
     ) -> None:
         self.source = source
+        self.tenancy = tenancy
         self.lane = lane
         self.quiet_cut_s = quiet_cut_s
         self.bounds = bounds
@@ -33,7 +40,9 @@ class Utterances:
         uid: str | None = None,
         gate: Callable[[], Awaitable[None]] | None = None,
     ) -> Utterance:
-        utterance = Utterance(self.source, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds)
+        utterance = Utterance(
+            self.source, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds, self.tenancy
+        )
         self.open.append(utterance)
         return utterance
 

@@ -36,6 +36,7 @@ from streamvoice.server.core.events import PieceEnded
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.requests import speech_ends
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.tenancy import current
 from streamvoice.server.surfaces.answer import Answer, Renderer
 from streamvoice.server.surfaces.outbox import Closing, DrainCheck, Outbox, Reply
 from streamvoice.server.surfaces.playout import Cut, Playout
@@ -64,6 +65,8 @@ class Connection[F, A: Answer](Renderer[F, A]):
         self._outbox = Outbox[F, A](transport.send)
         self._started = time.monotonic()
         self._draining = False
+        self.tenant = current()  # whose key opened it (``upgrade.serve`` checked it before this)
+        self._revoked = False
         self._aborted: tuple[int, str] | None = None  # the reader gave up on the client: close at once
 
     # -- the wire's side ----------------------------------------------------------------------------
@@ -105,6 +108,16 @@ class Connection[F, A: Answer](Renderer[F, A]):
     def draining(self) -> bool:
         return self._draining
 
+    def revoke(self) -> None:
+        """Its key was revoked (on any replica) or expired: its answers stop, nothing more is taken, and
+        the connection closes with the wire's ``unauthorized`` error (1008: fix the call)."""
+        if self._revoked:
+            return
+        self._revoked = True
+        self.cancel()
+        why = "the key this connection opened with was revoked or has expired; reconnect with a live key"
+        self._outbox.put(self._closing(ErrorCode.UNAUTHORIZED, "key revoked", why, 1008))
+
     # -- queueing -----------------------------------------------------------------------------------
     def reply(self, frame: F | None) -> None:
         """Queue a frame behind the answers already queued."""
@@ -135,7 +148,10 @@ class Connection[F, A: Answer](Renderer[F, A]):
         return self.answering[-1] if self.answering else None
 
     def refusal(self, limit_noun: str, what_to_do: str) -> ProtocolError | None:
-        """Why this connection takes no more answers now (shutting down, or its queue is full), if so."""
+        """Why this connection takes no more answers now (its key revoked, shutting down, or its queue is
+        full), if so."""
+        if self._revoked:
+            return ProtocolError(ErrorCode.UNAUTHORIZED, "this connection's key was revoked")
         if self._draining:
             why = "the server is shutting down; open a new connection (to another instance) and resend"
             return ProtocolError(ErrorCode.GOING_AWAY, why)

@@ -1,12 +1,15 @@
-"""Who may start work over HTTP or a WebSocket: the key, checked one way for every web surface, and the
-service the lifespan yielded. What the server can take now is ``core.slots``."""
+"""Who may start work over HTTP or a WebSocket: the key, checked one way for every web surface against the
+key ring (the bootstrap ``AUTH_TOKEN`` and every key record), and the service the lifespan yielded. A good
+key makes its tenant the one this request or connection serves (``tenancy.serving``). What the server can
+take now is ``core.slots``."""
 
 from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from streamvoice.protocol import KEY_HEADERS, UNAUTHORIZED_HINT, ErrorCode, ProtocolError, key_authorized
+from streamvoice.protocol import KEY_HEADERS, UNAUTHORIZED_HINT, ErrorCode, ProtocolError, presented_keys
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.core.tenancy import current, serving
 from streamvoice.store import owner
 
 BROWSER_KEY_QUERY = ("api_key", "access_token", "xi-api-key")  # where browser clients put a key
@@ -34,20 +37,27 @@ def listing_service(conn: HTTPConnection) -> SpeechService:
     return service
 
 
-def authorized(conn: HTTPConnection, service: SpeechService | None) -> bool:
-    token = service.config.auth_token if service is not None else None
-    return key_authorized(conn.headers.get, token)
+def authorized(conn: HTTPConnection, service: SpeechService | None, *keys: object) -> bool:
+    """The caller presented a good key (``keys`` a browser put elsewhere, then the headers' keys), or the
+    server needs none; a good key's tenant is now the one served."""
+    if service is None:
+        return True  # still starting: nothing can be done yet, and the route says so
+    presented = [k for k in keys if isinstance(k, str)] + presented_keys(conn.headers.get)
+    tenant = service.keyring.resolve(presented)
+    if tenant is not None:
+        serving(tenant)
+        return True
+    return not service.keyring.required
 
 
 def caller(conn: HTTPConnection, key: object = None) -> str:
-    """Whose a pronunciation dictionary is, as a digest: with AUTH_TOKEN set, the key the server verified
-    (the token), never a header it did not check: ``xi-api-key: TOKEN`` beside ``Authorization: Bearer
-    anything`` once gave each such value an allowance of its own. Without a token nothing is verified, and
+    """Whose a record (a pronunciation dictionary, a named lexicon) is, as a digest: the tenant of the key
+    the server verified, never a header it did not check (``xi-api-key: KEY`` beside ``Authorization: Bearer
+    anything`` once gave each such value an allowance of its own). Without keys nothing is verified, and
     each presented key (``key`` when a wire's first message carried it; else ``Authorization``'s, a vendor's
     key header, or a browser client's query) keeps its own, within the bounds on all (``core.dictionaries``)."""
-    service = service_of(conn)
-    if service is not None and service.config.auth_token:
-        return owner(service.config.auth_token)  # the only key a caller who got here can have presented
+    if (tenant := current()) is not None:
+        return tenant.owner
     if isinstance(key, str) and key:
         return owner(key)
     _, _, supplied = (conn.headers.get("authorization") or "").partition(" ")

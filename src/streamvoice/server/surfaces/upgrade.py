@@ -23,9 +23,10 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from streamvoice.protocol import KEY_HEADERS, ErrorCode, ProtocolError, key_matches
+from streamvoice.protocol import KEY_HEADERS, ErrorCode, ProtocolError
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
+from streamvoice.server.core.tenancy import serving
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import authorized, service_of
 from streamvoice.server.surfaces.websocket import frame_of
@@ -75,8 +76,7 @@ async def serve(
     wire's own checks of the URL (``make``), then the connection."""
     service = service_of(ws)
     key, subprotocol = offered(ws, browser)
-    token = service.config.auth_token if service is not None else None
-    ok = authorized(ws, service) or (key is not None and key_matches(key, token))
+    ok = authorized(ws, service, key)
     # A wrong key anywhere is refused now; only a caller that presented none may bring it in a first message.
     presented = key is not None or any(ws.headers.get(h) for h in ("authorization", *KEY_HEADERS))
     if not ok and (presented or browser.first_message is None or service is None):
@@ -128,7 +128,10 @@ async def _first_message_with_key(
             message = {"type": "websocket.receive"}  # no message in time: as one without the key
         if (frame := frame_of(message)) is None:
             return None
-        if key_matches(key_of(frame), service.config.auth_token):
+        key = key_of(frame)
+        tenant = service.keyring.find(key) if isinstance(key, str) else None
+        if tenant is not None or not service.keyring.required:
+            serving(tenant)
             return frame
         service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))
         await ws.close(1008, "unauthorized")

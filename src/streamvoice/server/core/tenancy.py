@@ -1,0 +1,114 @@
+"""Each tenant's share of the machine and its use: at most its ``listeners`` rooms at once, at most its
+``chars_per_day`` characters a day (counted in the store, so every replica counts against one quota), and
+what it used, counted per key name for ``/metrics`` and the vendors' usage answers.
+
+Whom a request or connection serves is set once, where its key is checked (``serving``), and read by
+whatever it starts (its slot, its utterances), in any task it creates: a context variable, like the slots it
+holds (``slots.holding``). Checked by ``pytest tests/test_tenants.py``."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections import Counter
+
+from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.metrics import Metrics
+from streamvoice.store import Store
+from streamvoice.store.keys import Keyring, Tenant
+
+USAGE_KIND = "usage"
+DAY_S = 86_400
+
+_SERVING: contextvars.ContextVar[Tenant | None] = contextvars.ContextVar("tenant", default=None)
+
+
+def serving(tenant: Tenant | None) -> None:
+    """The request or connection being served is this tenant's (None: a server without keys, or Wyoming)."""
+    _SERVING.set(tenant)
+
+
+def current() -> Tenant | None:
+    return _SERVING.get()
+
+
+def day_of(now: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(now))
+
+
+def next_day_at(now: float) -> int:
+    """When today's count starts again (UTC midnight), in Unix seconds."""
+    return (int(now) // DAY_S + 1) * DAY_S
+
+
+class Tenancy:
+    def __init__(self, keyring: Keyring, store: Store, metrics: Metrics) -> None:
+        self.keyring = keyring
+        self.store = store
+        self.metrics = metrics
+        self.held: Counter[str] = Counter()  # rooms held now, by tenant name
+
+    def take(self, tenant: Tenant | None) -> None:
+        """A room for one of the tenant's requests or connections, within its share; counted before any
+        ``await`` (callers arriving together cannot all pass it), given back by ``give``."""
+        if tenant is None:
+            return
+        cap = tenant.listeners
+        if cap is not None and self.held[tenant.name] >= cap:
+            self.refused(tenant, ErrorCode.CONCURRENT_LIMIT_EXCEEDED)
+            raise ProtocolError(
+                ErrorCode.CONCURRENT_LIMIT_EXCEEDED,
+                f"this key may hold {cap} listener(s) at once and holds them all: end one, or retry in "
+                "about 1 s",
+            )
+        self.held[tenant.name] += 1
+        self.metrics.key(tenant.name).requests += 1
+
+    def give(self, tenant: Tenant | None) -> None:
+        if tenant is not None:
+            self.held[tenant.name] -= 1
+            if self.held[tenant.name] <= 0:
+                del self.held[tenant.name]
+
+    def refused(self, tenant: Tenant | None, reason: str) -> None:
+        if tenant is not None:
+            self.metrics.key(tenant.name).refusals[str(reason)] += 1
+
+    def wrote(self, tenant: Tenant | None, chars: int) -> None:
+        """Characters a caller sent to be spoken (what ``/metrics`` counts as the key's characters)."""
+        if tenant is not None and chars > 0:
+            self.metrics.key(tenant.name).characters += chars
+
+    def spoke(self, tenant: Tenant | None, audio_s: float) -> None:
+        if tenant is not None and audio_s > 0:
+            self.metrics.key(tenant.name).audio_seconds += audio_s
+
+    async def charge(self, tenant: Tenant | None, chars: int, bounded: bool = True) -> None:
+        """Count ``chars`` against today's quota before they are spoken; ``quota_exceeded`` (nothing
+        counted) when they would pass it. ``bounded=False`` counts them whatever the quota (a stream's last
+        characters, already accepted), so what is counted is what was sent."""
+        if tenant is None or chars <= 0:
+            return
+        limit = tenant.chars_per_day if bounded else None
+        now = time.time()
+        total = await self.store.tally(
+            USAGE_KIND, tenant.owner, f"chars:{day_of(now)}", chars, limit, ttl_s=2 * DAY_S
+        )
+        if total is None:
+            self.refused(tenant, ErrorCode.QUOTA_EXCEEDED)
+            raise ProtocolError(
+                ErrorCode.QUOTA_EXCEEDED,
+                f"this key may have {limit} characters spoken a day and these {chars} would pass it: send "
+                f"less, or retry after {time.strftime('%H:%M', time.gmtime(next_day_at(now)))} UTC",
+            )
+
+    async def used_today(self, tenant: Tenant) -> int:
+        raw = await self.store.get(USAGE_KIND, tenant.owner, f"chars:{day_of(time.time())}")
+        return int(raw) if raw else 0
+
+    def rank(self, tenant: Tenant | None, holding: int, capacity: int, tenants: int) -> float:
+        """How far into its share a tenant is with ``holding`` listeners admitted (lower is admitted first
+        when the machine is full): a tenant's share is its ``listeners`` or, without one, an even part of
+        the machine among the ``tenants`` that want it."""
+        share = tenant.listeners if tenant is not None and tenant.listeners else capacity / max(1, tenants)
+        return holding / max(share, 1e-9)
