@@ -48,6 +48,8 @@ def error_body(
     (and anything written for it) raises a typed error with our message and stable code."""
     kind = "server_error" if status >= 500 else "authentication_error" if status == 401 else ""
     kind = kind or ("rate_limit_error" if status == 429 else "invalid_request_error")
+    if code == ErrorCode.QUOTA_EXCEEDED:  # what OpenAI answers a key past its quota, type and code alike
+        kind = code = "insufficient_quota"
     return {"error": {"message": message, "type": kind, "param": param, "code": str(code)}}
 
 

@@ -268,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("args", nargs=argparse.REMAINDER, help="passed to the benchmark (see its --help)")
     p.set_defaults(func=cmd_bench)
 
+    from streamvoice.key_commands import add_key_commands
+
+    add_key_commands(sub)
+
     try:
         from streamvoice.agent_commands import add_agent_commands
     except ImportError:  # the agent extra is not installed

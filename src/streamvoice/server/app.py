@@ -45,7 +45,7 @@ from streamvoice.server.core.config import ServerConfig, startup_notes
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import holding, unavailable
-from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations
+from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations, keys
 from streamvoice.server.surfaces.guards import listing_service, service_of
 from streamvoice.server.surfaces.openai import captioned
 from streamvoice.server.surfaces.openai import speech as openai_api
@@ -165,6 +165,7 @@ SHAPES: tuple[tuple[str, ErrorShape], ...] = (
     ("/tts/", cartesia.error_shape),
     ("/pronunciation-dicts", cartesia.error_shape),
     ("/v1/pronunciation-dictionaries", elevenlabs.error_shape),
+    ("/v1/user/", elevenlabs.error_shape),
     ("/v1/speak", deepgram.error_shape),
     ("/v2/speak", deepgram.error_shape),
 )
@@ -232,4 +233,5 @@ ROUTES = [
     *deepgram.ROUTES,
     *openai_api.ROUTES,
     *captioned.ROUTES,
+    *keys.ROUTES,
 ]

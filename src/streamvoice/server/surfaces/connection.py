@@ -116,7 +116,13 @@ class Connection[F, A: Answer](Renderer[F, A]):
         self._revoked = True
         self.cancel()
         why = "the key this connection opened with was revoked or has expired; reconnect with a live key"
-        self._outbox.put(self._closing(ErrorCode.UNAUTHORIZED, "key revoked", why, 1008))
+        frame = self.revoked_frame(ProtocolError(ErrorCode.UNAUTHORIZED, why))
+        self._outbox.put(Closing(1008, "key revoked", frame))
+
+    def revoked_frame(self, error: ProtocolError) -> F | None:
+        """What the client is told when its key is revoked: the wire's closing frame, unless it has a
+        better way to say ``unauthorized`` (the vendors' sockets: their error message)."""
+        return self.closing_frame(ErrorCode.UNAUTHORIZED, error.message)
 
     # -- queueing -----------------------------------------------------------------------------------
     def reply(self, frame: F | None) -> None:

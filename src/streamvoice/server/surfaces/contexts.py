@@ -105,6 +105,9 @@ class ContextSocket[S](Connection[Frame, Context[S]]):
     def error_frame(self, error: ProtocolError, context_id: str | None) -> Frame | None:
         raise NotImplementedError
 
+    def revoked_frame(self, error: ProtocolError) -> Frame | None:
+        return self.error_frame(error, None)
+
     # -- the runtime's side -------------------------------------------------------------------------
     async def on_frame(self, frame: Frame) -> bool:
         return await self.on_object(parse_json_object(frame, self.service.config.limits))

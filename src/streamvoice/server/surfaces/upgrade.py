@@ -57,10 +57,10 @@ def offered(ws: WebSocket, browser: BrowserKey) -> tuple[str | None, str | None]
 
 def close_code(error: ProtocolError) -> int:
     """The one rule for closing a refused WebSocket: 1001 shutting down, 1013 try again later (busy, not
-    ready), 1008 fix the call (a bad voice, format or key)."""
+    ready, a tenant's share taken), 1008 fix the call (a bad voice, format or key)."""
     if error.code == ErrorCode.GOING_AWAY:
         return 1001
-    return 1013 if error.http_status >= 500 else 1008
+    return 1013 if error.http_status >= 500 or error.http_status == 429 else 1008
 
 
 async def serve(

@@ -25,6 +25,7 @@ from streamvoice.server.surfaces.elevenlabs.dictionaries import ROUTES as DICTIO
 from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
 from streamvoice.server.surfaces.elevenlabs.request import MEDIA, MODEL_IDS, http_error, resolve
 from streamvoice.server.surfaces.elevenlabs.socket import multi_stream_input, stream_input
+from streamvoice.server.surfaces.elevenlabs.user import ROUTES as USER_ROUTES
 from streamvoice.server.surfaces.elevenlabs.voices import search_voices, voices
 from streamvoice.server.surfaces.guards import authorized, caller, service_of, unauthorized
 from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
@@ -120,4 +121,5 @@ ROUTES = [
     Route("/v1/voices", voices, methods=["GET"]),
     Route("/v2/voices", search_voices, methods=["GET"]),
     *DICTIONARY_ROUTES,
+    *USER_ROUTES,
 ]
