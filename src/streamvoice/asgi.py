@@ -166,6 +166,10 @@ class KeyCheck(Protocol):
 
     def resolve(self, keys: list[str]) -> object | None: ...
 
+    async def fresh(self) -> None:
+        """Read the keys again if they are older than the ring's refresh period."""
+        ...
+
 
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413 before the app sees them, read a body only from
@@ -201,6 +205,8 @@ class BodyLimit:
         shape = next((f for prefix, f in self.shapes if path.startswith(prefix)), openai_shape)
         declared = _header(scope, b"content-length")
         has_body = (declared not in (None, "0")) or _header(scope, b"transfer-encoding") is not None
+        if has_body and self.keys is not None:
+            await self.keys.fresh()  # a process without a refresh loop of its own (the agent) reads here
         if has_body and self._keyless(scope):
             await send_json_error(send, ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT), shape)
             return

@@ -213,6 +213,7 @@ class Keyring:
                 self.loaded = True
         now = time.time()
         self._replace({d: t for d, t in self._tenants.items() if t[1] is None or t[1] > now})
+        self._read_at = time.monotonic()
 
     def _replace(self, fresh: dict[str, tuple[Tenant, float | None]]) -> None:
         gone = set(self._tenants) - set(fresh)
@@ -231,7 +232,7 @@ class Keyring:
                 return
             with contextlib.suppress(StoreError):  # logged where raised; the keys read last stay meanwhile
                 await self.refresh()
-            self._read_at = time.monotonic()
+            self._read_at = max(self._read_at, time.monotonic() - self.refresh_s / 2)  # failed: soon again
 
     async def run(self) -> None:
         """Refresh every ``refresh_s`` until cancelled; a store that does not answer keeps what was read."""
