@@ -110,6 +110,7 @@ class FakeListener:
     hands_over: bool = True
     lane: Any = None
     told: ProtocolError | None = None
+    tenant: Any = None  # whose key it serves (``store.keys.Tenant``), None: a server without keys
 
     def speaking_until(self) -> float | None:
         return self.until

@@ -17,6 +17,8 @@ from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core import service as service_module
 from streamvoice.server.core.admission import PIECE_S, Admission, DecodeSpeed, measured_capacity
+from streamvoice.server.core.tenancy import turn
+from streamvoice.store.keys import Tenant
 from tests.fakes import FakeListener
 from tests.helpers import (
     RunningServer,
@@ -69,6 +71,32 @@ async def test_slots_queue_and_refusals() -> None:
     assert info.value.code == ErrorCode.SERVER_BUSY and "retry in about" in info.value.message
     admission.leave(b)
     assert admission.admitted == 0 and admission.refused == 3
+
+
+async def test_when_the_machine_is_full_a_tenant_below_its_share_is_admitted_first() -> None:
+    """Issue #67: one tenant queueing many listeners cannot keep another out. Of those waiting when a slot
+    frees, the tenant furthest below its share goes first (arrival order among equals)."""
+    acme, beta = Tenant("acme", "o1", "d1"), Tenant("beta", "o2", "d2", listeners=2)
+
+    def turn_of(who: FakeListener) -> float:
+        holding, waiting = [h.tenant for h in admission.holders], [w.tenant for w in admission.waiting]
+        return turn(who.tenant, holding, waiting, admission.capacity)
+
+    admission = Admission("queue", lambda: 3, queue_bound=8, max_wait_s=5.0, turn=turn_of)
+    held = [FakeListener(tenant=acme) for _ in range(3)]
+    for listener in held:
+        assert admission.enter(listener) == "admitted"
+    late = [FakeListener(tenant=acme), FakeListener(tenant=acme), FakeListener(tenant=beta)]
+    for listener in late:
+        assert admission.enter(listener) == "queued"
+    admission.leave(held[0])
+    assert admission.holds(late[2]) and not admission.holds(late[0])  # beta arrived last, holds nothing
+    admission.leave(held[1])
+    assert admission.holds(late[0])  # acme again, in its arrival order, once beta holds its fair part
+    admission.leave(held[2])
+    assert admission.holds(late[1])
+    for listener in [*late]:
+        admission.leave(listener)
 
 
 async def test_a_caller_that_cannot_wait_is_served_when_the_slot_frees_in_time() -> None:

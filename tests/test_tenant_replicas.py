@@ -155,6 +155,12 @@ def test_a_tenant_at_its_cap_is_refused_by_each_vendors_sdk_while_another_is_ser
         with pytest.raises(Exception) as deepgram_refused:
             b"".join(deepgram(two, capped).speak.v1.audio.generate(text="Hi.", model="aura-2-thalia-en"))
         assert getattr(deepgram_refused.value, "status_code", None) == 429, deepgram_refused.value
+        # Its cap holds across the cluster: the other replica refuses it too (its listener is a lease in Redis).
+        with pytest.raises(ElevenLabsError) as elsewhere:
+            b"".join(
+                eleven(one, capped).text_to_speech.convert("af_heart", text="Hi.", output_format="pcm_24000")
+            )
+        assert elsewhere.value.status_code == 429 and "across the servers" in str(elsewhere.value.body)
         # Tenant B, on the same replica meanwhile: served by every SDK.
         assert b"".join(
             eleven(two, free).text_to_speech.convert("af_heart", text="Hi.", output_format="pcm_24000")
@@ -162,6 +168,17 @@ def test_a_tenant_at_its_cap_is_refused_by_each_vendors_sdk_while_another_is_ser
         assert oai(two, free).audio.speech.create(model="tts-1", voice="alloy", input="Hi.").content
 
     asyncio.run(hold_and_try())
+    # Its listener ended: its lease is given back, and either replica serves it again.
+    eventually(
+        lambda: (
+            httpx.post(
+                one.url + "/v1/audio/speech",
+                json={"model": "tts-1", "voice": "alloy", "input": "Hi."},
+                headers={"Authorization": f"Bearer {capped}"},
+            ).status_code
+            == 200
+        )
+    )
 
 
 def test_a_key_revoked_on_one_replica_is_refused_and_its_socket_closed_on_the_other(

@@ -95,7 +95,9 @@ def add_key_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ksub = p.add_subparsers(dest="keys_command", required=True)
     c = ksub.add_parser("create", help="make a key and print it (once)")
     c.add_argument("name", help="1-63 of a-z 0-9 _ . - (what /metrics labels its use with)")
-    c.add_argument("--listeners", type=int, help="its listeners and sessions at once, at most (per replica)")
+    c.add_argument(
+        "--listeners", type=int, help="its listeners and sessions at once, at most (across every replica)"
+    )
     c.add_argument("--chars-per-day", type=int, help="characters it may have spoken a day (UTC), at most")
     c.add_argument("--expires", help="a duration (90d, 12h) or a date (2027-01-31); default: never")
     c.add_argument("--json", action="store_true")

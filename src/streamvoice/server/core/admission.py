@@ -94,7 +94,7 @@ class Admission[H: Holder]:
     ) -> None:
         self.mode = mode
         # Who of those waiting is admitted first when a slot frees: the lowest ``turn`` (a tenant furthest
-        # below its share: ``tenancy.Tenancy.rank``), in arrival order among equals; None: arrival order.
+        # below its share: ``tenancy.turn``), in arrival order among equals; None: arrival order.
         self._turn = turn
         self._capacity = capacity
         self.queue_bound = queue_bound

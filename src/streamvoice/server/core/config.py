@@ -134,7 +134,8 @@ class ServerConfig:
     session_lifetime_s: float = setting(3600.0, "a connection lasts at most this long", 0.1, 7 * 86_400)
     auth_token: str | None = setting(
         None,
-        "when set, callers send it (Authorization: Bearer, or each vendor's key header) on every route but /ping",
+        "the bootstrap key: when set, callers send a key (Authorization: Bearer, or each vendor's key header) on "
+        "every route but /ping; it manages the tenants' keys (`streamvoice keys`, /v1/keys)",
     )
     warm_up: bool = setting(True, "synthesise at start-up before /ping says ready (and time full windows)")
     warm_voices: str = setting(

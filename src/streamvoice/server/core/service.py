@@ -29,7 +29,7 @@ from streamvoice.server.core.load import Load
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.core.scheduler import SynthesisScheduler
-from streamvoice.server.core.tenancy import Tenancy
+from streamvoice.server.core.tenancy import Tenancy, turn
 from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.core.utterance_bounds import StreamBounds
 from streamvoice.server.core.utterances import Utterances
@@ -137,6 +137,7 @@ class SpeechService:
         self.watch = Watch(self.admission, self.metrics, self.load)
         self._watching: asyncio.Task[None] | None = None
         self._keys: asyncio.Task[None] | None = None
+        self._leases: asyncio.Task[None] | None = None
         self.requests = Resolver(engine, config.pauses, load_lexicon(config.lexicon_file))
         self.dictionaries = Dictionaries(self.store)
         # Text planning (cutting, phonemising) runs one chunk at a time on its own thread, outside the
@@ -160,17 +161,13 @@ class SpeechService:
         if self.config.admission != "off" and self.config.admission_shed:
             self._watching = loop.create_task(self.watch.run(), name="slowdown-watch")
         self._keys = loop.create_task(self.keyring.run(), name="key-ring")
+        self._leases = loop.create_task(self.tenancy.run(), name="tenant-leases")
 
     def _turn(self, who: Listener) -> float:
-        """Its tenant's place in its share (``Tenancy.rank``): the admitted listeners it holds, against its
-        share of the machine among the tenants holding or waiting."""
-        name = who.tenant.name if who.tenant is not None else None
-        holders = self.admission.holders
-        holding = sum(1 for h in holders if (h.tenant.name if h.tenant is not None else None) == name)
-        wanting = {
-            h.tenant.name if h.tenant is not None else None for h in (*holders, *self.admission.waiting)
-        }
-        return self.tenancy.rank(who.tenant, holding, self.admission.capacity, len(wanting))
+        """Its tenant's place in its share (``tenancy.turn``) among those holding and waiting."""
+        holding = [h.tenant for h in self.admission.holders]
+        waiting = [w.tenant for w in self.admission.waiting]
+        return turn(who.tenant, holding, waiting, self.admission.capacity)
 
     def _revoked(self, digests: set[str]) -> None:
         """Keys no longer live (revoked on any replica, or expired): their open connections close."""
@@ -179,8 +176,9 @@ class SpeechService:
                 connection.revoke()
 
     def stop(self) -> None:
-        if self._keys is not None:
-            self._keys.cancel()
+        for task in (self._keys, self._leases):
+            if task is not None:
+                task.cancel()
         if self._watching is not None:
             self._watching.cancel()
         self.scheduler.stop()

@@ -8,6 +8,7 @@ import contextlib
 import contextvars
 import logging
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -65,6 +66,9 @@ class Slot:
         self.service = service
         self.kind = kind  # "session" or "stream": which room it counts in (``service.rooms``)
         self.tenant = tenant  # whose share it counts in (``tenancy.Tenancy.take``, made before this)
+        self.lease = (
+            uuid.uuid4().hex
+        )  # its tenant's lease in the store, when the tenant is capped (``claim``)
         self.utterance: Utterance | None = (
             None  # the answer it streams (``watch`` reads its lane, may shed it)
         )
@@ -84,6 +88,13 @@ class Slot:
     @property
     def held(self) -> bool:
         return self._held
+
+    async def claim(self) -> None:
+        """Its tenant's share across every replica (``Tenancy.claim``): ``concurrent_limit_exceeded`` when
+        the tenant's cap is taken elsewhere; the caller releases the slot then, as on any refusal."""
+        await self.service.tenancy.claim(self.tenant, self.lease)
+        if not self._held:  # released while the store answered: the lease goes too
+            self.service.tenancy.drop_lease(self.lease)
 
     @property
     def lane(self) -> Lane | None:
@@ -109,7 +120,7 @@ class Slot:
             return
         self._held = False
         self._count(-1)
-        self.service.tenancy.give(self.tenant)
+        self.service.tenancy.give(self.tenant, self.lease)
         self.service.admission.leave(self)
 
     def _count(self, delta: int) -> None:

@@ -1,4 +1,5 @@
-"""Each tenant's share of the machine and its use: at most its ``listeners`` rooms at once, at most its
+"""Each tenant's share of the machine and its use: at most its ``listeners`` rooms at once (counted here
+before any ``await``, and as leases in the store so the cap holds across replicas), at most its
 ``chars_per_day`` characters a day (counted in the store, so every replica counts against one quota), and
 what it used, counted per key name for ``/metrics`` and the vendors' usage answers.
 
@@ -8,17 +9,25 @@ holds (``slots.holding``). Checked by ``pytest tests/test_tenants.py``."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import time
 from collections import Counter
+from collections.abc import Iterable
 
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.metrics import Metrics
-from streamvoice.store import Store
+from streamvoice.store import Store, StoreError
 from streamvoice.store.keys import Keyring, Tenant
 
 USAGE_KIND = "usage"
 DAY_S = 86_400
+# A capped tenant's listeners are leases in the store, so its cap holds across replicas: each expires this
+# long after its replica last renewed it (every LEASE_S / 3), so a replica that dies frees its tenants' slots.
+LEASE_KIND = "listener_lease"
+LEASE_S = 15.0
+MAX_LEASES = 1_000_000
 
 _SERVING: contextvars.ContextVar[Tenant | None] = contextvars.ContextVar("tenant", default=None)
 
@@ -41,12 +50,30 @@ def next_day_at(now: float) -> int:
     return (int(now) // DAY_S + 1) * DAY_S
 
 
+def turn(
+    tenant: Tenant | None, holding: Iterable[Tenant | None], waiting: Iterable[Tenant | None], capacity: int
+) -> float:
+    """How far into its share a tenant is, given the tenants of the listeners admitted and waiting (lower
+    is admitted first when the machine is full): the listeners it holds against its share, its own
+    ``listeners`` or, without one, an even part of the machine among the tenants that want it."""
+    held = [_name(t) for t in holding]
+    wanting = set(held) | {_name(t) for t in waiting}
+    share = tenant.listeners if tenant is not None and tenant.listeners else capacity / max(1, len(wanting))
+    return held.count(_name(tenant)) / max(share, 1e-9)
+
+
+def _name(tenant: Tenant | None) -> str | None:
+    return tenant.name if tenant is not None else None
+
+
 class Tenancy:
     def __init__(self, keyring: Keyring, store: Store, metrics: Metrics) -> None:
         self.keyring = keyring
         self.store = store
         self.metrics = metrics
         self.held: Counter[str] = Counter()  # rooms held now, by tenant name
+        self._leases: dict[str, Tenant] = {}  # this process's leases in the store, renewed by ``run``
+        self._forgetting: set[asyncio.Task[None]] = set()
 
     def take(self, tenant: Tenant | None) -> None:
         """A room for one of the tenant's requests or connections, within its share; counted before any
@@ -64,11 +91,51 @@ class Tenancy:
         self.held[tenant.name] += 1
         self.metrics.key(tenant.name).requests += 1
 
-    def give(self, tenant: Tenant | None) -> None:
+    def give(self, tenant: Tenant | None, lease: str | None = None) -> None:
         if tenant is not None:
             self.held[tenant.name] -= 1
             if self.held[tenant.name] <= 0:
                 del self.held[tenant.name]
+        if lease is not None:
+            self.drop_lease(lease)
+
+    async def claim(self, tenant: Tenant | None, lease: str) -> None:
+        """The room ``take`` counted here, as a lease in the store every replica counts: a capped tenant at
+        its cap across the cluster is refused (``concurrent_limit_exceeded``) and nothing is kept."""
+        if tenant is None or tenant.listeners is None:
+            return
+        added = await self.store.add(
+            LEASE_KIND, tenant.owner, lease, b"", LEASE_S, per_owner=tenant.listeners, total=MAX_LEASES
+        )
+        if added != "added":
+            self.refused(tenant, ErrorCode.CONCURRENT_LIMIT_EXCEEDED)
+            raise ProtocolError(
+                ErrorCode.CONCURRENT_LIMIT_EXCEEDED,
+                f"this key may hold {tenant.listeners} listener(s) at once and holds them all across the "
+                "servers: end one, or retry in about 1 s",
+            )
+        self._leases[lease] = tenant
+
+    def drop_lease(self, lease: str) -> None:
+        """Give a lease back (in the background: its room here is free now; the store forgets it within
+        ``LEASE_S`` whatever happens to this call)."""
+        tenant = self._leases.pop(lease, None)
+        if tenant is not None:
+            task = asyncio.get_running_loop().create_task(self._forget(tenant, lease))
+            self._forgetting.add(task)
+            task.add_done_callback(self._forgetting.discard)
+
+    async def _forget(self, tenant: Tenant, lease: str) -> None:
+        with contextlib.suppress(StoreError):  # logged where raised; it expires on its own
+            await self.store.delete(LEASE_KIND, tenant.owner, lease)
+
+    async def run(self) -> None:
+        """Renew this process's leases every ``LEASE_S / 3`` until cancelled."""
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            for lease, tenant in list(self._leases.items()):
+                with contextlib.suppress(StoreError):
+                    await self.store.put(LEASE_KIND, tenant.owner, lease, b"", LEASE_S)
 
     def refused(self, tenant: Tenant | None, reason: str) -> None:
         if tenant is not None:
@@ -105,10 +172,3 @@ class Tenancy:
     async def used_today(self, tenant: Tenant) -> int:
         raw = await self.store.get(USAGE_KIND, tenant.owner, f"chars:{day_of(time.time())}")
         return int(raw) if raw else 0
-
-    def rank(self, tenant: Tenant | None, holding: int, capacity: int, tenants: int) -> float:
-        """How far into its share a tenant is with ``holding`` listeners admitted (lower is admitted first
-        when the machine is full): a tenant's share is its ``listeners`` or, without one, an even part of
-        the machine among the ``tenants`` that want it."""
-        share = tenant.listeners if tenant is not None and tenant.listeners else capacity / max(1, tenants)
-        return holding / max(share, 1e-9)

@@ -112,6 +112,7 @@ async def start_answer[T](
         return render(exc, headers)
     assert service is not None
     try:
+        await slot.claim()  # the tenant's cap across replicas
         obj = parse_json_object(await request.body(), service.config.limits)
         resolved, parsed = await parse(obj, service)
         first, pieces = await first_audio(service, resolved, slot)

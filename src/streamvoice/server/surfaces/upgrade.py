@@ -95,6 +95,7 @@ async def serve(
         return
     assert service is not None
     try:
+        await slot.claim()  # the tenant's cap across replicas
         conn = make(ws, service, connection_id(ws) or uuid.uuid4().hex[:12])
     except ProtocolError as problem:
         slot.release()
