@@ -57,3 +57,19 @@ def test_first_audio_is_measured_on_the_http_routes_too(scripted_server: Running
     body = {"input": "Counted too.", "response_format": "pcm"}
     httpx.post(scripted_server.url + "/v1/audio/speech", json=body, timeout=60)
     assert metric(scripted_server, name) == before + 2
+
+
+def test_each_keys_use_is_labelled_by_its_name_and_the_labels_are_bounded() -> None:
+    """Issue #67: a series per key, but never more than ``MAX_LABELLED_KEYS`` of them: the rest count as one."""
+    from streamvoice.server.core.metrics import MAX_LABELLED_KEYS
+
+    metrics = Metrics()
+    for i in range(MAX_LABELLED_KEYS + 5):
+        use = metrics.key(f"key-{i:03d}")
+        use.characters += 10
+        use.refusals["quota_exceeded"] += 1
+    text = metrics.render()
+    labelled = [line for line in text.splitlines() if line.startswith("streamvoice_key_characters_total{")]
+    assert len(labelled) == MAX_LABELLED_KEYS + 1
+    assert 'streamvoice_key_characters_total{key="other"} 50' in text
+    assert 'streamvoice_key_refusals_total{key="key-000",reason="quota_exceeded"} 1' in text

@@ -12,7 +12,7 @@ import pytest
 
 from streamvoice.client import AudioChunk, SpeechClient
 from streamvoice.client.resilience import Reconnect, should_reconnect
-from streamvoice.client.transports import Transport, WebSocketTransport
+from streamvoice.client.transports import Transport, TransportClosed, WebSocketTransport
 from streamvoice.engine import KokoroEngine
 from tests.helpers import RunningServer, start_speech_server
 
@@ -146,3 +146,22 @@ async def test_every_message_is_answered_when_no_replica_comes_back(scripted: Ko
     server.stop()
     assert [(e["type"], e.get("id"), e.get("code")) for e in events] == [("error", "x1", "closed")]
     assert "reconnects failed" in events[0]["message"]
+
+
+async def test_a_server_that_drops_the_handshake_is_a_failed_dial_not_a_crash() -> None:
+    """A replica going away may close a socket before it answers the upgrade: the dial fails as a closed
+    transport (a reconnect counts it and tries again), never websockets' own ``InvalidMessage`` escaping the
+    client's event loop (seen once in the suite under load)."""
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(TransportClosed, match="before the session opened"):
+            await WebSocketTransport.connect(f"ws://127.0.0.1:{port}")
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -244,6 +244,21 @@ def test_the_characters_counted_are_the_characters_sent_on_every_wire(
             ctx.push(said(word))
         ctx.no_more_inputs()
         assert [e.type for e in ctx.receive()][-1] == "done"
+    b"".join(
+        deepgram(one, key).speak.v2.audio.generate(
+            text=said("Flux REST."),
+            model="flux-alexis-en",
+            encoding="linear16",
+            container="none",
+            sample_rate=24000,
+        )
+    )
+    invoked = httpx.post(
+        one.url + "/invocations",
+        json={"text": said("Our invocations route.")},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert invoked.status_code == 200 and invoked.content
     from deepgram.speak.v1.types import SpeakV1Flush, SpeakV1Text
 
     with deepgram(one, key).speak.v1.connect(

@@ -41,7 +41,7 @@ class WebSocketTransport:
         cls, url: str, token: str | None = None, open_timeout: float = 10.0, max_size: int | None = 2**24
     ) -> WebSocketTransport:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidStatus
+        from websockets.exceptions import InvalidMessage, InvalidStatus
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
@@ -55,6 +55,8 @@ class WebSocketTransport:
             status = exc.response.status_code
             hint = "; check the bearer token" if status in (401, 403) else ""
             raise TransportClosed(f"the server refused the session (HTTP {status}){hint}") from None
+        except InvalidMessage:  # the server closed the socket mid-handshake (a replica going away)
+            raise TransportClosed("the server closed the connection before the session opened") from None
         return cls(conn)
 
     async def send(self, frame: str | bytes) -> None:
