@@ -88,5 +88,8 @@ BENCHMARKS = (
     Benchmark(
         "hostile", "12. Another caller while hostile text is planned", ("--trials", "5"), ("--trials", "2")
     ),
+    Benchmark(
+        "key_flood", "13. A good key beside a flood of wrong keys", ("--trials", "5"), ("--trials", "2")
+    ),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
