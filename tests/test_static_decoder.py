@@ -98,3 +98,21 @@ def test_without_the_split_decoder_the_variant_is_refused_with_what_to_do(kokoro
 
     with pytest.raises(EngineError, match="use the int8 variant"):
         KokoroEngine.load(kokoro_dir, "int8-static", EngineOptions(stream_windows=False))
+
+
+def test_the_shipped_ranges_make_one_graph_wherever_it_is_derived(engine: KokoroEngine) -> None:
+    """Issue #66: ranges measured on an AMD EPYC and an Intel Xeon gave graphs that differed in 181 scales
+    and zero points (up to 8%), so each machine spoke (and the heard tests judged) a different voice. The
+    official file's ranges are shipped: the derivation reads them and runs no model at all (a calibration
+    that were asked for would fail here), so every machine derives the byte-identical graph the session's
+    engine decodes with."""
+    model = engine.files.model
+    name = static_decoder.cache_name(model)
+    assert static_decoder.shipped_ranges(name) is not None, "no ranges shipped for the official file"
+
+    def no_calibration() -> list[dict[str, object]]:
+        raise AssertionError("the shipped ranges were not used: the derivation asked for calibration windows")
+
+    graph = static_decoder.derive(model, no_calibration)
+    in_use = static_decoder.find(model)
+    assert in_use is not None and graph == in_use.read_bytes()

@@ -20,7 +20,7 @@ def test_only_the_energy_branch_is_static(engine: KokoroEngine) -> None:
     from streamvoice.engine.static_decoder import CALIBRATION
 
     graph = onnx.load_from_string(
-        static_front.derive(engine.files.model, engine.front_feeds(CALIBRATION[:2]))
+        static_front.derive(engine.files.model, lambda: engine.front_feeds(CALIBRATION[:2]))
     )
     produced_by = {o: n.op_type for n in graph.graph.node for o in n.output}
     static = [
@@ -57,3 +57,18 @@ def test_a_front_with_other_outputs_is_refused(engine: KokoroEngine) -> None:
     decoder = split_model(engine.files.model).decoder  # a graph, but not a front
     with pytest.raises(RuntimeError, match="outputs differ"):
         engine.split.replace_front(decoder)
+
+
+def test_the_shipped_ranges_make_one_front_wherever_it_is_derived(engine: KokoroEngine) -> None:
+    """As the decoder's (issue #66): the official file's front ranges are shipped, so its derivation runs
+    nothing and every machine derives the graph the session's engine uses."""
+    from streamvoice.engine import static_decoder
+
+    model = engine.files.model
+    assert static_decoder.shipped_ranges(static_front.cache_name(model)) is not None
+
+    def no_feeds() -> list[dict[str, object]]:
+        raise AssertionError("the shipped ranges were not used: the derivation asked for calibration feeds")
+
+    in_use = static_decoder.find(model, static_front.cache_name(model))
+    assert in_use is not None and static_front.derive(model, no_feeds) == in_use.read_bytes()

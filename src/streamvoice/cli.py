@@ -134,10 +134,16 @@ def cmd_models_derive(args: argparse.Namespace) -> int:
         print("this model export does not split into front and decoder: nothing to derive")
         return 1
     folder = Path(args.out) if args.out else None
-    windows = static_decoder.calibration_windows(engine)
-    graph = static_decoder.derive(engine.files.model, windows)
+    ranges = Path(args.ranges_out) if args.ranges_out else None
+    if ranges is not None:
+        ranges.mkdir(parents=True, exist_ok=True)
+    graph = static_decoder.derive(
+        engine.files.model, lambda: static_decoder.calibration_windows(engine), ranges
+    )
     path = static_decoder.save(graph, engine.files.model, folder)
-    front = static_front.derive(engine.files.model, engine.front_feeds(static_decoder.CALIBRATION))
+    front = static_front.derive(
+        engine.files.model, lambda: engine.front_feeds(static_decoder.CALIBRATION), ranges
+    )
     front_path = static_decoder.save(
         front, engine.files.model, folder, static_front.cache_name(engine.files.model)
     )
@@ -259,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", help="folder for the file (default: the user cache; images put it beside the model)"
     )
     c.add_argument("--model-dir", help="folder with kokoro-v1.0.int8.onnx (default: as `serve` finds it)")
+    c.add_argument(
+        "--ranges-out",
+        help="measure the activation ranges on this machine (not the shipped ones) and write them here "
+        "(how src/streamvoice/engine/ranges/ is made)",
+    )
     c.set_defaults(func=cmd_models_derive)
 
     from streamvoice.bench.registry import NAMES

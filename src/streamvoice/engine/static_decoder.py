@@ -10,7 +10,12 @@ channel. The graph is derived here from the official file (nothing new is downlo
 2. its dynamic-int8 convolutions become float ``Conv`` on the file's own dequantized weights, and its
    elementwise chains are rewritten into fewer passes (``graph_fusion``: the same function, the snakes'
    sine squared as a polynomial within 2.3e-5);
-3. activation ranges are measured on every full window of ten voices in the nine languages: the
+3. activation ranges are the ones shipped for the official file (``ranges/``), so every machine derives
+   the same graph and speaks the same audio: measured, two derivations on one AMD EPYC differed in 181 of
+   their scales and zero points, up to 8% (median 0.8%), and the heard tests judged a different voice on
+   each machine (issue #66). For another file they are measured here as they were measured for the shipped
+   ones (``streamvoice models derive --ranges-out`` writes them): on every full window of ten voices in the
+   nine languages, the
    99.999th percentile of each tensor's magnitude (on the seven voices the graph serves worst, PESQ
    against the exported graph 3.51 on average, lowest 3.22; 99.99th: 3.47 / 2.85; 99.9999th: 3.31 / 3.03;
    99.9th: 2.53 / 2.01), and every convolution but ``conv_post`` (the last, which turns 128 channels into
@@ -43,7 +48,7 @@ from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 
-FORMAT = 3  # bump when the derivation changes: old files then no longer match
+FORMAT = 4  # bump when the derivation changes: old files then no longer match
 PERCENTILE = 99.999
 KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
 # ONNX Runtime's transformers left out of the static decoder's session. ``NhwcTransformer`` moves
@@ -72,8 +77,22 @@ CALIBRATION = (
 )
 
 
+SHIPPED_RANGES = Path(__file__).with_name("ranges")  # activation ranges for the official files, by hash
+
+
 def cache_name(model: Path) -> str:
     return f"decoder-static-int8-v{FORMAT}-{naming_hash(model)[:16]}.onnx"
+
+
+def ranges_name(graph_name: str) -> str:
+    """The ranges file of a derived graph (``cache_name``'s), without the format: ranges outlive it."""
+    return re.sub(r"-v\d+-", "-", graph_name).removesuffix(".onnx") + ".ranges.json"
+
+
+def shipped_ranges(graph_name: str, folder: Path = SHIPPED_RANGES) -> Path | None:
+    """The shipped activation ranges of this derived graph (None: a file no ranges were shipped for)."""
+    path = folder / ranges_name(graph_name)
+    return path if path.is_file() else None
 
 
 def find(model: Path, name: str | None = None) -> Path | None:
@@ -104,10 +123,12 @@ def derive_graph(
     windows: list[dict[str, Any]],
     keep_float: str = KEEP_FLOAT,
     percentile: float = PERCENTILE,
+    ranges: Path | None = None,
 ) -> bytes:
-    """The exported decoder graph with its convolutions in static int8, ranges measured on ``windows`` (the
-    ``percentile`` of each activation's magnitude); convolutions whose names match ``keep_float`` stay float
-    (``bench.static_int8`` tries others)."""
+    """The exported decoder graph with its convolutions in static int8, ranges read from ``ranges`` when it
+    exists, else measured on ``windows`` (the ``percentile`` of each activation's magnitude) and written
+    there when given; convolutions whose names match ``keep_float`` stay float (``bench.static_int8`` tries
+    others)."""
     import onnx
 
     model = onnx.load_from_string(decoder)
@@ -115,7 +136,11 @@ def derive_graph(
     fuse(model)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
     return quantize(
-        model, windows, exclude=[c for c in convs if re.search(keep_float, c)], percentile=percentile
+        model,
+        windows,
+        exclude=[c for c in convs if re.search(keep_float, c)],
+        percentile=percentile,
+        ranges=ranges,
     )
 
 
@@ -126,11 +151,14 @@ def quantize(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     percentile: float | None = PERCENTILE,
+    ranges: Path | None = None,
 ) -> bytes:
     """``model`` with its ``op_types`` nodes (only those named in ``include``, when given; none named in
     ``exclude``) in static int8, the QDQ form ONNX Runtime fuses into ``QLinearConv``: s8 weights per output
     channel, u8 activations ranged on ``feeds`` by the ``percentile`` of each one's magnitude (None: its
-    minimum and maximum). The static decoder's and front's derivation, and the benchmarks' candidates."""
+    minimum and maximum). ``ranges``: a file of ranges read instead of measuring (nothing is run, so the
+    graph is the same on every machine), or, when it does not exist yet, where the measured ones are
+    written. The static decoder's and front's derivation, and the benchmarks' candidates."""
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
@@ -148,23 +176,32 @@ def quantize(
         source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
         onnx.save(model, str(source))
         quantize_static(
-            str(source), str(target), CalibrationFeeds(feeds),  # type: ignore[arg-type]
+            str(source), str(target), CalibrationFeeds(feeds) if feeds else None,  # type: ignore[arg-type]
             quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8, op_types_to_quantize=list(op_types), nodes_to_quantize=include,
             nodes_to_exclude=exclude, extra_options=extra,
             calibrate_method=CalibrationMethod.MinMax if percentile is None else CalibrationMethod.Percentile,
+            calibration_cache_path=str(ranges) if ranges is not None else None,
         )  # fmt: skip
         return target.read_bytes()
 
 
-def derive(model: Path, windows: list[dict[str, Any]]) -> bytes:
-    """The static-int8 decoder for ``model`` (its split decoder as exported), ranges measured on ``windows``
-    (``calibration_windows``; ~85 s on 2 cores)."""
+def derive(model: Path, windows: Callable[[], list[dict[str, Any]]], ranges_out: Path | None = None) -> bytes:
+    """The static-int8 decoder for ``model`` (its split decoder as exported): with the ranges shipped for
+    this file (seconds), else with ranges measured on ``windows()`` (``calibration_windows``; ~85 s on 2
+    cores). ``ranges_out``: measure them in any case and write them into this folder (how the shipped ones
+    are made)."""
     from streamvoice.engine.graph_split import split_model
 
     started = time.perf_counter()
-    graph = derive_graph(split_model(model).decoder, windows)
-    log.info("derived the static-int8 decoder in %.0f s", time.perf_counter() - started)
+    name = cache_name(model)
+    ranges = shipped_ranges(name) if ranges_out is None else ranges_out / ranges_name(name)
+    if ranges_out is not None and ranges is not None:
+        ranges.unlink(missing_ok=True)
+    measured = ranges is None or not ranges.is_file()
+    graph = derive_graph(split_model(model).decoder, windows() if measured else [], ranges=ranges)
+    how = "ranges measured on this machine" if measured else f"the shipped ranges {ranges}"
+    log.info("derived the static-int8 decoder in %.0f s (%s)", time.perf_counter() - started, how)
     return graph
 
 
@@ -184,9 +221,7 @@ def prepare(model: Path, windows: Callable[[], list[dict[str, Any]]]) -> tuple[b
     """The derived decoder for ``model``, and where it came from (``prepare_derived``), derived on
     ``windows()`` if it must be."""
     name = cache_name(model)  # hashed once: the lock, the lookup and the save share it
-    return prepare_derived(
-        model, name, lambda: derive(model, windows()), "static-int8 decoder (~85 s on 2 cores)"
-    )
+    return prepare_derived(model, name, lambda: derive(model, windows), "static-int8 decoder")
 
 
 def prepare_derived(model: Path, name: str, make: Callable[[], bytes], what: str) -> tuple[bytes, str]:

@@ -26,7 +26,7 @@ from streamvoice.engine import static_decoder
 from streamvoice.engine.static_decoder import float_weights
 from streamvoice.model_files import naming_hash
 
-FORMAT = 1  # bump when the derivation changes: old files then no longer match
+FORMAT = 2  # bump when the derivation changes: old files then no longer match
 ENERGY_BRANCH = r"^/encoder/N\.\d/"  # the convolutions quantized statically, by node name
 
 
@@ -34,9 +34,12 @@ def cache_name(model: Path) -> str:
     return f"front-static-int8-v{FORMAT}-{naming_hash(model)[:16]}.onnx"
 
 
-def derive_graph(front: bytes, feeds: list[dict[str, Any]], nodes: str = ENERGY_BRANCH) -> bytes:
+def derive_graph(
+    front: bytes, feeds: list[dict[str, Any]], nodes: str = ENERGY_BRANCH, ranges: Path | None = None
+) -> bytes:
     """The front graph with the dynamic-int8 convolutions whose names match ``nodes`` in static int8,
-    activation ranges measured on ``feeds`` (front inputs); everything else as exported."""
+    activation ranges read from ``ranges`` when it exists, else measured on ``feeds`` (front inputs) and
+    written there when given; everything else as exported."""
     import onnx
 
     model = onnx.load_from_string(front)
@@ -44,19 +47,29 @@ def derive_graph(front: bytes, feeds: list[dict[str, Any]], nodes: str = ENERGY_
     convs = [n.name for n in model.graph.node if n.op_type == "Conv" and re.search(nodes, n.name)]
     if not convs:
         raise RuntimeError(f"no convolution of this front matches {nodes!r}: nothing to quantize")
-    return static_decoder.quantize(model, feeds, include=convs)
+    return static_decoder.quantize(model, feeds, include=convs, ranges=ranges)
 
 
-def derive(model: Path, feeds: list[dict[str, Any]]) -> bytes:
-    """The static-int8 front for ``model`` (its split front as exported), ranges measured on ``feeds``
-    (``KokoroEngine.front_feeds``; a few seconds)."""
+def derive(model: Path, feeds: Callable[[], list[dict[str, Any]]], ranges_out: Path | None = None) -> bytes:
+    """The static-int8 front for ``model`` (its split front as exported): with the ranges shipped for this
+    file, else measured on ``feeds()`` (``KokoroEngine.front_feeds``; a few seconds); ``ranges_out`` as
+    ``static_decoder.derive``'s."""
     from streamvoice.engine.graph_split import split_model
 
-    return derive_graph(split_model(model).front, feeds)
+    name = cache_name(model)
+    ranges = (
+        static_decoder.shipped_ranges(name)
+        if ranges_out is None
+        else ranges_out / static_decoder.ranges_name(name)
+    )
+    if ranges_out is not None and ranges is not None:
+        ranges.unlink(missing_ok=True)
+    measured = ranges is None or not ranges.is_file()
+    return derive_graph(split_model(model).front, feeds() if measured else [], ranges=ranges)
 
 
 def prepare(model: Path, feeds: Callable[[], list[dict[str, Any]]]) -> tuple[bytes, str]:
     """The derived front for ``model``, and where it came from (``static_decoder.prepare_derived``)."""
     return static_decoder.prepare_derived(
-        model, cache_name(model), lambda: derive(model, feeds()), "static-int8 front (seconds)"
+        model, cache_name(model), lambda: derive(model, feeds), "static-int8 front (seconds)"
     )
