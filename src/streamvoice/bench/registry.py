@@ -50,6 +50,12 @@ BENCHMARKS = (
     Benchmark("listener", "6. What the listener hears", ("--trials", "10"), ("--trials", "2")),
     Benchmark("quality", "7. Streamed vs whole-piece quality", (), ("--voices", "af_heart")),
     Benchmark(
+        "stream_breakdown",
+        "7b. Where streamed and whole differ, cause by cause",
+        (),
+        ("--voices", "af_heart", "--ks", "24"),
+    ),
+    Benchmark(
         "integrations", "8. Every surface: what the listener hears", ("--trials", "5"), ("--trials", "1")
     ),
     Benchmark(

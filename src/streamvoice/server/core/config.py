@@ -47,7 +47,7 @@ class ServerConfig:
         None,
         "which export to load (default: int8-static on a CPU when the int8 file is present): int8-static is "
         "the int8 file with its decoder and its front's energy branch derived as static int8 (the first start "
-        "derives them once, ~85 s on 2 cores; `streamvoice models derive` ahead), int8 the file as exported",
+        "derives them once from the shipped ranges, ~10 s on 2 cores; `streamvoice models derive` ahead), int8 the file as exported",
         choices=tuple(VARIANTS),
     )
     ort_threads: int = setting(0, "ONNX Runtime intra-op threads (0: all cores)", 0, 1024)

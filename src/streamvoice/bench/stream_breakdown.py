@@ -1,0 +1,180 @@
+"""Where streamed speech differs from the whole piece, cause by cause (issue #66). Each piece runs the front
+once, so streamed and whole share every input (durations, pitch, noise, phase), and both are compared
+untrimmed and sample-aligned over the frames the stream decodes: what is left is the decoder's windows.
+
+- **shipped**: the engine's windows, with its estimate of the whole piece's norm statistics (the voice's
+  from earlier pieces for what is not decoded yet, blended with each window's own);
+- **shipped, context 12**: the same estimate, three times the context on each side of every window;
+- **exact statistics**: the same windows normalised with the whole piece's own statistics (what no
+  stream can know before decoding the whole piece: the ceiling of any better estimate);
+- **exact statistics for norms [0:k]**: the whole piece's statistics for the first ``k`` of the decoder's
+  norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
+  lives in;
+- **whole, second front**: the whole piece from a second front run (is the model deterministic?).
+
+PESQ (wide band) of each against the whole piece, per sentence and on average.
+
+    python -m streamvoice.bench.stream_breakdown [--voices af_heart,am_michael,bf_emma]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.bench.common import table, write_result
+from streamvoice.bench.quality import pesq_score
+from streamvoice.bench.tables import md_table, md_value
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.split_kokoro import SplitKokoro
+from streamvoice.engine.timing import decode_range
+from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade
+
+# Sentences no window size or statistic was tuned on (held out from bench.quality's and the tests').
+SENTENCES = (
+    "Your appointment is confirmed for nine thirty on Tuesday morning.",
+    "Got it, thanks!",
+    "The quarterly report shows revenue up eleven percent over last year.",
+    "Please hold while I transfer you to a specialist who can look into the billing question.",
+    "The museum opens at ten, and the guided tour of the east wing starts at half past eleven.",
+)
+PriorAt = Callable[[int, int], tuple[NormStats | None, float]]
+
+
+def windows_with(
+    split: SplitKokoro, feats: dict[str, Any], style: NDArray[np.float32], span: tuple[int, int], plan: WindowPlan,
+    prior_at: PriorAt,
+) -> NDArray[np.float32]:  # fmt: skip
+    """The span decoded in ``plan``'s windows and joined as the engine joins them, each window normalised
+    with ``prior_at(lo, hi)`` (statistics, their weight)."""
+    frames = split.frames(feats)
+    first, last = span
+    ctx, out, tail = plan.context, [], None
+    for offset_start, offset_end in plan.iter_windows(last - first):
+        start, end = first + offset_start, first + offset_end
+        left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
+        lo, hi = max(0, start - left), min(frames, end + right)
+        audio, _ = split.decode(feats, style, lo, hi, *prior_at(lo, hi))
+        keep_from, keep_to = (start - lo) * SAMPLES_PER_FRAME, (end - lo) * SAMPLES_PER_FRAME
+        body = audio[keep_from:keep_to]
+        if tail is not None:
+            body = np.concatenate([crossfade(tail, audio[keep_from - len(tail) : keep_from]), body])
+        if end >= last:
+            out.append(body)
+            break
+        hold = min(plan.crossfade, len(body), ctx * SAMPLES_PER_FRAME)
+        tail = body[len(body) - hold :].copy() if hold else None
+        out.append(body[: len(body) - hold])
+    return np.concatenate(out)
+
+
+def fixed(stats: NormStats) -> PriorAt:
+    """Every window normalised with ``stats`` alone."""
+    return lambda lo, hi: (stats, 1.0)
+
+
+def mixed(exact: NormStats, estimate: NormStats, k: int) -> NormStats:
+    """The exact statistics for the first ``k`` norms, the estimate's for the rest."""
+    return NormStats(
+        (*exact.means[:k], *estimate.means[k:]), (*exact.variances[:k], *estimate.variances[k:]), exact.frames
+    )
+
+
+def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dict[str, float]:
+    split = engine.split
+    assert split is not None, "the breakdown needs the split decoder (in-piece streaming on)"
+    spec = engine.parse_voice(voice)
+    piece = engine.planner.plan(text, "en-us")[0]
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feats = split.features(feeds)
+    frames = split.frames(feats)
+    span = decode_range(split.durations(feats), piece.voiced, frames)
+    whole, exact = split.decode(feats, style, 0, frames)
+    reference = whole[span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME]
+    voice_prior, silence = engine.memory.get(spec), engine.memory.silence(spec)
+    plan = engine.window_plan
+    wide = replace(plan, context=12, lookahead=12, lead_context=12)
+
+    def shipped(p: WindowPlan) -> NDArray[np.float32]:
+        chunks = split.stream(
+            feats, style, p, voice_prior, engine.cold_window_plan, None, None, span, silence
+        )
+        return np.concatenate([audio for audio, _ in chunks])
+
+    variants = {
+        "shipped": shipped(plan),
+        "shipped, context 12": shipped(wide),
+        "exact statistics": windows_with(split, feats, style, span, plan, fixed(exact)),
+        "whole, second front": split.decode(split.features(feeds), style, 0, frames)[0][
+            span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
+        ],
+    }
+    if voice_prior is not None:
+        speech = span[1] - span[0]
+        estimate = NormStats.merge(
+            voice_prior.weighted(speech), silence.weighted(frames - speech) if silence is not None else None
+        )
+        assert estimate is not None
+        for k in ks:
+            variants[f"exact statistics for norms [0:{k}]"] = windows_with(
+                split, feats, style, span, plan, fixed(mixed(exact, estimate, k))
+            )
+    scores = {}
+    for name, audio in variants.items():
+        n = min(len(reference), len(audio))
+        scores[name] = pesq_score(reference[:n], audio[:n])
+    return scores
+
+
+def run(voices: list[str], ks: list[int]) -> dict[str, Any]:
+    engine = KokoroEngine.load()
+    prepare(engine)  # every stock voice's statistics, as a server starts
+    rows: list[dict[str, Any]] = []
+    for voice in voices:
+        for text in SENTENCES:
+            rows.append({"voice": voice, "text": text, **breakdown(engine, voice, text, ks)})
+            print(voice, text[:40], {k: round(v, 2) for k, v in rows[-1].items() if isinstance(v, float)})
+    names = [k for k in rows[0] if k not in ("voice", "text")]
+    summary = {
+        name: {"mean": statistics.fmean(r[name] for r in rows), "min": min(r[name] for r in rows)}
+        for name in names
+    }
+    return {"voices": voices, "decoder": engine.decoder_graph, "norms": engine.split.norms if engine.split else 0,
+            "rows": rows, "summary": summary}  # fmt: skip
+
+
+def report(d: dict[str, Any]) -> str:
+    rows = [[name, md_value(s["mean"], 2), md_value(s["min"], 2)] for name, s in d["summary"].items()]
+    return md_table(["streamed against the whole piece (same front), PESQ", "mean", "lowest"], rows) + (
+        f"\n\n{len(d['rows'])} pieces ({', '.join(d['voices'])}; the {d['decoder']} decoder, {d['norms']} norms).\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--voices", default="af_heart,am_michael,bf_emma")
+    parser.add_argument("--ks", default="10,24,40", help="exact statistics for the first k norms")
+    args = parser.parse_args(argv)
+    result = run([v for v in args.voices.split(",") if v], [int(k) for k in args.ks.split(",") if k])
+    print(
+        table(
+            [{"variant": k, **v} for k, v in result["summary"].items()],
+            [("variant", "streamed vs whole (same front)"), ("mean", "PESQ mean"), ("min", "lowest")],
+        )
+    )
+    print(f"wrote {write_result('stream_breakdown', result)}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
