@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.readiness import warm_up
 from streamvoice.engine.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
 
@@ -100,35 +99,47 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
             assert chunks[0].size < whole.size / 3
 
 
-# Sentences the streamed bar is guarded on: one sentence alone is too narrow (its PESQ moves 1.9-3.7 with what
-# the voice's statistics have learned and from one int8 derivation to the next).
+# The streamed bar, guarded per sentence (issue #66: a mean over four let one sentence fall to 1.9 unseen), on
+# four voices (both accents, both genders) and three sentences, each from the voice's cached statistics (what
+# a server starts with; learning from the pieces before it moved one sentence's PESQ 1.9-3.7) and the
+# static-int8 graph every machine derives alike (the shipped ranges). Measured 2026-12-06 (AMD EPYC):
+# lowest 2.03 (af_bella), voices' means 2.45-2.57 (bf_emma, left out for time, 3.2-3.5). What the streamed audio lacks against the whole piece, and
+# why, is ``python -m streamvoice.bench.stream_breakdown``'s (docs/benchmarks.md 7b).
 CLOSE_TO_WHOLE = (
     SENTENCE,
     "Your package left our warehouse on Monday and is now with the courier.",
-    "Thanks for calling, I can help you with that order today.",
     "Please hold while I transfer your call to the next available agent.",
 )
+GUARDED_VOICES = ("af_heart", "af_bella", "am_michael", "bm_george")
+SENTENCE_FLOOR = 1.8  # each sentence
+VOICE_FLOOR = 2.2  # each voice's mean
 
 
 def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
-    warm_up(engine, ("af_heart",))  # as the server does: the voice's decoder statistics are known
-    spec = engine.parse_voice("af_heart")
-    # Windows normalise with an estimate of the whole piece's statistics, not the piece's own: PESQ against
-    # the whole piece averages 2.9-3.1 over these four (af_heart after warm-up, the shipped graph and the two
-    # before it; 2.6-2.7 over 54 voices' greetings: python -m streamvoice.bench.engine, docs/benchmarks.md 10c).
-    # Guards against regressions. (Both are trimmed at their own first audible block, so a sample-aligned
-    # measure would compare shifted signals; PESQ aligns them itself.)
+    """Every sentence of every voice, streamed, against the same piece decoded whole (both trimmed at their
+    own first audible block; PESQ aligns them itself), and its loudness within a quarter."""
     from tests.test_listener import pesq_against
 
-    scores, ratios = [], []
-    for text in CLOSE_TO_WHOLE:
-        piece = engine.planner.plan(text, "en-us")[0]
-        whole = engine.synthesize_piece(piece, spec, 1.0)
-        windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
-        scores.append(pesq_against(whole, windowed))
-        ratios.append(float(np.sqrt(np.mean(windowed**2)) / np.sqrt(np.mean(whole**2))))
-    assert float(np.mean(scores)) > 2.5, scores
-    assert all(0.8 < r < 1.25 for r in ratios), ratios
+    low: list[tuple[str, str, float]] = []
+    for voice in GUARDED_VOICES:
+        spec = engine.parse_voice(voice)
+        stats, silence = engine.voice_stats(voice), engine.memory.silence(spec)
+        assert stats is not None, f"{voice}: no cached statistics (the suite's start calibrates every voice)"
+        scores = []
+        for text in CLOSE_TO_WHOLE:
+            piece = engine.planner.plan(text, "en-us")[0]
+            engine.set_voice_stats(voice, stats, silence)  # each piece from the same statistics
+            whole = engine.synthesize_piece(piece, spec, 1.0)
+            engine.set_voice_stats(voice, stats, silence)
+            windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+            scores.append(pesq_against(whole, windowed))
+            ratio = float(np.sqrt(np.mean(windowed**2)) / np.sqrt(np.mean(whole**2)))
+            assert 0.8 < ratio < 1.25, (voice, text, ratio)
+            if scores[-1] < SENTENCE_FLOOR:
+                low.append((voice, text, scores[-1]))
+        engine.set_voice_stats(voice, stats, silence)
+        assert float(np.mean(scores)) >= VOICE_FLOOR, (voice, scores)
+    assert not low, low
 
 
 @pytest.mark.slow
