@@ -289,3 +289,34 @@ def test_a_server_without_keys_is_open_as_before(scripted: KokoroEngine, tmp_pat
         )  # no bootstrap key: nothing manages keys
     finally:
         running.stop()
+
+
+async def test_a_revoked_keys_streaming_http_answer_stops_with_the_error(
+    busy_scripted: KokoroEngine, tmp_path: Path
+) -> None:
+    """An HTTP answer being streamed when its key is revoked stops there: an SSE body ends with the error
+    event, and nothing after it (the scripted engine takes 5 ms a frame: the answer lasts seconds)."""
+    running = start_speech_server(
+        busy_scripted, auth_token=TOKEN, store_url=f"sqlite://{tmp_path / 's.sqlite3'}"
+    )
+    try:
+        key = make_key(running, "streaming")
+        long_text = "The courier left the depot at nine and will reach your street before noon. " * 12
+        body = {**SPEECH, "input": long_text, "stream_format": "sse"}
+        kinds: list[str] = []
+        async with (
+            httpx.AsyncClient(timeout=60) as http,
+            http.stream("POST", running.url + "/v1/audio/speech", json=body, headers=bearer(key)) as answer,
+        ):
+            assert answer.status_code == 200
+            async for line in answer.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                kinds.append(event["type"] if event["type"] != "error" else event["error"]["code"])
+                if len(kinds) == 1:
+                    revoked = await http.delete(running.url + "/v1/keys/streaming", headers=ADMIN)
+                    assert revoked.status_code == 204
+        assert kinds[-1] == "unauthorized" and "speech.audio.done" not in kinds, kinds
+    finally:
+        running.stop()

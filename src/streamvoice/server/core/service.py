@@ -125,6 +125,7 @@ class SpeechService:
         self.draining = False
         self.load = Load(config.synth_workers, config.admission_listeners)
         self.connections: set[LiveConnection] = set()  # live connections, told to wind down on drain
+        self.answers: set[Listener] = set()  # HTTP answers holding a room (``slots.Slot``), by their key
         self.admission: Admission[Listener] = Admission(
             config.admission,
             self.load.capacity,
@@ -170,10 +171,15 @@ class SpeechService:
         return turn(who.tenant, holding, waiting, self.admission.capacity)
 
     def _revoked(self, digests: set[str]) -> None:
-        """Keys no longer live (revoked on any replica, or expired): their open connections close."""
+        """Keys no longer live (revoked on any replica, or expired): their open connections close and their
+        HTTP answers stop."""
         for connection in list(self.connections):
             if (tenant := connection.tenant) is not None and tenant.digest in digests:
                 connection.revoke()
+        revoked = ProtocolError(ErrorCode.UNAUTHORIZED, "this answer's key was revoked or has expired")
+        for answer in list(self.answers):
+            if (tenant := answer.tenant) is not None and tenant.digest in digests:
+                answer.shed(revoked)  # it stops now (an SSE or NDJSON body ends with the error)
 
     def stop(self) -> None:
         for task in (self._keys, self._leases):

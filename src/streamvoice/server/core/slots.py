@@ -75,6 +75,8 @@ class Slot:
         self._since = time.monotonic()
         self._held = True
         self._count(+1)
+        if kind != "session":  # a socket's connection answers for itself (``Connection.revoke``)
+            service.answers.add(self)
 
     def speaking_until(self) -> float:
         """When (monotonic) its answer will have played: what is decoded, or, if later, its text's estimated
@@ -120,6 +122,7 @@ class Slot:
             return
         self._held = False
         self._count(-1)
+        self.service.answers.discard(self)
         self.service.tenancy.give(self.tenant, self.lease)
         self.service.admission.leave(self)
 
