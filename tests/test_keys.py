@@ -170,3 +170,36 @@ def test_the_agent_checks_its_callers_keys_against_the_same_records(
     finally:
         agent.stop()
         speech.stop()
+
+
+async def test_a_tenants_listeners_are_leases_a_dead_replica_gives_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A capped tenant's listeners are counted in the store across replicas (``Tenancy.claim``); a replica
+    that dies holding some stops renewing them, and they expire (``LEASE_S``), so the tenant is not locked
+    out for good."""
+    from streamvoice.protocol import ErrorCode, ProtocolError
+    from streamvoice.server.core import tenancy as tenancy_module
+    from streamvoice.server.core.metrics import Metrics
+    from streamvoice.server.core.tenancy import Tenancy
+    from streamvoice.store.keys import Tenant
+
+    monkeypatch.setattr(tenancy_module, "LEASE_S", 0.5)
+    tenant = Tenant("capped", f"owner-{time.time_ns()}", "digest", listeners=2)
+    dead, alive = (Tenancy(Keyring(store, None), store, Metrics()) for _ in range(2))  # two replicas
+    await dead.claim(tenant, "a")
+    await alive.claim(tenant, "b")
+    with pytest.raises(ProtocolError) as full:
+        await alive.claim(tenant, "c")
+    assert full.value.code == ErrorCode.CONCURRENT_LIMIT_EXCEEDED
+    renewing = asyncio.create_task(alive.run())  # the live replica renews its lease; the dead one cannot
+    try:
+        await asyncio.sleep(0.8)
+        await alive.claim(tenant, "c")  # the dead replica's lease has expired; the live one's has not
+        with pytest.raises(ProtocolError):
+            await alive.claim(tenant, "d")
+    finally:
+        renewing.cancel()
+    alive.drop_lease("b")
+    await asyncio.sleep(0.05)
+    await alive.claim(tenant, "d")  # a lease given back frees its place at once
