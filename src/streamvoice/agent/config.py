@@ -21,7 +21,8 @@ class AgentConfig:
     speech_token: str | None = setting(None, "the speech server's key, if it has one")
     auth_token: str | None = setting(
         None,
-        "the key callers must send (or --token); without one, loopback only",
+        "the bootstrap key callers may send (or --token; tenants' keys in the store work too); without "
+        "one, loopback only",
         env="STREAMVOICE_AGENT_TOKEN",
     )
     cors_origins: tuple[str, ...] = setting((), "browser origins allowed to call (an explicit list; no *)")
