@@ -203,3 +203,32 @@ async def test_a_tenants_listeners_are_leases_a_dead_replica_gives_back(
     alive.drop_lease("b")
     await asyncio.sleep(0.05)
     await alive.claim(tenant, "d")  # a lease given back frees its place at once
+
+
+async def test_an_unbounded_tenants_use_is_written_later_and_never_stops_its_speech(store: Store) -> None:
+    """Without a quota nothing needs the store before speaking: the count is kept here (and shown), then
+    written with the next renewal; a store that fails keeps it for the write after."""
+    from streamvoice.server.core.metrics import Metrics
+    from streamvoice.server.core.tenancy import USAGE_KIND, Tenancy, day_of
+    from streamvoice.store.keys import Tenant
+
+    tenancy = Tenancy(Keyring(store, None), store, Metrics())
+    tenant = Tenant("open", f"owner-{time.time_ns()}", "digest")
+    await tenancy.charge(tenant, 40)
+    await tenancy.charge(tenant, 2, bounded=False)
+    key = f"chars:{day_of(time.time())}"
+    assert await store.get(USAGE_KIND, tenant.owner, key) is None  # nothing written on the speech's path
+    assert await tenancy.used_today(tenant) == 42
+    real_tally = store.tally
+
+    async def failing(*args: object, **kwargs: object) -> int | None:
+        from streamvoice.store import StoreError
+
+        raise StoreError("down for the test")
+
+    store.tally = failing  # type: ignore[method-assign]
+    await tenancy.write_use()
+    store.tally = real_tally  # type: ignore[method-assign]
+    assert await tenancy.used_today(tenant) == 42  # kept for the next write
+    await tenancy.write_use()
+    assert await store.get(USAGE_KIND, tenant.owner, key) == b"42" and await tenancy.used_today(tenant) == 42

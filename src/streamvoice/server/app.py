@@ -16,6 +16,7 @@ Routes are plain functions over the state the lifespan yields (Starlette hands i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -90,6 +91,8 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
             if wyoming is not None:
                 await wyoming.stop()
             service.stop()
+            with contextlib.suppress(StoreError):
+                await service.tenancy.write_use()  # what unbounded tenants used since the last write
             await service.dictionaries.close()
 
     return Starlette(

@@ -4,6 +4,7 @@ worker thread (SQLite blocks), one at a time per process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import time
@@ -56,7 +57,13 @@ class SqliteStore:
                 self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 if self._private_folder:
                     self.path.parent.chmod(0o700)
-                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+                # Made 0600 only if it is new: opening and closing an existing file here would drop every
+                # POSIX lock this process's other connections hold on it (SQLite's locks are fcntl locks,
+                # released by closing any descriptor of the file: sqlite.org/howtocorrupt.html, 2.2), and
+                # another process's writes then raced theirs: "database disk image is malformed" in the
+                # suite, where servers in one process and `streamvoice serve` replicas share one file.
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
                 self.path.chmod(0o600)
                 db = sqlite3.connect(self.path, check_same_thread=False, timeout=10, isolation_level=None)
                 _use_wal(db)

@@ -74,6 +74,7 @@ class Tenancy:
         self.held: Counter[str] = Counter()  # rooms held now, by tenant name
         self._leases: dict[str, Tenant] = {}  # this process's leases in the store, renewed by ``run``
         self._forgetting: set[asyncio.Task[None]] = set()
+        self._unwritten: Counter[str] = Counter()  # unbounded tenants' characters not in the store yet
 
     def take(self, tenant: Tenant | None) -> None:
         """A room for one of the tenant's requests or connections, within its share; counted before any
@@ -130,12 +131,14 @@ class Tenancy:
             await self.store.delete(LEASE_KIND, tenant.owner, lease)
 
     async def run(self) -> None:
-        """Renew this process's leases every ``LEASE_S / 3`` until cancelled."""
+        """Renew this process's leases and write the unbounded tenants' use every ``LEASE_S / 3`` until
+        cancelled."""
         while True:
             await asyncio.sleep(LEASE_S / 3)
             for lease, tenant in list(self._leases.items()):
                 with contextlib.suppress(StoreError):
                     await self.store.put(LEASE_KIND, tenant.owner, lease, b"", LEASE_S)
+            await self.write_use()
 
     def refused(self, tenant: Tenant | None, reason: str) -> None:
         if tenant is not None:
@@ -153,8 +156,13 @@ class Tenancy:
     async def charge(self, tenant: Tenant | None, chars: int, bounded: bool = True) -> None:
         """Count ``chars`` against today's quota before they are spoken; ``quota_exceeded`` (nothing
         counted) when they would pass it. ``bounded=False`` counts them whatever the quota (a stream's last
-        characters, already accepted), so what is counted is what was sent."""
+        characters, already accepted), so what is counted is what was sent. A tenant without a quota is
+        counted here and written with the next renewal (``run``): no store call on its speech's path, and a
+        store that does not answer never stops it."""
         if tenant is None or chars <= 0:
+            return
+        if tenant.chars_per_day is None:
+            self._unwritten[tenant.owner] += chars
             return
         limit = tenant.chars_per_day if bounded else None
         now = time.time()
@@ -170,5 +178,18 @@ class Tenancy:
             )
 
     async def used_today(self, tenant: Tenant) -> int:
+        """Today's characters on every replica (those this one has not written yet included)."""
         raw = await self.store.get(USAGE_KIND, tenant.owner, f"chars:{day_of(time.time())}")
-        return int(raw) if raw else 0
+        return (int(raw) if raw else 0) + self._unwritten.get(tenant.owner, 0)
+
+    async def write_use(self) -> None:
+        """Add what unbounded tenants used since the last write to today's counts in the store; what does
+        not reach it waits for the next write."""
+        for owner, chars in list(self._unwritten.items()):
+            with contextlib.suppress(StoreError):
+                await self.store.tally(
+                    USAGE_KIND, owner, f"chars:{day_of(time.time())}", chars, None, 2 * DAY_S
+                )
+                self._unwritten[owner] -= chars
+                if self._unwritten[owner] <= 0:
+                    del self._unwritten[owner]
