@@ -5,7 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.voice_stats_cache import default_dir, prepare
 from streamvoice.model_files import user_cache_dir
+from streamvoice.store import Store, open_store
 from tests.fakes import ScriptedGraph, scripted_engine
 from tests.helpers import (
     VENDOR_TOKEN,
@@ -168,3 +169,16 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     yield server
     server.stop()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """The store's one interface on each backend: a fresh SQLite file, and the session's real Redis (each
+    test keeps apart by its own names)."""
+    if request.param == "sqlite":
+        opened = open_store(f"sqlite://{tmp_path / 'store.sqlite3'}")
+    else:
+        redis: RedisServer = request.getfixturevalue("redis_server")
+        opened = open_store(redis.url)
+    yield opened
+    await opened.close()

@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -24,24 +23,18 @@ from streamvoice.key_commands import expiry
 from streamvoice.store import Store, open_store
 from streamvoice.store.keys import BOOTSTRAP, KeyRecords, Keyring, key_digest
 from tests.helpers import start_agent, start_speech_server
-from tests.redis_server import RedisServer
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        opened = open_store(f"sqlite://{tmp_path / 'store.sqlite3'}")
-    else:
-        redis: RedisServer = request.getfixturevalue("redis_server")
-        opened = open_store(redis.url)
-        for record in await KeyRecords(opened).list():  # one Redis for the session: start with no keys
-            await KeyRecords(opened).revoke(record.name)
-    yield opened
-    await opened.close()
+async def no_keys_yet(store: Store) -> KeyRecords:
+    """The store's key records, none left: the session's one Redis keeps the keys earlier tests made."""
+    records = KeyRecords(store)
+    for record in await records.list():
+        await records.revoke(record.name)
+    return records
 
 
 async def test_a_ring_knows_each_live_key_and_tells_when_one_goes(store: Store) -> None:
-    records = KeyRecords(store)
+    records = await no_keys_yet(store)
     ring, other = Keyring(store, "boot"), Keyring(open_store(store.url), None)  # two replicas' rings
     await ring.refresh()
     await other.refresh()
@@ -79,7 +72,7 @@ async def test_a_ring_knows_each_live_key_and_tells_when_one_goes(store: Store) 
 
 
 async def test_creations_at_once_of_one_name_make_one_key(store: Store) -> None:
-    records = KeyRecords(store)
+    records = await no_keys_yet(store)
     answers = await asyncio.gather(*(records.create("same") for _ in range(12)), return_exceptions=True)
     made = [a for a in answers if not isinstance(a, BaseException)]
     assert len(made) == 1 and all("exists" in str(a) for a in answers if isinstance(a, BaseException))

@@ -4,24 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from streamvoice.store import MAX_VALUE_BYTES, Store, StoreError, open_store
-from tests.redis_server import RedisServer
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        opened = open_store(f"sqlite://{tmp_path / 'store.sqlite3'}")
-    else:
-        redis: RedisServer = request.getfixturevalue("redis_server")
-        opened = open_store(redis.url)
-    yield opened
-    await opened.close()
 
 
 def kind() -> str:
