@@ -101,8 +101,8 @@ def test_without_the_split_decoder_the_variant_is_refused_with_what_to_do(kokoro
 
 
 def test_the_shipped_ranges_make_one_graph_wherever_it_is_derived(engine: KokoroEngine) -> None:
-    """Issue #66: ranges measured in two sessions' machines gave graphs that differed in 181 scales and zero
-    points (up to 8%), so each machine spoke (and the heard tests judged) a different voice. The
+    """Issue #66: ranges measured on one machine with and without its voice statistics cache gave graphs
+    that differed in 181 scales and zero points (up to 8%): a different voice by where it was derived. The
     official file's ranges are shipped: the derivation reads them and runs no model at all (a calibration
     that were asked for would fail here), so every machine derives the byte-identical graph the session's
     engine decodes with."""

@@ -11,10 +11,11 @@ channel. The graph is derived here from the official file (nothing new is downlo
    elementwise chains are rewritten into fewer passes (``graph_fusion``: the same function, the snakes'
    sine squared as a polynomial within 2.3e-5);
 3. activation ranges are the ones shipped for the official file (``ranges/``), so every machine derives
-   the same graph and speaks the same audio. Measured (issue #66): one machine derives the same graph each
-   time, but the graph derived in another session's machine differed from this one's in 181 of its 931
-   scales and zero points, up to 8% (median 0.8%), so a listener (and the heard tests) heard a different
-   voice depending on where the graph was derived. For another file they are measured here as they were measured for the shipped
+   the same graph and speaks the same audio. Measured (issue #66): the ranges measured here depend on the
+   voice statistics the engine holds when it derives (the calibration windows are normalised with them):
+   on one machine, the graph derived in an empty home (statistics calibrated afresh) differed from the one
+   derived beside the statistics cache in 181 of its 931 scales and zero points, up to 8% (median 0.8%), so
+   a listener (and the heard tests) heard a different voice depending on where and when it was derived. For another file they are measured here as they were measured for the shipped
    ones (``streamvoice models derive --ranges-out`` writes them): on every full window of ten voices in the
    nine languages, the
    99.999th percentile of each tensor's magnitude (on the seven voices the graph serves worst, PESQ
