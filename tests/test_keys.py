@@ -179,7 +179,7 @@ async def test_a_tenants_listeners_are_leases_a_dead_replica_gives_back(
 
     monkeypatch.setattr(tenancy_module, "LEASE_S", 0.5)
     tenant = Tenant("capped", f"owner-{time.time_ns()}", "digest", listeners=2)
-    dead, alive = (Tenancy(Keyring(store, None), store, Metrics()) for _ in range(2))  # two replicas
+    dead, alive = (Tenancy(store, Metrics()) for _ in range(2))  # two replicas
     await dead.claim(tenant, "a")
     await alive.claim(tenant, "b")
     with pytest.raises(ProtocolError) as full:
@@ -202,14 +202,14 @@ async def test_an_unbounded_tenants_use_is_written_later_and_never_stops_its_spe
     """Without a quota nothing needs the store before speaking: the count is kept here (and shown), then
     written with the next renewal; a store that fails keeps it for the write after."""
     from streamvoice.server.core.metrics import Metrics
-    from streamvoice.server.core.tenancy import USAGE_KIND, Tenancy, day_of
+    from streamvoice.server.core.tenancy import USAGE_KIND, Tenancy, today
     from streamvoice.store.keys import Tenant
 
-    tenancy = Tenancy(Keyring(store, None), store, Metrics())
+    tenancy = Tenancy(store, Metrics())
     tenant = Tenant("open", f"owner-{time.time_ns()}", "digest")
     await tenancy.charge(tenant, 40)
     await tenancy.charge(tenant, 2, bounded=False)
-    key = f"chars:{day_of(time.time())}"
+    key = today(time.time())
     assert await store.get(USAGE_KIND, tenant.owner, key) is None  # nothing written on the speech's path
     assert await tenancy.used_today(tenant) == 42
     real_tally = store.tally

@@ -74,7 +74,8 @@ __all__ = [
     "UNAUTHORIZED_HINT", "WS_PATH", "Ack", "Alignment", "Append", "Cancel", "ClientMessage", "Close",
     "Configure", "End", "ErrorCode", "ErrorEvent", "Flush", "Limits", "Pauses", "ProtocolError", "ServerEvent",
     "SynthesisComplete", "SynthesisStarted", "Synthesize", "bearer_key", "check_rate_for_format",
-    "check_text", "decode_client_frame", "decode_control_frame", "encode_event", "lexicon_name", "message_from_object", "output_rate", "parse_json_object", "played_ms",
-    "presented_keys", "required_text", "text_field", "validate_format", "validate_lexicon", "validate_pauses",
+    "check_text", "decode_client_frame", "decode_control_frame", "encode_event", "lexicon_name",
+    "message_from_object", "output_rate", "parse_json_object", "played_ms", "presented_keys",
+    "required_text", "text_field", "validate_format", "validate_lexicon", "validate_pauses",
     "validate_sample_rate", "validate_speed", "validate_voice", "whole_number",
 ]  # fmt: skip

@@ -7,7 +7,6 @@ key records a server behaves as a single-key server did. Checked by ``pytest tes
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import json
@@ -170,6 +169,7 @@ class Keyring:
         self.loaded = False
         self._read_at = float("-inf")  # monotonic
         self._reading = asyncio.Lock()
+        self._running = False  # ``run`` keeps the keys fresh
         self.on_revoked: Callable[[set[str]], None] = lambda digests: None
 
     @property
@@ -198,9 +198,6 @@ class Keyring:
                 return tenant
         return None
 
-    def tenants(self) -> list[Tenant]:
-        return [tenant for tenant, _ in self._tenants.values()]
-
     async def refresh(self) -> None:
         """Read the records again if their version moved; drop those past their expiry either way."""
         if self.records is not None:
@@ -224,22 +221,36 @@ class Keyring:
 
     async def fresh(self) -> None:
         """Read again if the last read is older than ``refresh_s``, for a process that checks keys as they
-        come instead of running ``run`` (the agent): one read at a time, however many callers ask."""
-        if time.monotonic() - self._read_at < self.refresh_s:
+        come instead of running ``run`` (the agent): one read at a time, however many callers ask. A process
+        running ``run`` is kept fresh by it, and never reads on a request's path."""
+        if self._running or not self._due():
             return
         async with self._reading:
-            if time.monotonic() - self._read_at < self.refresh_s:
-                return
-            with contextlib.suppress(StoreError):  # logged where raised; the keys read last stay meanwhile
-                await self.refresh()
-            self._read_at = max(self._read_at, time.monotonic() - self.refresh_s / 2)  # failed: soon again
+            if self._due():
+                await self._read()
 
     async def run(self) -> None:
-        """Refresh every ``refresh_s`` until cancelled; a store that does not answer keeps what was read."""
-        while True:
-            with contextlib.suppress(StoreError):  # logged where raised; the keys read last stay meanwhile
-                await self.refresh()
-            await asyncio.sleep(self.refresh_s)
+        """Read whenever the last read is ``refresh_s`` old, until cancelled (a read made meanwhile, at the
+        start or after a change here, counts: the records are not read twice for it)."""
+        self._running = True
+        try:
+            while True:
+                if self._due():
+                    await self._read()
+                await asyncio.sleep(max(0.0, self._read_at + self.refresh_s - time.monotonic()))
+        finally:
+            self._running = False
+
+    def _due(self) -> bool:
+        return time.monotonic() - self._read_at >= self.refresh_s
+
+    async def _read(self) -> None:
+        try:
+            await self.refresh()
+        except (
+            StoreError
+        ):  # logged where raised: the keys read last stay, and are read again in half a period
+            self._read_at = max(self._read_at, time.monotonic() - self.refresh_s / 2)
 
 
 def _encoded(record: KeyRecord) -> bytes:

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -71,7 +71,13 @@ class Rooms:
     """What ``MAX_SESSIONS`` counts (``core.slots.Slot``): sockets and HTTP answers holding a room now."""
 
     sessions: int = 0
-    streams: int = 0  # HTTP answers being streamed
+    # The answers streamed outside a socket (HTTP, Wyoming utterances), each by its slot: counted, and
+    # stopped when their key is revoked (a socket's connection stops its own: ``Connection.revoke``).
+    answers: set[Listener] = field(default_factory=set)
+
+    @property
+    def streams(self) -> int:
+        return len(self.answers)
 
     @property
     def taken(self) -> int:
@@ -112,7 +118,7 @@ class SpeechService:
         self.store = store or open_store(config.store_url)  # connected at its first use
         self.keyring = keyring or Keyring(self.store, config.auth_token)
         self.keyring.on_revoked = self._revoked
-        self.tenancy = Tenancy(self.keyring, self.store, self.metrics)
+        self.tenancy = Tenancy(self.store, self.metrics)
         self.rooms = Rooms()
         self.doorway = Doorway(config.max_keyless_sockets)
         batch = config.decode_batch  # validated 1-16
@@ -125,7 +131,6 @@ class SpeechService:
         self.draining = False
         self.load = Load(config.synth_workers, config.admission_listeners)
         self.connections: set[LiveConnection] = set()  # live connections, told to wind down on drain
-        self.answers: set[Listener] = set()  # HTTP answers holding a room (``slots.Slot``), by their key
         self.admission: Admission[Listener] = Admission(
             config.admission,
             self.load.capacity,
@@ -177,7 +182,7 @@ class SpeechService:
             if (tenant := connection.tenant) is not None and tenant.digest in digests:
                 connection.revoke()
         revoked = ProtocolError(ErrorCode.UNAUTHORIZED, "this answer's key was revoked or has expired")
-        for answer in list(self.answers):
+        for answer in list(self.rooms.answers):
             if (tenant := answer.tenant) is not None and tenant.digest in digests:
                 answer.shed(revoked)  # it stops now (an SSE or NDJSON body ends with the error)
 

@@ -66,17 +66,13 @@ class Slot:
         self.service = service
         self.kind = kind  # "session" or "stream": which room it counts in (``service.rooms``)
         self.tenant = tenant  # whose share it counts in (``tenancy.Tenancy.take``, made before this)
-        self.lease = (
-            uuid.uuid4().hex
-        )  # its tenant's lease in the store, when the tenant is capped (``claim``)
+        self.lease = uuid.uuid4().hex  # its tenant's lease in the store, if the tenant is capped (``claim``)
         self.utterance: Utterance | None = (
             None  # the answer it streams (``watch`` reads its lane, may shed it)
         )
         self._since = time.monotonic()
         self._held = True
         self._count(+1)
-        if kind != "session":  # a socket's connection answers for itself (``Connection.revoke``)
-            service.answers.add(self)
 
     def speaking_until(self) -> float:
         """When (monotonic) its answer will have played: what is decoded, or, if later, its text's estimated
@@ -122,7 +118,6 @@ class Slot:
             return
         self._held = False
         self._count(-1)
-        self.service.answers.discard(self)
         self.service.tenancy.give(self.tenant, self.lease)
         self.service.admission.leave(self)
 
@@ -130,8 +125,10 @@ class Slot:
         rooms = self.service.rooms
         if self.kind == "session":
             rooms.sessions += delta
+        elif delta > 0:
+            rooms.answers.add(self)
         else:
-            rooms.streams += delta
+            rooms.answers.discard(self)
 
 
 class Holdings:

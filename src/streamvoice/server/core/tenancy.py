@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.store import Store, StoreError
-from streamvoice.store.keys import Keyring, Tenant
+from streamvoice.store.keys import Tenant
 
 USAGE_KIND = "usage"
 DAY_S = 86_400
@@ -45,6 +45,20 @@ def day_of(now: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(now))
 
 
+def today(now: float) -> str:
+    """The key of a tenant's count of characters for the (UTC) day of ``now``."""
+    return f"chars:{day_of(now)}"
+
+
+def at_cap(tenant: Tenant, where: str = "") -> ProtocolError:
+    """A tenant holding every listener its share allows (``where``: across the servers, or this one)."""
+    return ProtocolError(
+        ErrorCode.CONCURRENT_LIMIT_EXCEEDED,
+        f"this key may hold {tenant.listeners} listener(s) at once and holds them all{where}: end one, or "
+        "retry in about 1 s",
+    )
+
+
 def next_day_at(now: float) -> int:
     """When today's count starts again (UTC midnight), in Unix seconds."""
     return (int(now) // DAY_S + 1) * DAY_S
@@ -67,8 +81,7 @@ def _name(tenant: Tenant | None) -> str | None:
 
 
 class Tenancy:
-    def __init__(self, keyring: Keyring, store: Store, metrics: Metrics) -> None:
-        self.keyring = keyring
+    def __init__(self, store: Store, metrics: Metrics) -> None:
         self.store = store
         self.metrics = metrics
         self.held: Counter[str] = Counter()  # rooms held now, by tenant name
@@ -81,14 +94,9 @@ class Tenancy:
         ``await`` (callers arriving together cannot all pass it), given back by ``give``."""
         if tenant is None:
             return
-        cap = tenant.listeners
-        if cap is not None and self.held[tenant.name] >= cap:
+        if tenant.listeners is not None and self.held[tenant.name] >= tenant.listeners:
             self.refused(tenant, ErrorCode.CONCURRENT_LIMIT_EXCEEDED)
-            raise ProtocolError(
-                ErrorCode.CONCURRENT_LIMIT_EXCEEDED,
-                f"this key may hold {cap} listener(s) at once and holds them all: end one, or retry in "
-                "about 1 s",
-            )
+            raise at_cap(tenant)
         self.held[tenant.name] += 1
         self.metrics.key(tenant.name).requests += 1
 
@@ -110,11 +118,7 @@ class Tenancy:
         )
         if added != "added":
             self.refused(tenant, ErrorCode.CONCURRENT_LIMIT_EXCEEDED)
-            raise ProtocolError(
-                ErrorCode.CONCURRENT_LIMIT_EXCEEDED,
-                f"this key may hold {tenant.listeners} listener(s) at once and holds them all across the "
-                "servers: end one, or retry in about 1 s",
-            )
+            raise at_cap(tenant, " across the servers")
         self._leases[lease] = tenant
 
     def drop_lease(self, lease: str) -> None:
@@ -166,9 +170,7 @@ class Tenancy:
             return
         limit = tenant.chars_per_day if bounded else None
         now = time.time()
-        total = await self.store.tally(
-            USAGE_KIND, tenant.owner, f"chars:{day_of(now)}", chars, limit, ttl_s=2 * DAY_S
-        )
+        total = await self.store.tally(USAGE_KIND, tenant.owner, today(now), chars, limit, ttl_s=2 * DAY_S)
         if total is None:
             self.refused(tenant, ErrorCode.QUOTA_EXCEEDED)
             raise ProtocolError(
@@ -179,7 +181,7 @@ class Tenancy:
 
     async def used_today(self, tenant: Tenant) -> int:
         """Today's characters on every replica (those this one has not written yet included)."""
-        raw = await self.store.get(USAGE_KIND, tenant.owner, f"chars:{day_of(time.time())}")
+        raw = await self.store.get(USAGE_KIND, tenant.owner, today(time.time()))
         return (int(raw) if raw else 0) + self._unwritten.get(tenant.owner, 0)
 
     async def write_use(self) -> None:
@@ -187,9 +189,7 @@ class Tenancy:
         not reach it waits for the next write."""
         for owner, chars in list(self._unwritten.items()):
             with contextlib.suppress(StoreError):
-                await self.store.tally(
-                    USAGE_KIND, owner, f"chars:{day_of(time.time())}", chars, None, 2 * DAY_S
-                )
+                await self.store.tally(USAGE_KIND, owner, today(time.time()), chars, None, 2 * DAY_S)
                 self._unwritten[owner] -= chars
                 if self._unwritten[owner] <= 0:
                     del self._unwritten[owner]

@@ -42,8 +42,13 @@ def authorized(conn: HTTPConnection, service: SpeechService | None, *keys: objec
     server needs none; a good key's tenant is now the one served."""
     if service is None:
         return True  # still starting: nothing can be done yet, and the route says so
-    presented = [k for k in keys if isinstance(k, str)] + presented_keys(conn.headers.get)
-    tenant = service.keyring.resolve(presented)
+    return admits(service, [*keys, *presented_keys(conn.headers.get)])
+
+
+def admits(service: SpeechService, keys: list[object]) -> bool:
+    """One of ``keys`` is good (the first good one's tenant is now the one served), or the server needs
+    none: every key form on every wire is judged here, a first message's too (``upgrade``)."""
+    tenant = service.keyring.resolve([k for k in keys if isinstance(k, str)])
     if tenant is not None:
         serving(tenant)
         return True

@@ -26,9 +26,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from streamvoice.protocol import KEY_HEADERS, ErrorCode, ProtocolError
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
-from streamvoice.server.core.tenancy import serving
 from streamvoice.server.surfaces.connection import Connection
-from streamvoice.server.surfaces.guards import authorized, service_of
+from streamvoice.server.surfaces.guards import admits, authorized, service_of
 from streamvoice.server.surfaces.websocket import frame_of
 
 Frame = str | bytes
@@ -129,10 +128,7 @@ async def _first_message_with_key(
             message = {"type": "websocket.receive"}  # no message in time: as one without the key
         if (frame := frame_of(message)) is None:
             return None
-        key = key_of(frame)
-        tenant = service.keyring.find(key) if isinstance(key, str) else None
-        if tenant is not None or not service.keyring.required:
-            serving(tenant)
+        if admits(service, [key_of(frame)]):
             return frame
         service.metrics.count_error(str(ErrorCode.UNAUTHORIZED))
         await ws.close(1008, "unauthorized")
