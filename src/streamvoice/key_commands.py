@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import calendar
 import json
 import os
 import re
@@ -26,7 +27,7 @@ def expiry(text: str | None, now: float) -> float | None:
     if match := re.fullmatch(r"(\d{1,7})([smhd])", text.strip()):
         return now + int(match[1]) * UNITS_S[match[2]]
     try:
-        return time.mktime(time.strptime(text.strip(), "%Y-%m-%d")) - time.timezone
+        return float(calendar.timegm(time.strptime(text.strip(), "%Y-%m-%d")))  # midnight, UTC
     except ValueError:
         raise ValueError(
             f"--expires takes a duration (90d, 12h, 30m) or a date (2027-01-31), not {text[:40]!r}"
