@@ -15,9 +15,9 @@ channel. The graph is derived here from the official file (nothing new is downlo
    voice statistics the engine holds when it derives (the calibration windows are normalised with them):
    on one machine, the graph derived in an empty home (statistics calibrated afresh) differed from the one
    derived beside the statistics cache in 181 of its 931 scales and zero points, up to 8% (median 0.8%), so
-   a listener (and the heard tests) heard a different voice depending on where and when it was derived. For another file they are measured here as they were measured for the shipped
-   ones (``streamvoice models derive --ranges-out`` writes them): on every full window of ten voices in the
-   nine languages, the
+   a listener (and the heard tests) heard a different voice depending on where and when it was derived.
+   For another file they are measured here as they were measured for the shipped ones (``streamvoice
+   models derive --ranges-out`` writes them): on every full window of ten voices in the nine languages, the
    99.999th percentile of each tensor's magnitude (on the seven voices the graph serves worst, PESQ
    against the exported graph 3.51 on average, lowest 3.22; 99.99th: 3.47 / 2.85; 99.9999th: 3.31 / 3.03;
    99.9th: 2.53 / 2.01), and every convolution but ``conv_post`` (the last, which turns 128 channels into
@@ -95,6 +95,17 @@ def shipped_ranges(graph_name: str, folder: Path = SHIPPED_RANGES) -> Path | Non
     """The shipped activation ranges of this derived graph (None: a file no ranges were shipped for)."""
     path = folder / ranges_name(graph_name)
     return path if path.is_file() else None
+
+
+def ranges_for(graph_name: str, ranges_out: Path | None) -> Path | None:
+    """Where a derivation's ranges come from: the shipped ones (None: none shipped, so measured and not
+    kept), or, with ``ranges_out``, a file there they are measured into afresh (the decoder's and the
+    front's derivation alike)."""
+    if ranges_out is None:
+        return shipped_ranges(graph_name)
+    path = ranges_out / ranges_name(graph_name)
+    path.unlink(missing_ok=True)
+    return path
 
 
 def find(model: Path, name: str | None = None) -> Path | None:
@@ -196,10 +207,7 @@ def derive(model: Path, windows: Callable[[], list[dict[str, Any]]], ranges_out:
     from streamvoice.engine.graph_split import split_model
 
     started = time.perf_counter()
-    name = cache_name(model)
-    ranges = shipped_ranges(name) if ranges_out is None else ranges_out / ranges_name(name)
-    if ranges_out is not None and ranges is not None:
-        ranges.unlink(missing_ok=True)
+    ranges = ranges_for(cache_name(model), ranges_out)
     measured = ranges is None or not ranges.is_file()
     graph = derive_graph(split_model(model).decoder, windows() if measured else [], ranges=ranges)
     how = "ranges measured on this machine" if measured else f"the shipped ranges {ranges}"

@@ -56,14 +56,7 @@ def derive(model: Path, feeds: Callable[[], list[dict[str, Any]]], ranges_out: P
     ``static_decoder.derive``'s."""
     from streamvoice.engine.graph_split import split_model
 
-    name = cache_name(model)
-    ranges = (
-        static_decoder.shipped_ranges(name)
-        if ranges_out is None
-        else ranges_out / static_decoder.ranges_name(name)
-    )
-    if ranges_out is not None and ranges is not None:
-        ranges.unlink(missing_ok=True)
+    ranges = static_decoder.ranges_for(cache_name(model), ranges_out)
     measured = ranges is None or not ranges.is_file()
     return derive_graph(split_model(model).front, feeds() if measured else [], ranges=ranges)
 
