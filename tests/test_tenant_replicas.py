@@ -131,7 +131,6 @@ def test_a_tenant_at_its_cap_is_refused_by_each_vendors_sdk_while_another_is_ser
     async def hold_and_try() -> None:
         url = two.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/multi-stream-input"
         async with websockets.connect(url, additional_headers={"xi-api-key": capped}):
-            await asyncio.sleep(0.05)
             await asyncio.to_thread(refused_everywhere)
 
     def refused_everywhere() -> None:

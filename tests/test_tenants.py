@@ -136,7 +136,6 @@ async def test_a_tenant_at_its_cap_gets_each_wires_answer_while_another_is_serve
     capped, other = make_key(server, "capped", listeners=1), make_key(server, "other-tenant")
     ws_url = server.url.replace("http", "ws", 1) + "/invocations-bidirectional-stream"
     async with websockets.connect(ws_url, additional_headers=bearer(capped)):  # its one listener
-        await asyncio.sleep(0.05)
         calls: list[tuple[str, dict[str, Any], dict[str, str]]] = [
             ("/v1/audio/speech", {**SPEECH, "input": "Hi."}, bearer(capped)),
             ("/v1/text-to-speech/af_heart", {"text": "Hi."}, {"xi-api-key": capped}),
@@ -221,7 +220,6 @@ async def test_a_revoked_key_closes_its_open_socket_with_the_wires_auth_error(se
     )
     async with websockets.connect(url, additional_headers={"xi-api-key": key}) as ws:
         await ws.send(json.dumps({"text": " ", "context_id": "a"}))
-        await asyncio.sleep(0.05)
         assert httpx.delete(server.url + "/v1/keys/short-lived", headers=ADMIN).status_code == 204
         told = []
         with pytest.raises(ConnectionClosed) as closed:
@@ -320,3 +318,37 @@ async def test_a_revoked_keys_streaming_http_answer_stops_with_the_error(
         assert kinds[-1] == "unauthorized" and "speech.audio.done" not in kinds, kinds
     finally:
         running.stop()
+
+
+async def test_a_key_revoked_while_its_socket_is_being_opened_closes_it(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is checked, then the upgrade awaits (the tenant's lease, the accept) before the connection
+    is one the service can close: a revocation in between reaches it when it starts, not never."""
+    import threading
+
+    from streamvoice.server.core.slots import Slot
+
+    key = make_key(server, "opening")
+    held, go_on = threading.Event(), threading.Event()
+    claim = Slot.claim
+
+    async def held_claim(self: Slot) -> None:
+        await claim(self)
+        held.set()
+        await asyncio.to_thread(go_on.wait, 30)
+
+    monkeypatch.setattr(Slot, "claim", held_claim)
+    url = server.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/multi-stream-input"
+    opening = asyncio.ensure_future(websockets.connect(url, additional_headers={"xi-api-key": key}))
+    assert await asyncio.to_thread(held.wait, 30)  # checked, not yet a connection
+    revoked = await asyncio.to_thread(httpx.delete, server.url + "/v1/keys/opening", headers=ADMIN)
+    assert revoked.status_code == 204
+    go_on.set()
+    async with await opening as ws:
+        told = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                told.append(await asyncio.wait_for(ws.recv(), 10))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    assert any('"unauthorized"' in str(frame) for frame in told), told

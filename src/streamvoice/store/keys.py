@@ -185,7 +185,14 @@ class Keyring:
             key.encode(errors="replace"), self._bootstrap_key
         ):
             return self.bootstrap
-        found = self._tenants.get(key_digest(key))
+        return self._live(key_digest(key))
+
+    def holds(self, tenant: Tenant) -> bool:
+        """The key this tenant was found by is still live (a check for one found before an ``await``)."""
+        return tenant is self.bootstrap or self._live(tenant.digest) is not None
+
+    def _live(self, digest: str) -> Tenant | None:
+        found = self._tenants.get(digest)
         if found is None:
             return None
         tenant, expires = found

@@ -206,7 +206,9 @@ class Connection[F, A: Answer](Renderer[F, A]):
     # -- running ------------------------------------------------------------------------------------
     async def run(self, first: F | None = None) -> None:
         """Serve the connection; ``first``: a frame already read (the one that brought a browser's key)."""
-        self.service.connections.add(self)
+        self.service.connections.add(self)  # from here a revocation reaches it (``SpeechService._revoked``)
+        if self.tenant is not None and not self.service.keyring.holds(self.tenant):
+            self.revoke()  # revoked while the upgrade awaited (its lease, the accept): closed as any other
         notices = asyncio.create_task(self._notice_loop(), name=f"notices-{self.connection_id}")
         try:
             await run_reader_and_writer(
