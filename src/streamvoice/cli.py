@@ -14,6 +14,9 @@ from pathlib import Path
 from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE
 
+# The services' --log-level: uvicorn's names, "trace" (its level 5) included, which the logging module lacks.
+LOG_LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "trace": 5}
+
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -221,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve Home Assistant's Wyoming protocol, e.g. tcp://127.0.0.1:10200 (same model and "
         "scheduler; no authentication, so keep it on loopback or a trusted network; env STREAMVOICE_WYOMING_URI)",
     )
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default="info", choices=list(LOG_LEVELS))
     _add_model_args(p)
     p.set_defaults(func=cmd_serve)
 
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     level = "debug" if args.verbose else (args.log or "warning")
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command in ("serve", "agent") and not args.verbose and not args.log:
-        logging.getLogger("streamvoice").setLevel(str(getattr(args, "log_level", "info")).upper())
+        logging.getLogger("streamvoice").setLevel(LOG_LEVELS[getattr(args, "log_level", "info")])
     from streamvoice.engine.options import EngineError
     from streamvoice.engine.voices import VoiceError
     from streamvoice.model_files import ModelNotFoundError
