@@ -112,7 +112,7 @@ def add_agent_commands(sub: Any) -> None:
         help="serve beyond loopback without a token: only where a gateway in front authenticates callers "
         "(AgentCore Runtime does); env STREAMVOICE_AGENT_ALLOW_UNAUTHENTICATED=1",
     )
-    from streamvoice.cli import LOG_LEVELS
+    from streamvoice.settings import LOG_LEVELS
 
     p.add_argument("--log-level", default="warning", choices=list(LOG_LEVELS))
     _add_llm_args(p)

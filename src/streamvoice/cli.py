@@ -13,9 +13,7 @@ from pathlib import Path
 
 from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE
-
-# The services' --log-level: uvicorn's names, "trace" (its level 5) included, which the logging module lacks.
-LOG_LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "trace": 5}
+from streamvoice.settings import LOG_LEVELS
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:

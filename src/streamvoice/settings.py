@@ -16,6 +16,10 @@ from typing import Any
 PREFIX = "STREAMVOICE_"
 
 
+# The services' --log-level: uvicorn's names, "trace" (its level 5) included, which the logging module lacks.
+LOG_LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "trace": 5}
+
+
 class ConfigError(ValueError):
     """A setting that cannot be read; the message names the variable."""
 
