@@ -37,7 +37,6 @@ from typing import Any
 import onnxruntime as ort
 
 from streamvoice.bench.common import table, write_result
-from streamvoice.bench.gpu import float_lstms
 from streamvoice.bench.languages import SENTENCES, comparable
 from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.tables import md_table, md_value
@@ -46,7 +45,7 @@ from streamvoice.engine import KokoroEngine, static_front
 from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.options import EngineOptions
-from streamvoice.engine.static_decoder import CALIBRATION, float_weights, quantize
+from streamvoice.engine.static_decoder import CALIBRATION, float_lstms, float_weights, quantize
 from streamvoice.engine.voices import describe
 
 TIMED = (

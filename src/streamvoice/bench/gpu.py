@@ -71,7 +71,7 @@ def float_files(model_dir: Path | None, work: Path, lstms: bool = True) -> tuple
     """The float graph for a GPU and where it came from (``lstms``: the LSTMs in float too)."""
     import onnx
 
-    from streamvoice.engine.static_decoder import float_weights
+    from streamvoice.engine.static_decoder import float_lstms, float_weights
 
     files = resolve_model_files(model_dir)
     verify_model_files(files)
@@ -88,46 +88,6 @@ def float_files(model_dir: Path | None, work: Path, lstms: bool = True) -> tuple
     return ModelFiles(out, voices), (
         f"the int8 file, its {replaced} quantized Conv/MatMul and {lstm_count} LSTMs dequantized to float"
     )
-
-
-def float_lstms(model: Any) -> int:
-    """Each ``DynamicQuantizeLSTM`` (a CPU-only contrib op of the int8 file; the fp32 file has plain LSTMs) as
-    an ``LSTM`` on its dequantized weights, which the CUDA provider runs on the GPU."""
-    from onnx import helper, numpy_helper
-
-    from streamvoice.engine.graph_fusion import keep_only_used
-
-    g = model.graph
-    inits = {i.name: i for i in g.initializer}
-
-    def dequantized(q: str, scale: str, zero: str) -> NDArray[np.float32]:
-        w = numpy_helper.to_array(inits[q]).astype(np.float32)  # [directions, inputs, 4 * hidden]
-        s, z = (numpy_helper.to_array(inits[name]).astype(np.float32) for name in (scale, zero))
-        shape = (-1, 1, 1) if s.ndim == 1 else (s.shape[0], 1, s.shape[-1])  # per direction or channel
-        return ((w - z.reshape(shape)) * s.reshape(shape)).transpose(0, 2, 1)  # LSTM's [dir, 4h, inputs]
-
-    nodes, count = [], 0
-    for n in g.node:
-        if n.op_type != "DynamicQuantizeLSTM":
-            nodes.append(n)
-            continue
-        x, w, r, b, lengths, h0, c0, peep, w_scale, w_zero, r_scale, r_zero = (list(n.input) + [""] * 12)[:12]
-        names = (n.name + "/float_W", n.name + "/float_R")
-        g.initializer.extend(
-            [
-                numpy_helper.from_array(dequantized(w, w_scale, w_zero), names[0]),
-                numpy_helper.from_array(dequantized(r, r_scale, r_zero), names[1]),
-            ]
-        )
-        inputs = [x, *names, b, lengths, h0, c0, peep]
-        while not inputs[-1]:
-            inputs.pop()
-        lstm = helper.make_node("LSTM", inputs, list(n.output), name=n.name + "/float")
-        lstm.attribute.extend(n.attribute)
-        nodes.append(lstm)
-        count += 1
-    keep_only_used(g, nodes)
-    return count
 
 
 def conv_search(engine: KokoroEngine, graphs: SplitGraphs, repeat: int) -> list[dict[str, Any]]:
