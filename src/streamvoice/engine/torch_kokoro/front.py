@@ -131,7 +131,9 @@ class Front(nn.Module):
         self.predictor = Predictor()
         self.text_encoder = TextEncoder()
 
-    def durations(self, tokens: Tensor, lengths: Tensor, style: Tensor, speed: Tensor) -> tuple[Tensor, Tensor]:
+    def durations(
+        self, tokens: Tensor, lengths: Tensor, style: Tensor, speed: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """[B, T] frames per token (0 past a row's end) and the prosody encoding the second half reads."""
         s = style[:, STYLE:]
         d_en = self.bert_encoder(self.bert(tokens, lengths))

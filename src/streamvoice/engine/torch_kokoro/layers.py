@@ -129,7 +129,8 @@ class AdaINResBlock1(nn.Module):
     def __init__(self, channels: int, kernel: int, dilations: tuple[int, ...], style_dim: int) -> None:
         super().__init__()
         self.convs1 = nn.ModuleList(
-            nn.Conv1d(channels, channels, kernel, dilation=d, padding=d * (kernel - 1) // 2) for d in dilations
+            nn.Conv1d(channels, channels, kernel, dilation=d, padding=d * (kernel - 1) // 2)
+            for d in dilations
         )
         self.convs2 = nn.ModuleList(
             nn.Conv1d(channels, channels, kernel, padding=(kernel - 1) // 2) for _ in dilations

@@ -80,7 +80,9 @@ def onnx_state(model_path: Path) -> dict[str, NDArray[np.float32]]:
         state.setdefault(key, np.ascontiguousarray(value, dtype=np.float32))
 
     for name, value in inits.items():  # float parameters kept by name: biases, norms, snakes, the iSTFT
-        if re.match(r"^(encoder|decoder)\.", name) and not name.endswith(("_quantized", "_scale", "_zero_point")):
+        if re.match(r"^(encoder|decoder)\.", name) and not name.endswith(
+            ("_quantized", "_scale", "_zero_point")
+        ):
             put(renamed(name), value)
     for n in graph.node:
         path = module_path(n.name)
@@ -122,4 +124,6 @@ def load(module: Any, model_path: Path) -> None:
     missing = sorted(set(expected) - set(state))
     if missing:
         raise ValueError(f"{len(missing)} parameters not found in {model_path.name}: {missing[:8]}")
-    module.load_state_dict({k: torch.from_numpy(state[k]).reshape(expected[k].shape) for k in expected})
+    module.load_state_dict(
+        {k: torch.from_numpy(state[k].copy()).reshape(expected[k].shape) for k in expected}
+    )
