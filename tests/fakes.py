@@ -43,7 +43,8 @@ class FakeEngine:
         return contextlib.nullcontext()
 
     def stream_piece(self, piece: Any, voice: Any, speed: float, windowed: bool, plan: Any, cap: Any,
-                     on_words: Any = None) -> Generator[NDArray[np.float32]]:  # fmt: skip
+                     on_words: Any = None, *, deadline: float | None = None
+                     ) -> Generator[NDArray[np.float32]]:  # fmt: skip
         if self.words and on_words is not None:
             on_words(words_of(piece))
         for _ in range(self.windows_per_piece):

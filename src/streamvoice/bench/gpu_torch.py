@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> None:
     from streamvoice.engine.torch_kokoro.model import Kokoro
 
     if not torch.cuda.is_available():
-        raise SystemExit("this step needs a CUDA GPU (the device machine); --prepare and --score run on the CPU")
+        raise SystemExit(
+            "this step needs a CUDA GPU (the device machine); --prepare and --score run on the CPU"
+        )
     voices, rows = load_rows(args.rows)
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()

@@ -83,6 +83,8 @@ class Decoding:
     silence: NormStats | None = None
     remember: Callable[[NormStats], None] | None = None
     cap: WindowCap | None = None
+    # When the listener runs out of audio (monotonic s; None: now): what a batching GPU orders pieces by.
+    deadline: float | None = None
 
 
 @dataclass

@@ -32,6 +32,7 @@ from streamvoice.engine.options import (
     EngineOptions,
     choose_providers,
     cuda_started,
+    torch_on_cuda,
 )
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
@@ -94,14 +95,23 @@ class KokoroEngine:
         self.g2p = G2P(SUPPORTED_LANGS, english=options.english_g2p)
         self.planner = Planner(self.g2p)
         self.memory = VoiceMemory(self.voice_names)
-        self.decoder_graph: DecoderGraph = "exported"
-        if options.decoder == "static-int8" or (options.decoder is None and self._static_by_default()):
+        self.decoder_graph: DecoderGraph = (
+            "torch" if type(self.graph).__name__ == "TorchGraph" else "exported"
+        )
+        static = options.decoder == "static-int8" or (options.decoder is None and self._static_by_default())
+        if static and self.decoder_graph != "torch":  # the static-int8 graphs are ONNX Runtime's, for CPUs
             self._use_static_graphs()
 
     def _graphs(
         self, files: ModelFiles, options: EngineOptions, so: ort.SessionOptions, graph: Graph | None
     ) -> tuple[SplitKokoro | None, Graph]:
         split = graph if isinstance(graph, SplitKokoro) else None
+        if graph is None and (options.runtime == "torch" or (options.runtime == "auto" and torch_on_cuda())):
+            from streamvoice.engine.torch_kokoro.graph import TorchGraph
+
+            torch_graph = TorchGraph(files.model)
+            log.info("PyTorch engine on %s: pieces whole, batched across listeners", torch_graph.device)
+            return None, torch_graph
         if graph is None and options.stream_windows:
             try:
                 split = SplitKokoro(files.model, so, self.providers)
@@ -305,6 +315,7 @@ class KokoroEngine:
         *,
         trim: bool = True,
         learn: bool = True,
+        deadline: float | None = None,
     ) -> Generator[NDArray[np.float32]]:
         """A piece's speech, chunk by chunk as it is decoded. Blocking. Every way to synthesise comes here.
 
@@ -314,7 +325,8 @@ class KokoroEngine:
         and trailing silence is cut (``timing``); off, the bare model's audio, silences and all.
         ``learn``: the voice's statistics from earlier pieces steer this one and it adds to them
         (``norm_stats``); off, the piece decodes as a voice's very first. ``on_words`` gets the word times
-        (ms from the first yielded sample) before the first audio.
+        (ms from the first yielded sample) before the first audio. ``deadline``: when the listener runs out
+        of audio (monotonic s), which a batching GPU orders pieces by (``torch_kokoro.scheduler``).
         """
         feeds, style = self.feeds(piece.tokens, self.style_pack(voice), speed)
         known = learn and self.graph.windows
@@ -327,6 +339,7 @@ class KokoroEngine:
             silence=self.memory.silence(voice) if known else None,
             remember=self.memory.recorder(voice) if known else None,
             cap=cap,
+            deadline=deadline,
         )
         started = time.perf_counter()
         decoded = self.graph.decode_piece(feeds, style, how)

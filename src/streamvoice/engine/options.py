@@ -16,7 +16,10 @@ class EngineError(RuntimeError):
 
 
 # The decoder's graph: as exported (dynamic int8 in the int8 file) or derived as static int8 (CPU only).
-DecoderGraph = Literal["exported", "static-int8"]
+DecoderGraph = Literal["exported", "static-int8", "torch"]
+# Which runtime runs the model: ONNX Runtime, or PyTorch (engine.torch_kokoro: pieces whole, batched on a
+# GPU); auto picks PyTorch where it is installed and sees a CUDA GPU, ONNX Runtime everywhere else.
+Runtime = Literal["auto", "onnx", "torch"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class EngineOptions:
     # None: static int8 for the official int8 file on a CPU (1.6-2x its exported decoder; the quality bar in
     # ``static_decoder``), the graph as exported otherwise.
     decoder: DecoderGraph | None = None
+    runtime: Runtime = "auto"
 
     def session_options(self) -> ort.SessionOptions:
         so = ort.SessionOptions()
@@ -87,3 +91,14 @@ def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
         return list(requested)
     preferred = [p for p in ("CUDAExecutionProvider",) if p in available]
     return [*preferred, "CPUExecutionProvider"]
+
+
+def torch_on_cuda() -> bool:
+    """PyTorch installed and a CUDA GPU it can use (PyTorch is imported only where it is installed)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    from streamvoice.engine.torch_kokoro.graph import available
+
+    return available()

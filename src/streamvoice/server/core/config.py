@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, get_args
+from typing import Any, cast, get_args
 from urllib.parse import ParseResult, urlparse
 
-from streamvoice.engine.options import EngineOptions
+from streamvoice.engine.options import EngineOptions, Runtime
 from streamvoice.model_files import VARIANTS
 from streamvoice.protocol import DEFAULT_VOICE, MAX_PAUSE_MS, Limits, Pauses
 from streamvoice.server.core.admission import Mode
@@ -49,6 +49,12 @@ class ServerConfig:
         "the int8 file with its decoder and its front's energy branch derived as static int8 (the first start "
         "derives them once from the shipped ranges, ~10 s on 2 cores; `streamvoice models derive` ahead), int8 the file as exported",
         choices=tuple(VARIANTS),
+    )
+    engine: str = setting(
+        "auto",
+        "which runtime runs the model: onnx (ONNX Runtime), torch (PyTorch: each piece whole, batched across "
+        "listeners on the GPU; needs `.[torch]`), auto (torch where PyTorch sees a CUDA GPU, else onnx)",
+        choices=("auto", "onnx", "torch"),
     )
     ort_threads: int = setting(0, "ONNX Runtime intra-op threads (0: all cores)", 0, 1024)
     ort_spin: bool = setting(
@@ -190,7 +196,10 @@ class ServerConfig:
     @property
     def engine_options(self) -> EngineOptions:
         return EngineOptions(
-            intra_op_threads=self.ort_threads, spin=self.ort_spin, stream_windows=self.stream_windows
+            intra_op_threads=self.ort_threads,
+            spin=self.ort_spin,
+            stream_windows=self.stream_windows,
+            runtime=cast(Runtime, self.engine),
         )
 
     @property

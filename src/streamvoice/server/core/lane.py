@@ -53,6 +53,8 @@ class LaneEngine(Protocol):
         plan: WindowPlan | None = None,
         cap: WindowCap | None = None,
         on_words: Callable[[list[WordTime]], None] | None = None,
+        *,
+        deadline: float | None = None,
     ) -> Generator[NDArray[np.float32]]: ...
 
     def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]: ...
@@ -277,6 +279,7 @@ class Lane:
             plan,
             cap=self._window_cap,
             on_words=work.sink.words,
+            deadline=time.monotonic() + buffered_s,
         )
 
     def _deliver(
