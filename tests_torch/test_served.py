@@ -1,0 +1,51 @@
+"""The speech server on the PyTorch engine (``STREAMVOICE_ENGINE=torch``), end to end on the CPU: listeners
+at once, each piece through the GPU scheduler, every answer heard as its words by Whisper."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import numpy as np
+from tests.helpers import start_speech_server
+
+from streamvoice.bench.asr import Transcriber
+from streamvoice.bench.wer import word_error_rate
+from streamvoice.client.speech import SpeechClient
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.options import EngineOptions
+from streamvoice.model_files import resolve_model_files
+
+TEXTS = (
+    "The train to Lisbon leaves from platform four at nine.",
+    "Please hold while I transfer your call.",
+    "Your order has shipped and arrives on Tuesday.",
+)
+
+
+def test_listeners_at_once_are_answered_through_the_gpu_scheduler_and_heard() -> None:
+    engine = KokoroEngine(
+        resolve_model_files(os.environ.get("KOKORO_MODEL_DIR")), EngineOptions(runtime="torch")
+    )
+    assert engine.decoder_graph == "torch"
+    server = start_speech_server(engine, synth_workers=3)
+    try:
+
+        async def one(text: str) -> bytes:
+            async with await SpeechClient.connect(server.url) as client:
+                return (await client.speak(text, voice="af_heart")).audio
+
+        async def all_at_once() -> list[bytes]:
+            return list(await asyncio.gather(*(one(t) for t in TEXTS)))
+
+        answers = asyncio.run(all_at_once())
+    finally:
+        server.stop()
+        engine.graph.close()  # type: ignore[attr-defined]
+    transcriber = Transcriber.load(threads=2)
+    for text, audio in zip(TEXTS, answers, strict=True):
+        samples = np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768
+        heard = transcriber.transcribe(samples, 24000, language="en")
+        assert word_error_rate(text, heard) <= 0.2, (text, heard)
+    graph = engine.graph
+    assert graph.rows >= len(TEXTS) and graph.calls >= 1  # type: ignore[attr-defined]
