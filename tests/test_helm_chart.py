@@ -204,3 +204,18 @@ def test_replicas_share_the_store_the_values_name() -> None:
     alone = speech_container(render())
     assert "STREAMVOICE_STORE_URL" not in _env(alone)
     assert {"name": "data", "mountPath": "/home/app/.local/share"} in alone["volumeMounts"]
+
+
+def test_the_gpu_values_ask_for_a_gpu_and_run_the_pytorch_engine() -> None:
+    docs = render("-f", str(CHART / "values-gpu.yaml"))
+    container = speech_container(docs)
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert container["image"].startswith("streamvoice-speech-gpu:")
+    env = _env(container)
+    assert env["STREAMVOICE_ENGINE"] == "torch" and env["STREAMVOICE_SYNTH_WORKERS"] == "64"
+    (deployment,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"].endswith("-speech")]
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["tolerations"][0]["key"] == "nvidia.com/gpu"
+    for doc in docs:
+        if doc["kind"] not in CRD_KINDS:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)

@@ -154,13 +154,15 @@ def test_agent_may_invoke_only_its_endpoint_and_model(agent_template: Template) 
     agent_template.resource_count_is("AWS::BedrockAgentCore::RuntimeEndpoint", 1)
 
 
-def test_images_carry_the_bidirectional_label_and_no_torch() -> None:
+def test_images_carry_the_bidirectional_label_and_torch_only_on_the_gpu() -> None:
     for name in ("Dockerfile", "Dockerfile.gpu"):
         text = (ROOT / "docker" / name).read_text()
         assert "LABEL com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true" in text
         assert "EXPOSE 8080" in text and "USER app" in text
-        assert "find_spec('torch') is None" in text
-    assert "onnxruntime-gpu" in (ROOT / "docker" / "Dockerfile.gpu").read_text()
+    assert "find_spec('torch') is None" in (ROOT / "docker" / "Dockerfile").read_text()
+    gpu = (ROOT / "docker" / "Dockerfile.gpu").read_text()
+    assert "-c requirements-torch.lock" in gpu and ".[languages,torch]" in gpu
+    assert "find_spec('torch') is not None" in gpu
 
 
 def test_gpu_instances_build_the_gpu_image() -> None:
