@@ -36,9 +36,16 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def kokoro(model_path: Path) -> Kokoro:
-    torch.set_num_threads(max(1, (os.cpu_count() or 1)))
-    return Kokoro.from_onnx(model_path)
+def float_graph(model_path: Path) -> Any:
+    """The int8 file dequantized once, for both sides of every comparison."""
+    from streamvoice.engine.torch_kokoro.weights import float_model
+
+    return float_model(model_path)
+
+
+@pytest.fixture(scope="session")
+def kokoro(float_graph: Any) -> Kokoro:
+    return Kokoro.from_onnx(float_graph)
 
 
 @pytest.fixture(scope="session")
@@ -57,16 +64,14 @@ def said(model_path: Path) -> list[Said]:
 class Reference:
     """ONNX Runtime on the dequantized float graph, with durations and the decoder's inputs as outputs."""
 
-    def __init__(self, model_path: Path, folder: Path) -> None:
+    def __init__(self, float_graph: Any, folder: Path) -> None:
         import onnx
         import onnxruntime as ort
 
         from streamvoice.engine.graph_split import find_boundary
-        from streamvoice.engine.static_decoder import float_lstms, float_weights
 
-        model = onnx.load(str(model_path))
-        float_weights(model)
-        float_lstms(model)
+        model = onnx.ModelProto()
+        model.CopyFrom(float_graph)
         self.boundary = find_boundary(model.graph)
         for name in [self.boundary.durations, *self.boundary.names]:
             kind = onnx.TensorProto.INT64 if name == self.boundary.durations else onnx.TensorProto.FLOAT
@@ -88,6 +93,6 @@ class Reference:
 
 
 @pytest.fixture(scope="session")
-def reference(model_path: Path) -> Iterator[Reference]:
+def reference(float_graph: Any) -> Iterator[Reference]:
     with tempfile.TemporaryDirectory() as folder:
-        yield Reference(model_path, Path(folder))
+        yield Reference(float_graph, Path(folder))

@@ -32,7 +32,6 @@ from streamvoice.engine.options import (
     EngineOptions,
     choose_providers,
     cuda_started,
-    torch_on_cuda,
 )
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.split_kokoro import SplitKokoro
@@ -67,6 +66,17 @@ CALIBRATION_PIECES = 1  # the greeting's first sentence: ~0.5 s a voice on 2 cor
 
 # The file the static-int8 decoder is derived from (and judged on: ``python -m streamvoice.bench.engine``).
 STATIC_SOURCE = VARIANTS["int8"]
+
+
+def torch_on_cuda() -> bool:
+    """PyTorch installed and a CUDA GPU it can use (PyTorch is imported only where it is installed)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    from streamvoice.engine.torch_kokoro.graph import available
+
+    return available()
 
 
 class KokoroEngine:

@@ -91,14 +91,3 @@ def choose_providers(requested: tuple[str, ...] | None) -> list[str]:
         return list(requested)
     preferred = [p for p in ("CUDAExecutionProvider",) if p in available]
     return [*preferred, "CPUExecutionProvider"]
-
-
-def torch_on_cuda() -> bool:
-    """PyTorch installed and a CUDA GPU it can use (PyTorch is imported only where it is installed)."""
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return False
-    from streamvoice.engine.torch_kokoro.graph import available
-
-    return available()

@@ -9,6 +9,7 @@ steady decoding and would size the server for fewer listeners than it keeps fed:
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -67,3 +68,24 @@ def time_windows(
             these.append((window.size / SAMPLE_RATE, time.perf_counter() - started))
         timed += [t for t in these[1:-1] if t[0] >= 0.75 * frames * SAMPLES_PER_FRAME / SAMPLE_RATE]
     return timed
+
+
+def time_pieces_at_once(
+    engine: KokoroEngine, voice: str = DEFAULT_VOICE, workers: int = 1, passes: int = 1
+) -> list[tuple[float, float]]:
+    """(seconds of audio, seconds it took) of each whole piece of the calibration text, ``workers`` pieces
+    in flight at once: the cost of a piece to its model worker when every worker is busy. An engine that
+    does not window (the PyTorch engine batching pieces on a GPU) is measured this way: one piece alone
+    would price a shared, batching GPU as if each listener had it to himself. Blocking."""
+    spec = engine.parse_voice(voice)
+    lang = default_lang(spec)
+    pieces = engine.planner.plan(calibration_text(lang), lang)
+
+    def timed(i: int) -> tuple[float, float]:
+        started = time.perf_counter()
+        audio = engine.synthesize_piece(pieces[i % len(pieces)], spec, 1.0)
+        return audio.size / SAMPLE_RATE, time.perf_counter() - started
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="calibrate") as pool:
+        list(pool.map(timed, range(workers)))  # the first pass captures each new shape: not timed
+        return list(pool.map(timed, range(workers * passes)))

@@ -17,7 +17,15 @@ import torch
 from torch import Tensor
 
 from streamvoice.engine.torch_kokoro.decoder import SAMPLES_PER_FRAME
-from streamvoice.engine.torch_kokoro.model import Kokoro, Row, Runner, Spoken, bucket
+from streamvoice.engine.torch_kokoro.model import (
+    FRAME_BUCKETS,
+    TOKEN_BUCKETS,
+    Kokoro,
+    Row,
+    Runner,
+    Spoken,
+    bucket,
+)
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -54,8 +62,7 @@ class GraphRunner(Runner):
         frame_buckets: Sequence[int] | None = None,
         batch_buckets: Sequence[int] = BATCH_BUCKETS,
     ) -> None:
-        kwargs = {k: v for k, v in (("token_buckets", token_buckets), ("frame_buckets", frame_buckets)) if v}
-        super().__init__(model, **kwargs)
+        super().__init__(model, token_buckets or TOKEN_BUCKETS, frame_buckets or FRAME_BUCKETS)
         self.batch_buckets = tuple(batch_buckets)
         self.pool = torch.cuda.graph_pool_handle()
         self.fronts: dict[tuple[int, int], Captured] = {}

@@ -12,6 +12,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,11 +34,12 @@ class Kokoro(nn.Module):
         self.decoder = Decoder()
 
     @classmethod
-    def from_onnx(cls, model_path: Path, device: str | torch.device = "cpu") -> Kokoro:
-        """The official ONNX file's weights (int8 dequantized), in float32 on ``device``."""
-        model = cls()
-        weights.load(model, model_path)
-        return model.eval().to(device)
+    def from_onnx(cls, model: Path | Any, device: str | torch.device = "cpu") -> Kokoro:
+        """The official ONNX file's weights (int8 dequantized; or a float graph already made of it by
+        ``weights.float_model``), in float32 on ``device``."""
+        kokoro = cls()
+        weights.load(kokoro, model)
+        return kokoro.eval().to(device)
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,14 @@ def bucket(n: int, buckets: Sequence[int]) -> int:
 
 
 class Runner:
-    """Batches of rows through the model: padded, run, and cut back to each row's own length."""
+    """Batches of rows through the model: padded, run, and cut back to each row's own length. Without
+    buckets a call is padded to its longest row only (the CPU's way: no graph to reuse, every frame costs)."""
 
     def __init__(
         self,
         model: Kokoro,
-        token_buckets: Sequence[int] = TOKEN_BUCKETS,
-        frame_buckets: Sequence[int] = FRAME_BUCKETS,
+        token_buckets: Sequence[int] = (),
+        frame_buckets: Sequence[int] = (),
     ) -> None:
         self.model = model
         self.device = next(model.parameters()).device

@@ -58,16 +58,22 @@ def lstm_gates(w: NDArray[np.float32]) -> NDArray[np.float32]:
     return np.concatenate([i, f, c, o], axis=0)
 
 
-def onnx_state(model_path: Path) -> dict[str, NDArray[np.float32]]:
-    """Every parameter of ``model.Kokoro`` from the ONNX file, by its state-dict key."""
+def float_model(model_path: Path) -> Any:
+    """The ONNX file with its int8 weights dequantized: the float graph ONNX Runtime's float path runs."""
     import onnx
-    from onnx import numpy_helper
 
     from streamvoice.engine.static_decoder import float_lstms, float_weights
 
     model = onnx.load(str(model_path))
     float_weights(model)
     float_lstms(model)
+    return model
+
+
+def onnx_state(model: Any) -> dict[str, NDArray[np.float32]]:
+    """Every parameter of ``model.Kokoro`` from a float graph (``float_model``), by its state-dict key."""
+    from onnx import numpy_helper
+
     graph = model.graph
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     consumers: dict[str, list[Any]] = {}
@@ -115,15 +121,16 @@ def onnx_state(model_path: Path) -> dict[str, NDArray[np.float32]]:
     return state
 
 
-def load(module: Any, model_path: Path) -> None:
-    """Fill ``module`` (a ``model.Kokoro``) from the ONNX file; every parameter must be found, none left over."""
+def load(module: Any, model: Path | Any) -> None:
+    """Fill ``module`` (a ``model.Kokoro``) from the ONNX file or its float graph; every parameter must be
+    found."""
     import torch
 
-    state = onnx_state(model_path)
+    state = onnx_state(float_model(model) if isinstance(model, Path) else model)
     expected = module.state_dict()
     missing = sorted(set(expected) - set(state))
     if missing:
-        raise ValueError(f"{len(missing)} parameters not found in {model_path.name}: {missing[:8]}")
+        raise ValueError(f"{len(missing)} parameters not found in the model file: {missing[:8]}")
     module.load_state_dict(
         {k: torch.from_numpy(state[k].copy()).reshape(expected[k].shape) for k in expected}
     )

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from streamvoice.engine.g2p import G2PError
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
-from streamvoice.engine.readiness import time_windows, warm_up
+from streamvoice.engine.readiness import time_pieces_at_once, time_windows, warm_up
 from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
@@ -203,7 +203,13 @@ class SpeechService:
         await self.scheduler.submit(lambda: warm_up(self.engine, voices), deadline=0.0)
         # A first measure of this machine's speed, until real windows refine it: full-size windows timed
         # alone, what a listener's steady decoding costs (and what admission counts listeners with).
-        timed = await self.scheduler.submit(lambda: time_windows(self.engine, voices[0]), deadline=0.0)
+        if self.engine.graph.windows:
+            timed = await self.scheduler.submit(lambda: time_windows(self.engine, voices[0]), deadline=0.0)
+        else:  # whole pieces (the PyTorch engine): priced with every model worker busy at once
+            workers = self.config.synth_workers
+            timed = await self.scheduler.submit(
+                lambda: time_pieces_at_once(self.engine, voices[0], workers), deadline=0.0
+            )
         audio_s = sum(audio for audio, _ in timed)
         if audio_s > 0:
             rtf = sum(work for _, work in timed) / audio_s
