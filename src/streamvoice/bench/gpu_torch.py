@@ -12,8 +12,10 @@ Three steps, because the device machine has PyTorch but not the G2P packages, PE
 3. CPU: ``python -m streamvoice.bench.gpu_torch --score results/gpu_torch_audio.npz --rows results/gpu_rows.json``:
    PESQ of the GPU's audio against the CPU's rendition of the same weights (``Runner`` on the CPU).
 
-Not yet here: the served path at K listeners (windowed decoding and the GPU scheduler are the next step of
-issue #65); this measures what the engine makes, not how many listeners it keeps fed.
+The device step also runs the served path without its transport (``bench.gpu_served``): K listeners joining
+``--stagger`` s apart, each an answer of four pieces written at LLM pace, all through the GPU scheduler, each
+played in real time: how many are kept fed (heard within 1 s, at most 100 ms of stalls) at ``--ks``, and the
+audio seconds made per second with ``--saturate`` listeners all at once.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-BATCHES = (1, 8, 32, 64)
+BATCHES = (1, 8, 32)
+KS = (1, 64, 256, 512, 768, 1024)
 
 
 def prepare(path: Path) -> None:
@@ -75,28 +78,29 @@ def model_file(path: Path, folder: Path) -> Path:
 def run(args: argparse.Namespace) -> None:
     import torch
 
+    from streamvoice.bench.gpu_served import serve
     from streamvoice.engine.torch_kokoro.graphs import GraphRunner
-    from streamvoice.engine.torch_kokoro.model import Kokoro
+    from streamvoice.engine.torch_kokoro.model import Kokoro, Runner
 
-    if not torch.cuda.is_available():
-        raise SystemExit(
-            "this step needs a CUDA GPU (the device machine); --prepare and --score run on the CPU"
-        )
+    on_gpu = args.device == "cuda"
+    if on_gpu and not torch.cuda.is_available():
+        raise SystemExit("this step needs a CUDA GPU (the device machine), or --device cpu for a dry run")
     voices, rows = load_rows(args.rows)
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        model = Kokoro.from_onnx(model_file(args.model, Path(folder)), "cuda")
+        model = Kokoro.from_onnx(model_file(args.model, Path(folder)), args.device)
         loaded_s = time.perf_counter() - started
-    runner = GraphRunner(model)
+    runner = GraphRunner(model) if on_gpu else Runner(model)
     started = time.perf_counter()
-    graphs = runner.warm(rows, args.batches)
+    graphs = runner.warm(rows, args.batches) if isinstance(runner, GraphRunner) else 0
     capture_s = time.perf_counter() - started
     table = []
     for b in args.batches:
         batch = [rows[i % len(rows)] for i in range(b)]
         times = []
         for _ in range(args.repeat):
-            torch.cuda.synchronize()
+            if on_gpu:
+                torch.cuda.synchronize()
             t = time.perf_counter()
             spoken = runner.speak(batch)
             times.append(time.perf_counter() - t)
@@ -106,16 +110,24 @@ def run(args: argparse.Namespace) -> None:
             {"batch": b, "call_ms": round(median * 1000, 2), "audio_s_per_s": round(audio_s / median, 1)}
         )
         print(f"batch {b:3d}: {median * 1000:8.2f} ms per call, {audio_s / median:8.1f} audio s/s")
+    served = []
+    for k in [*args.ks, args.saturate]:
+        stagger = 0.0 if k == args.saturate else args.stagger
+        out = serve(runner.speak, rows, lambda r: len(r.tokens), lambda s: len(s.audio), k, stagger_s=stagger)
+        out["saturation"] = k == args.saturate
+        served.append(out)
+        print(json.dumps(out))
     alone = {v: runner.speak([r])[0].audio for v, r in zip(voices, rows, strict=True)}
-    largest = max(args.batches)
+    largest = max(*args.batches, len(rows))
     inside = runner.speak([rows[i % len(rows)] for i in range(largest)])
     result = {
-        "device": torch.cuda.get_device_name(),
+        "device": torch.cuda.get_device_name() if on_gpu else "cpu",
         "torch": torch.__version__,
         "load_s": round(loaded_s, 2),
         "graphs": graphs,
         "capture_s": round(capture_s, 2),
         "table": table,
+        "served": served,
     }
     args.out.write_text(json.dumps(result, indent=2))
     np.savez_compressed(
@@ -150,8 +162,12 @@ def main() -> None:
     parser.add_argument("--prepare", type=Path, help="write the rows here (CPU)")
     parser.add_argument("--rows", type=Path, default=Path("results/gpu_rows.json"))
     parser.add_argument("--model", type=Path, default=Path("results/kokoro-v1.0.int8.onnx.xz"))
+    parser.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run of the device step")
     parser.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--ks", type=int, nargs="+", default=list(KS), help="listeners in the served runs")
+    parser.add_argument("--stagger", type=float, default=0.01, help="seconds between listeners joining")
+    parser.add_argument("--saturate", type=int, default=1024, help="listeners all at once: audio s/s")
     parser.add_argument("--out", type=Path, default=Path("results/gpu_torch.json"))
     parser.add_argument("--audio", type=Path, default=Path("results/gpu_torch_audio.npz"))
     parser.add_argument("--score", type=Path, help="score this device run's audio against the CPU (CPU)")
