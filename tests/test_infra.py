@@ -390,3 +390,14 @@ def test_images_and_cdk_cli_are_pinned() -> None:
         assert froms and all("@sha256:" in line for line in froms), name
         assert "-c requirements.lock" in text and "COPY pyproject.toml README.md requirements.lock" in text
     assert CDK_CLI_VERSION.count(".") == 2 and all(p.isdigit() for p in CDK_CLI_VERSION.split("."))
+
+
+def test_no_environment_the_makefile_builds_is_copied_into_an_image() -> None:
+    from streamvoice.infra.images import IMAGE_EXCLUDE
+
+    venvs = [line.strip().strip("/") for line in (ROOT / ".gitignore").read_text().splitlines()]
+    venvs = [v for v in venvs if v.startswith(".venv")]
+    assert {".venv", ".venv-pipecat", ".venv-torch"} <= set(venvs)
+    dockerignore = (ROOT / ".dockerignore").read_text().split()
+    for venv in venvs:
+        assert venv in IMAGE_EXCLUDE and venv in dockerignore, venv

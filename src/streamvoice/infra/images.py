@@ -12,6 +12,29 @@ from constructs import Construct
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
+# What an image never needs, and what other processes write while a deploy copies the tree (the type
+# checker's cache changing under the copy failed it: ENOENT on cache.1.db-shm). Every environment the
+# Makefile builds is here: a 5 GB .venv-torch copied into the asset filled the disk
+# (tests/test_infra.py checks each .venv* the .gitignore names is excluded, here and in .dockerignore).
+IMAGE_EXCLUDE = (
+    ".venv",
+    ".venv-pipecat",
+    ".venv-torch",
+    ".git",
+    "results",
+    "cdk.out",
+    "tests",
+    "tests_pipecat",
+    "tests_torch",
+    "demo-out",
+    "**/__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "**/*.egg-info",
+)
+
+
 def ecr_repository_arn(image_uri: str) -> str | None:
     """``ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPO[:tag|@digest]`` -> the repository's ARN (None: not ECR)."""
     host, _, path = image_uri.partition("/")
@@ -56,23 +79,7 @@ def container_image(
         directory=str(REPO_ROOT),
         file=dockerfile,
         platform=platform,
-        # What the image never needs, and what other processes write while a deploy copies the tree
-        # (the type checker's cache changing under the copy failed it: ENOENT on cache.1.db-shm).
-        exclude=[
-            ".venv",
-            ".venv-pipecat",
-            ".git",
-            "results",
-            "cdk.out",
-            "tests",
-            "tests_pipecat",
-            "demo-out",
-            "**/__pycache__",
-            ".mypy_cache",
-            ".ruff_cache",
-            ".pytest_cache",
-            "**/*.egg-info",
-        ],
+        exclude=list(IMAGE_EXCLUDE),
     )
     image.repository.grant_pull(role)
     return image.image_uri
