@@ -30,6 +30,12 @@ class Said:
     row: Row
 
 
+# One thread: `make test` runs this beside the main suite's three workers on the same cores, where PyTorch's
+# and ONNX Runtime's spinning pools would fight each other (a clean-clone run beside a busy core: the batching
+# test took 65 s with a pool of two, 9 s alone).
+torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     return resolve_model_files(os.environ.get("KOKORO_MODEL_DIR")).model
@@ -50,11 +56,11 @@ def kokoro(float_graph: Any) -> Kokoro:
 
 @pytest.fixture(scope="session")
 def said(model_path: Path) -> list[Said]:
-    """CALIBRATION's sentences, one per language (nine, with two English voices), as model rows."""
+    """CALIBRATION's sentences, one per language (nine; its second English voice left out), as model rows."""
     packs = np.load(model_path.with_name("voices-v1.0.bin"))
     tokenizer = Tokenizer()
     out = []
-    for voice, phonemes in CALIBRATION:
+    for voice, phonemes in [c for c in CALIBRATION if c[0] != "am_michael"]:
         tokens = tokenizer.tokenize(phonemes)
         style = packs[voice][len(tokens) - 1].reshape(-1).astype(np.float32)
         out.append(Said(voice, Row([0, *tokens, 0], style)))
@@ -79,7 +85,7 @@ class Reference:
         path = folder / "float.onnx"
         onnx.save(model, str(path))
         options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
+        options.intra_op_num_threads = 1
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.names = [o.name for o in self.session.get_outputs()]
 

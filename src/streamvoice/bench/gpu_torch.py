@@ -3,12 +3,13 @@
 Three steps, because the device machine has PyTorch but not the G2P packages, PESQ or Whisper:
 
 1. CPU: ``python -m streamvoice.bench.gpu_torch --prepare results/gpu_rows.json`` writes the rows (tokens
-   and style of CALIBRATION's nine-language sentences); ``xz -6 -k`` the int8 model beside it (~58 MiB) so a
-   call can carry both.
-2. Device: ``python -m streamvoice.bench.gpu_torch --rows results/gpu_rows.json --model results/kokoro-v1.0.int8.onnx.xz
-   --out $OUT/gpu_torch.json --audio $OUT/gpu_torch_audio.npz``: load on CUDA, capture every batch size's
-   graphs, then time ``--repeat`` calls per batch size (each row a whole piece), and keep each sentence's audio
-   spoken alone and inside the largest batch.
+   and style of CALIBRATION's nine-language sentences), and ``xz -6 -c $KOKORO_MODEL_DIR/kokoro-v1.0.int8.onnx
+   > results/kokoro-v1.0.int8.onnx.xz`` the model (~58 MiB), so one device call can carry both.
+2. Device (the device tool's ``run``, ``carry`` = those two files, ``timeout_s`` 600): ``PYTHONPATH=src python
+   -m streamvoice.bench.gpu_torch --out $OUT/gpu_torch.json --audio $OUT/gpu_torch_audio.npz``. The image's
+   PyTorch, numpy and onnx are all it imports. It loads the model on CUDA, captures every batch size's
+   graphs, times ``--repeat`` calls per batch size (each row a whole piece), runs the served path (below),
+   and keeps each sentence's audio spoken alone and inside a batch.
 3. CPU: ``python -m streamvoice.bench.gpu_torch --score results/gpu_torch_audio.npz --rows results/gpu_rows.json``:
    PESQ of the GPU's audio against the CPU's rendition of the same weights (``Runner`` on the CPU).
 
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> None:
     import torch
 
     from streamvoice.bench.gpu_served import serve
-    from streamvoice.engine.torch_kokoro.graphs import GraphRunner
+    from streamvoice.engine.torch_kokoro.graph import MAX_ROWS
+    from streamvoice.engine.torch_kokoro.graphs import BATCH_BUCKETS, GraphRunner
     from streamvoice.engine.torch_kokoro.model import Kokoro, Runner
 
     on_gpu = args.device == "cuda"
@@ -92,7 +94,9 @@ def run(args: argparse.Namespace) -> None:
         loaded_s = time.perf_counter() - started
     runner = GraphRunner(model) if on_gpu else Runner(model)
     started = time.perf_counter()
-    graphs = runner.warm(rows, args.batches) if isinstance(runner, GraphRunner) else 0
+    # every batch size the scheduler can form (up to its 32 rows), so the served runs never capture mid-run
+    batch_sizes = [b for b in BATCH_BUCKETS if b <= MAX_ROWS]
+    graphs = runner.warm(rows, batch_sizes) if isinstance(runner, GraphRunner) else 0
     capture_s = time.perf_counter() - started
     table = []
     for b in args.batches:
@@ -113,7 +117,15 @@ def run(args: argparse.Namespace) -> None:
     served = []
     for k in [*args.ks, args.saturate]:
         stagger = 0.0 if k == args.saturate else args.stagger
-        out = serve(runner.speak, rows, lambda r: len(r.tokens), lambda s: len(s.audio), k, stagger_s=stagger)
+        out = serve(
+            runner.speak,
+            rows,
+            lambda r: len(r.tokens),
+            lambda s: len(s.audio),
+            k,
+            stagger_s=stagger,
+            max_rows=MAX_ROWS,
+        )
         out["saturation"] = k == args.saturate
         served.append(out)
         print(json.dumps(out))

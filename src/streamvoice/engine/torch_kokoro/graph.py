@@ -41,7 +41,6 @@ class TorchGraph:
 
             self.runner: Runner = GraphRunner(model)
         else:
-            torch.set_num_threads(torch.get_num_threads())
             self.runner = Runner(model)
         self.inputs = Inputs("tokens", np.float32)
         self.calls = 0

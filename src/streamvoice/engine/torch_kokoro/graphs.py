@@ -109,8 +109,11 @@ class GraphRunner(Runner):
             for i, r in enumerate(rows)
         ]
 
-    def warm(self, rows: Sequence[Row], batches: Sequence[int]) -> int:
-        """Capture each batch size over these rows' buckets now, not on a listener's first call."""
-        for b in batches:
-            self.speak([rows[i % len(rows)] for i in range(b)])
+    def warm(self, rows: Sequence[Row], batches: Sequence[int] | None = None) -> int:
+        """Capture now, not on a listener's first call: each batch size of each of these rows alone, which
+        covers every (token bucket, frame bucket) a mix of them can need (a mix's buckets are its longest
+        row's). Returns the graphs held."""
+        for b in batches or self.batch_buckets:
+            for row in rows:
+                self.speak([row] * b)
         return len(self.fronts) + len(self.backs)
