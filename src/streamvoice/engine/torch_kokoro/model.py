@@ -24,6 +24,7 @@ from streamvoice.engine.torch_kokoro.decoder import SAMPLES_PER_FRAME, Decoder
 from streamvoice.engine.torch_kokoro.front import Front
 
 TOKEN_BUCKETS = (32, 64, 128, 256, 512)
+STYLE_SIZE = 256
 FRAME_BUCKETS = (48, 96, 192, 384, 768, 1536)
 
 
@@ -79,16 +80,23 @@ class Runner:
         self.frame_buckets = tuple(frame_buckets)
 
     def inputs(self, rows: Sequence[Row]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Tokens, lengths, style rows and speeds on the model's device, from one packed copy: each row is
+        [tokens (padded) | length | style (256) | speed] in float32 (token ids and lengths are exact there),
+        pinned on a GPU so the copy is asynchronous."""
         width = bucket(max(len(r.tokens) for r in rows), self.token_buckets)
-        tokens = np.zeros((len(rows), width), dtype=np.int64)
+        packed = np.zeros((len(rows), width + 2 + STYLE_SIZE), dtype=np.float32)
         for i, r in enumerate(rows):
-            tokens[i, : len(r.tokens)] = r.tokens
-        lengths = np.array([len(r.tokens) for r in rows], dtype=np.int64)
-        style = np.stack([np.asarray(r.style, dtype=np.float32).reshape(-1) for r in rows])
-        speed = np.array([r.speed for r in rows], dtype=np.float32)
-        return tuple(  # type: ignore[return-value]
-            torch.from_numpy(a).to(self.device, non_blocking=True) for a in (tokens, lengths, style, speed)
-        )
+            packed[i, : len(r.tokens)] = r.tokens
+            packed[i, width] = len(r.tokens)
+            packed[i, width + 1 : width + 1 + STYLE_SIZE] = np.asarray(r.style, dtype=np.float32).reshape(-1)
+            packed[i, -1] = r.speed
+        host = torch.from_numpy(packed)
+        if self.device.type == "cuda":
+            host = host.pin_memory()
+        on = host.to(self.device, non_blocking=True)
+        tokens = on[:, :width].to(torch.int64)
+        lengths = on[:, width].to(torch.int64)
+        return tokens, lengths, on[:, width + 1 : width + 1 + STYLE_SIZE], on[:, -1]
 
     @torch.inference_mode()
     def speak(self, rows: Sequence[Row]) -> list[Spoken]:
