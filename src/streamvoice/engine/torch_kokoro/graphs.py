@@ -61,17 +61,21 @@ class GraphRunner(Runner):
         token_buckets: Sequence[int] | None = None,
         frame_buckets: Sequence[int] | None = None,
         batch_buckets: Sequence[int] = BATCH_BUCKETS,
+        capture: Callable[..., Any] = Captured,
     ) -> None:
+        """``capture(fn, example_inputs, pool)`` makes a replayable call (``Captured``; a test passes an eager
+        stand-in to check on a CPU everything around the capture: buckets, filling, caching, cutting back)."""
         super().__init__(model, token_buckets or TOKEN_BUCKETS, frame_buckets or FRAME_BUCKETS)
         self.batch_buckets = tuple(batch_buckets)
-        self.pool = torch.cuda.graph_pool_handle()
-        self.fronts: dict[tuple[int, int], Captured] = {}
-        self.backs: dict[tuple[int, int, int], Captured] = {}
+        self.capture = capture
+        self.pool = torch.cuda.graph_pool_handle() if capture is Captured else None
+        self.fronts: dict[tuple[int, int], Any] = {}
+        self.backs: dict[tuple[int, int, int], Any] = {}
 
     def _front(self, tokens: Tensor, lengths: Tensor, style: Tensor, speed: Tensor) -> tuple[Tensor, Tensor]:
         key = (tokens.shape[0], tokens.shape[1])
         if key not in self.fronts:
-            self.fronts[key] = Captured(
+            self.fronts[key] = self.capture(
                 self.model.front.durations, (tokens, lengths, style, speed), self.pool
             )
         durations, d = self.fronts[key](tokens, lengths, style, speed)
@@ -88,7 +92,7 @@ class GraphRunner(Runner):
                 features = self.model.front.features(tokens, lengths, style, durations, d, frame_count)
                 return self.model.decoder(*features, style, frames)
 
-            self.backs[key] = Captured(back, inputs, self.pool)
+            self.backs[key] = self.capture(back, inputs, self.pool)
         audio: Tensor = self.backs[key](*inputs)
         return audio
 
