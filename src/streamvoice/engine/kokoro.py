@@ -93,30 +93,36 @@ class KokoroEngine:
         self.providers = choose_providers(options.providers)
         self.window_plan = options.window_plan
         self.cold_window_plan = options.cold_window_plan
-        self._split, self.graph = self._graphs(files, options, so, graph)
+        on_torch = graph is None and (
+            options.runtime == "torch" or (options.runtime == "auto" and torch_on_cuda())
+        )
+        self._split, self.graph = self._graphs(files, options, so, graph, on_torch)
         if graph is None and not cuda_started(self._sessions(), self.providers):
             if options.providers:
                 raise EngineError(f"{CUDA_DID_NOT_START}, or ask for CPUExecutionProvider alone")
             log.warning("%s; running on the CPU", CUDA_DID_NOT_START)
             self.providers = ["CPUExecutionProvider"]
-            self._split, self.graph = self._graphs(files, options, so, None)
+            self._split, self.graph = self._graphs(files, options, so, None, on_torch)
         self.styles = VoiceStyles(files.voices)
         self.voice_names = self.styles.names
         self.g2p = G2P(SUPPORTED_LANGS, english=options.english_g2p)
         self.planner = Planner(self.g2p)
         self.memory = VoiceMemory(self.voice_names)
-        self.decoder_graph: DecoderGraph = (
-            "torch" if type(self.graph).__name__ == "TorchGraph" else "exported"
-        )
+        self.decoder_graph: DecoderGraph = "torch" if on_torch else "exported"
         static = options.decoder == "static-int8" or (options.decoder is None and self._static_by_default())
         if static and self.decoder_graph != "torch":  # the static-int8 graphs are ONNX Runtime's, for CPUs
             self._use_static_graphs()
 
     def _graphs(
-        self, files: ModelFiles, options: EngineOptions, so: ort.SessionOptions, graph: Graph | None
+        self,
+        files: ModelFiles,
+        options: EngineOptions,
+        so: ort.SessionOptions,
+        graph: Graph | None,
+        on_torch: bool,
     ) -> tuple[SplitKokoro | None, Graph]:
         split = graph if isinstance(graph, SplitKokoro) else None
-        if graph is None and (options.runtime == "torch" or (options.runtime == "auto" and torch_on_cuda())):
+        if on_torch:
             from streamvoice.engine.torch_kokoro.graph import TorchGraph
 
             torch_graph = TorchGraph(files.model)

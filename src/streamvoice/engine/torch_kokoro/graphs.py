@@ -12,18 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from streamvoice.engine.torch_kokoro.decoder import SAMPLES_PER_FRAME
 from streamvoice.engine.torch_kokoro.model import (
     FRAME_BUCKETS,
     TOKEN_BUCKETS,
     Kokoro,
     Row,
     Runner,
-    Spoken,
     bucket,
 )
 
@@ -72,46 +69,26 @@ class GraphRunner(Runner):
         self.fronts: dict[tuple[int, int], Any] = {}
         self.backs: dict[tuple[int, int, int], Any] = {}
 
-    def _front(self, tokens: Tensor, lengths: Tensor, style: Tensor, speed: Tensor) -> tuple[Tensor, Tensor]:
+    def batch(self, rows: Sequence[Row]) -> Sequence[Row]:
+        return [*rows, *[rows[0]] * (bucket(len(rows), self.batch_buckets) - len(rows))]
+
+    def front(self, tokens: Tensor, lengths: Tensor, style: Tensor, speed: Tensor) -> tuple[Tensor, Tensor]:
         key = (tokens.shape[0], tokens.shape[1])
         if key not in self.fronts:
-            self.fronts[key] = self.capture(
-                self.model.front.durations, (tokens, lengths, style, speed), self.pool
-            )
+            self.fronts[key] = self.capture(super().front, (tokens, lengths, style, speed), self.pool)
         durations, d = self.fronts[key](tokens, lengths, style, speed)
         return durations, d
 
-    def _back(self, frame_count: int, *inputs: Tensor) -> Tensor:
-        tokens = inputs[0]
-        key = (tokens.shape[0], tokens.shape[1], frame_count)
+    def back(self, frame_count: int, *inputs: Tensor) -> Tensor:
+        key = (inputs[0].shape[0], inputs[0].shape[1], frame_count)
         if key not in self.backs:
 
-            def back(
-                tokens: Tensor, lengths: Tensor, style: Tensor, durations: Tensor, d: Tensor, frames: Tensor
-            ) -> Tensor:
-                features = self.model.front.features(tokens, lengths, style, durations, d, frame_count)
-                return self.model.decoder(*features, style, frames)
+            def back(*captured: Tensor) -> Tensor:
+                return Runner.back(self, frame_count, *captured)
 
             self.backs[key] = self.capture(back, inputs, self.pool)
         audio: Tensor = self.backs[key](*inputs)
         return audio
-
-    @torch.inference_mode()
-    def speak(self, rows: Sequence[Row]) -> list[Spoken]:
-        n = len(rows)
-        filled = list(rows) + [rows[0]] * (bucket(n, self.batch_buckets) - n)
-        tokens, lengths, style, speed = self.inputs(filled)
-        durations, d = self._front(tokens, lengths, style, speed)
-        counts = durations.to(torch.int64).cpu().numpy()  # the one read-back between the halves
-        frames = counts.sum(-1)
-        frame_count = bucket(int(frames.max()), self.frame_buckets)
-        frames_t = torch.from_numpy(frames).to(self.device, non_blocking=True)
-        audio = self._back(frame_count, tokens, lengths, style, durations.clone(), d.clone(), frames_t)
-        out = audio.cpu().numpy()
-        return [
-            Spoken(np.array(out[i, : int(frames[i]) * SAMPLES_PER_FRAME]), counts[i, : len(r.tokens)])
-            for i, r in enumerate(rows)
-        ]
 
     def warm(self, rows: Sequence[Row], batches: Sequence[int] | None = None) -> int:
         """Capture now, not on a listener's first call: each batch size of each of these rows alone, which

@@ -100,16 +100,39 @@ class Runner:
 
     @torch.inference_mode()
     def speak(self, rows: Sequence[Row]) -> list[Spoken]:
-        """Each row's whole audio and durations, all rows in one batch."""
-        tokens, lengths, style, speed = self.inputs(rows)
-        durations, d = self.model.front.durations(tokens, lengths, style, speed)
+        """Each row's whole audio and durations, all rows in one batch (``batch`` may add filler rows)."""
+        tokens, lengths, style, speed = self.inputs(self.batch(rows))
+        durations, d = self.front(tokens, lengths, style, speed)
         counts = durations.to(torch.int64).cpu().numpy()  # the one read-back: it sizes the decoder's call
         frames = counts.sum(-1)
         frame_count = bucket(int(frames.max()), self.frame_buckets)
-        asr, f0, energy, phase = self.model.front.features(tokens, lengths, style, durations, d, frame_count)
-        frames_t = torch.from_numpy(frames).to(self.device)
-        audio = self.model.decoder(asr, f0, energy, phase, style, frames_t).float().cpu().numpy()
+        frames_t = torch.from_numpy(frames).to(self.device, non_blocking=True)
+        audio = self.back(frame_count, tokens, lengths, style, durations, d, frames_t).cpu().numpy()
         return [
             Spoken(audio[i, : int(frames[i]) * SAMPLES_PER_FRAME], counts[i, : len(r.tokens)])
             for i, r in enumerate(rows)
         ]
+
+    def batch(self, rows: Sequence[Row]) -> Sequence[Row]:
+        """The rows a call runs: these (a captured runner fills them to a batch bucket)."""
+        return rows
+
+    def front(self, tokens: Tensor, lengths: Tensor, style: Tensor, speed: Tensor) -> tuple[Tensor, Tensor]:
+        """The first half: durations, and the prosody encoding the second half reads."""
+        durations, d = self.model.front.durations(tokens, lengths, style, speed)
+        return durations, d
+
+    def back(
+        self,
+        frame_count: int,
+        tokens: Tensor,
+        lengths: Tensor,
+        style: Tensor,
+        durations: Tensor,
+        d: Tensor,
+        frames: Tensor,
+    ) -> Tensor:
+        """The second half over ``frame_count`` frames: the decoder's inputs, then the audio."""
+        features = self.model.front.features(tokens, lengths, style, durations, d, frame_count)
+        audio: Tensor = self.model.decoder(*features, style, frames)
+        return audio
