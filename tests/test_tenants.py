@@ -46,6 +46,16 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+async def closed_as_unauthorized(ws: Any) -> None:
+    """Reads ``ws`` until the server closes it: closed 1008, after the wire's ``unauthorized`` frame."""
+    told = []
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            told.append(await asyncio.wait_for(ws.recv(), 10))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    assert any('"unauthorized"' in str(frame) for frame in told), told
+
+
 def metric(server: RunningServer, line_start: str) -> float:
     for line in httpx.get(server.url + "/metrics", headers=ADMIN).text.splitlines():
         if line.startswith(line_start + " "):
@@ -221,12 +231,7 @@ async def test_a_revoked_key_closes_its_open_socket_with_the_wires_auth_error(se
     async with websockets.connect(url, additional_headers={"xi-api-key": key}) as ws:
         await ws.send(json.dumps({"text": " ", "context_id": "a"}))
         assert httpx.delete(server.url + "/v1/keys/short-lived", headers=ADMIN).status_code == 204
-        told = []
-        with pytest.raises(ConnectionClosed) as closed:
-            while True:
-                told.append(await asyncio.wait_for(ws.recv(), 10))
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
-    assert any('"unauthorized"' in str(frame) for frame in told), told
+        await closed_as_unauthorized(ws)
 
 
 def test_a_flood_of_wrong_keys_never_reaches_the_store_nor_a_log_line(
@@ -346,9 +351,4 @@ async def test_a_key_revoked_while_its_socket_is_being_opened_closes_it(
     assert revoked.status_code == 204
     go_on.set()
     async with await opening as ws:
-        told = []
-        with pytest.raises(ConnectionClosed) as closed:
-            while True:
-                told.append(await asyncio.wait_for(ws.recv(), 10))
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
-    assert any('"unauthorized"' in str(frame) for frame in told), told
+        await closed_as_unauthorized(ws)
