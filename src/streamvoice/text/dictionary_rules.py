@@ -1,11 +1,8 @@
-"""The vendors' pronunciation dictionaries as lexicon entries (word -> ``/phonemes/`` or -> a respelling), so
-they go through the one pronunciation machinery (``text.lexicon``) in every language the voice speaks.
-
-- ElevenLabs rules: ``{"type": "alias", "string_to_replace", "alias"}`` and ``{"type": "phoneme",
-  "string_to_replace", "phoneme", "alphabet": "ipa" | "cmu-arpabet"}``; a PLS lexicon (W3C) read to the same
-  rules and written back from them.
-- Cartesia items: ``{"text", "alias"}`` (``pronunciation`` in its newer docs), the alias a sounds-like
-  respelling or IPA as ``<<ˈ|b|ɑ|ˈ|j|u>>``.
+"""Pronunciation rules as lexicon entries (word -> ``/phonemes/`` or -> a respelling), so every wire's
+dictionaries go through the one pronunciation machinery (``text.lexicon``) in every language the voice
+speaks. A wire reads its own rule shape into ``(word, what is said)`` pairs (its folder under
+``server/surfaces``) and this module checks them: phonemes in IPA or CMU ARPAbet, a PLS lexicon (W3C) read to
+lexemes and written back from them.
 
 Bounded as lexicons are (entries, lengths, characters: ``check_lexicon``); replacement is one pass over the
 caller's text, so an alias that contains its own word is said once, never expanded again. A PLS file with
@@ -17,8 +14,8 @@ from __future__ import annotations
 import codecs
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from streamvoice.text.lexicon import MAX_LEXICON_ENTRIES, check_lexicon
@@ -39,7 +36,6 @@ ARPABET: Mapping[str, str] = {
     "ZH": "ʒ", "AX": "ə", "AXR": "əɹ", "DX": "ɾ", "Q": "ʔ",
 }  # fmt: skip
 UNSTRESSED = {"AH": "ə", "ER": "əɹ"}  # reduced when unstressed (AH0 is a schwa)
-_CARTESIA_IPA = re.compile(r"^<<([^<>]{1,256})>>$")
 
 
 class RuleError(ValueError):
@@ -60,70 +56,24 @@ def arpabet_to_kokoro(cmu: str) -> str:
     return "".join(out)
 
 
-def _phonemes(value: str) -> str:
+def phonemes_entry(value: str) -> str:
+    """Phonemes in the voices' symbols as what a lexicon entry says (``/.../``), or ``RuleError``."""
     phonemes = value.strip()
     if not phonemes or "/" in phonemes.strip("/"):
         raise RuleError(f"phoneme {value[:40]!r} is empty or holds '/'")
     return f"/{phonemes}/"
 
 
-def elevenlabs_entry(rule: object) -> tuple[str, str]:
-    """One ElevenLabs rule as (word, what is said)."""
-    if not isinstance(rule, Mapping):
-        raise RuleError(
-            'each rule is {"type": "alias", "string_to_replace", "alias"} or {"type": "phoneme", ...}'
-        )
-    word, kind = rule.get("string_to_replace"), rule.get("type")
-    if not isinstance(word, str) or not word.strip():
-        raise RuleError('each rule needs "string_to_replace": the text it replaces')
-    exact = _case_sensitive(rule, word)
-    if kind == "alias":
-        alias = rule.get("alias")
-        if not isinstance(alias, str) or not alias.strip():
-            raise RuleError(f'the alias rule for {word[:40]!r} needs "alias": what to say instead')
-        return word, exact + alias
-    if kind == "phoneme":
-        phoneme, alphabet = rule.get("phoneme"), str(rule.get("alphabet", "")).lower()
-        if not isinstance(phoneme, str) or not phoneme.strip():
-            raise RuleError(f'the phoneme rule for {word[:40]!r} needs "phoneme"')
-        if alphabet == "ipa":
-            return word, exact + _phonemes(ipa_to_kokoro(phoneme))
-        if alphabet in ("cmu-arpabet", "cmu"):
-            return word, exact + _phonemes(arpabet_to_kokoro(phoneme))
-        raise RuleError(f'the phoneme rule for {word[:40]!r} needs "alphabet": "ipa" or "cmu-arpabet"')
-    raise RuleError(f'rule "type" must be "alias" or "phoneme" (got {str(kind)[:20]!r})')
+def said_phonemes(phoneme: str, alphabet: str) -> str:
+    """A rule's phonemes in ``ipa`` or ``cmu-arpabet`` as what a lexicon entry says, or ``RuleError``."""
+    if alphabet == "ipa":
+        return phonemes_entry(ipa_to_kokoro(phoneme))
+    if alphabet in ("cmu-arpabet", "cmu"):
+        return phonemes_entry(arpabet_to_kokoro(phoneme))
+    raise RuleError(f'a phoneme rule\'s alphabet must be "ipa" or "cmu-arpabet" (got {alphabet[:20]!r})')
 
 
-def _case_sensitive(rule: Mapping[str, Any], word: str) -> str:
-    """ElevenLabs' ``case_sensitive`` and ``word_boundaries``, honoured or refused, never stored and ignored:
-    ``case_sensitive: true`` matches the word in the case written only (``EXACT`` before what it says);
-    false or absent, the written case first, then any case; ``word_boundaries`` true or absent is how every
-    rule matches (whole words), and false (inside words) is refused: this server replaces whole words only."""
-    case, bounds = rule.get("case_sensitive"), rule.get("word_boundaries")
-    for name, value in (("case_sensitive", case), ("word_boundaries", bounds)):
-        if value is not None and not isinstance(value, bool):
-            raise RuleError(f'"{name}" of the rule for {word[:40]!r} must be true or false')
-    if bounds is False:
-        raise RuleError(
-            f"the rule for {word[:40]!r} asks to match inside words (word_boundaries: false): this server "
-            "replaces whole words only; leave word_boundaries out or true"
-        )
-    return EXACT if case is True else ""
-
-
-def cartesia_entry(item: object) -> tuple[str, str]:
-    """One Cartesia item as (word, what is said): ``<<a|b>>`` is IPA, anything else a respelling."""
-    if not isinstance(item, Mapping):
-        raise RuleError('each item is {"text": "...", "alias": "..."}')
-    word, alias = item.get("text"), item.get("alias", item.get("pronunciation"))
-    if not isinstance(word, str) or not word.strip() or not isinstance(alias, str) or not alias.strip():
-        raise RuleError('each item needs "text" (what to replace) and "alias" (what to say instead)')
-    if (ipa := _CARTESIA_IPA.match(alias.strip())) is not None:
-        return word, _phonemes(ipa_to_kokoro(ipa[1].replace("|", "")))
-    return word, alias
-
-
-def lexicon_of(rules: Sequence[object], entry: Any) -> dict[str, str]:
+def lexicon_of(rules: Sequence[object], entry: Callable[[object], tuple[str, str]]) -> dict[str, str]:
     """Rules as one checked lexicon (a later rule for the same word wins), or ``RuleError``."""
     if len(rules) > MAX_RULES:
         raise RuleError(f"a dictionary holds at most {MAX_RULES} rules (this one: {len(rules)})")
@@ -171,9 +121,19 @@ def pls_text(document: bytes) -> str:
         raise RuleError(f"the PLS file is not valid {encoding}: {exc.reason}; send it as UTF-8") from None
 
 
-def pls_rules(document: bytes) -> list[dict[str, str]]:
-    """A PLS lexicon's lexemes as ElevenLabs rules (a ``<phoneme>`` in the lexicon's alphabet, or an
-    ``<alias>``); each grapheme of a lexeme is a rule."""
+@dataclass(frozen=True)
+class Lexeme:
+    """One grapheme of a PLS lexeme and what it says: phonemes in ``alphabet``, or an alias."""
+
+    grapheme: str
+    phoneme: str | None = None
+    alphabet: str = "ipa"  # "ipa" or "cmu-arpabet"
+    alias: str | None = None
+
+
+def pls_lexemes(document: bytes) -> list[Lexeme]:
+    """A PLS lexicon's lexemes (a ``<phoneme>`` in the lexicon's alphabet, or an ``<alias>``); each grapheme
+    of a lexeme is one."""
     if len(document) > MAX_PLS_BYTES:
         raise RuleError(f"a PLS file is at most {MAX_PLS_BYTES // 1024} KB")
     text = pls_text(document)  # decoded first: a UTF-16 file's "<!DOCTYPE" is not those bytes
@@ -186,7 +146,7 @@ def pls_rules(document: bytes) -> list[dict[str, str]]:
     if _local(root.tag) != "lexicon":
         raise RuleError("the file is not a PLS lexicon: its root must be <lexicon>")
     default = root.get("alphabet") or "ipa"
-    rules: list[dict[str, str]] = []
+    found: list[Lexeme] = []
     for lexeme in root:
         if _local(lexeme.tag) != "lexeme":
             continue
@@ -199,34 +159,34 @@ def pls_rules(document: bytes) -> list[dict[str, str]]:
         alias = next(((a.text or "").strip() for a in lexeme if _local(a.tag) == "alias"), None)
         for grapheme in filter(None, graphemes):
             if phoneme:
-                rules.append({"type": "phoneme", "string_to_replace": grapheme, "phoneme": phoneme,
-                              "alphabet": alphabet})  # fmt: skip
+                found.append(Lexeme(grapheme, phoneme=phoneme, alphabet=alphabet))
             elif alias:
-                rules.append({"type": "alias", "string_to_replace": grapheme, "alias": alias})
-        if len(rules) > MAX_RULES:
+                found.append(Lexeme(grapheme, alias=alias))
+        if len(found) > MAX_RULES:
             raise RuleError(f"a dictionary holds at most {MAX_RULES} rules")
-    if not rules:
+    if not found:
         raise RuleError("the PLS lexicon has no <lexeme> with a <grapheme> and a <phoneme> or an <alias>")
-    return rules
+    return found
 
 
-def pls_document(rules: Sequence[Mapping[str, Any]], lang: str = "en-US") -> str:
-    """ElevenLabs rules as a PLS lexicon (what its ``download`` gives): an ``ipa`` lexicon whose ARPAbet
-    phonemes say so on the element (PLS 1.0's ``alphabet`` attribute of ``<phoneme>``)."""
-    lexemes = []
-    for rule in rules:
-        grapheme = escape(str(rule.get("string_to_replace", "")))
-        if rule.get("type") == "alias":
-            body = f"<alias>{escape(str(rule.get('alias', '')))}</alias>"
-        elif str(rule.get("alphabet", "")).lower() == "ipa":
-            body = f"<phoneme>{escape(str(rule.get('phoneme', '')))}</phoneme>"
+def pls_document(lexemes: Sequence[Lexeme], lang: str = "en-US") -> str:
+    """Lexemes as a PLS lexicon: an ``ipa`` lexicon whose ARPAbet phonemes say so on the element (PLS 1.0's
+    ``alphabet`` attribute of ``<phoneme>``)."""
+    bodies = []
+    for lexeme in lexemes:
+        if lexeme.phoneme is None:
+            body = f"<alias>{escape(lexeme.alias or '')}</alias>"
+        elif lexeme.alphabet == "ipa":
+            body = f"<phoneme>{escape(lexeme.phoneme)}</phoneme>"
         else:
-            body = f'<phoneme alphabet="x-cmu">{escape(str(rule.get("phoneme", "")))}</phoneme>'
-        lexemes.append(f"  <lexeme>\n    <grapheme>{grapheme}</grapheme>\n    {body}\n  </lexeme>")
+            body = f'<phoneme alphabet="x-cmu">{escape(lexeme.phoneme)}</phoneme>'
+        bodies.append(
+            f"  <lexeme>\n    <grapheme>{escape(lexeme.grapheme)}</grapheme>\n    {body}\n  </lexeme>"
+        )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<lexicon version="1.0" xmlns="{PLS_NS}" alphabet="ipa" xml:lang="{escape(lang)}">\n'
-        + "\n".join(lexemes)
+        + "\n".join(bodies)
         + "\n</lexicon>\n"
     )
 

@@ -1,10 +1,10 @@
-"""Pronunciation dictionaries callers make through a vendor's API, kept in the store (``streamvoice.store``) so
+"""Pronunciation dictionaries callers make through a wire's dictionary API, kept in the store (``streamvoice.store``) so
 every replica reads what any of them made and a restart loses nothing.
 
-A dictionary belongs to the caller whose key made it (``store.owner``) and to the vendor API it was made
-through (an ElevenLabs dictionary is named by ElevenLabs locators, a Cartesia one by ``pronunciation_dict_id``).
-Each change of its rules is a new version (ElevenLabs' locators name one); the last ``MAX_VERSIONS`` are kept.
-The record holds the rules as the caller sent them (each vendor answers them back) and the lexicon they make
+A dictionary belongs to the caller whose key made it (``store.owner``) and to the wire's ``Shelf`` it was
+made on (a wire names its own dictionaries; each wire's folder under ``server/surfaces`` declares its shelf).
+Each change of its rules is a new version (a request may name one); the last ``MAX_VERSIONS`` are kept.
+The record holds the rules as the caller sent them (each wire answers them back) and the lexicon they make
 (``text.dictionary_rules``), which a request's resolution lays over the server's and the session's. Bounded:
 dictionaries per caller and in all, rules per dictionary, dictionaries per request, each record's size (the
 oldest versions go first when a revision would pass it).
@@ -28,12 +28,22 @@ from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.store import MAX_VALUE_BYTES, Added, Store
 
 MAX_PER_CALLER = 100
-MAX_IN_ALL = 10_000  # of one kind (a vendor's dictionaries, the named lexicons), every caller's together
+MAX_IN_ALL = 10_000  # of one kind (a shelf's dictionaries, the named lexicons), every caller's together
 MAX_CHANGE_TRIES = 64  # a change read again after another request changed the same dictionary first
 MAX_VERSIONS = 8
-MAX_PER_REQUEST = 3  # ElevenLabs' own bound on locators per request
+MAX_PER_REQUEST = 3  # dictionaries one request may name (a shelf may allow fewer)
 MAX_NAME_CHARS = 200
 LEXICONS = "lexicon.session"  # our session protocol's named lexicons
+
+
+@dataclass(frozen=True)
+class Shelf:
+    """One wire's dictionaries: where they are kept, and where a caller lists theirs (said when an id is not
+    found)."""
+
+    name: str
+    listed_at: str  # e.g. "GET /dictionaries"
+    per_request: int = MAX_PER_REQUEST
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class Dictionary:
     versions: list[Version]  # oldest first; the last is the latest
     description: str | None = None
     archived_unix: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # what a vendor keeps beside (Cartesia's ``pinned``)
+    extra: dict[str, Any] = field(default_factory=dict)  # what a wire keeps beside the rules (e.g. a pin)
 
     @property
     def latest(self) -> Version:
@@ -127,13 +137,13 @@ class Dictionaries:
         self.store = store
 
     @staticmethod
-    def _kind(vendor: str) -> str:
-        return f"dictionary.{vendor}"
+    def _kind(shelf: Shelf) -> str:
+        return f"dictionary.{shelf.name}"
 
     async def create(
         self,
         owner: str,
-        vendor: str,
+        shelf: Shelf,
         name: str,
         rules: list[dict[str, Any]],
         lexicon: dict[str, str],
@@ -152,45 +162,41 @@ class Dictionaries:
         )
         made, record = made.fitted()
         added = await self.store.add(
-            self._kind(vendor), owner, made.id, record, per_owner=MAX_PER_CALLER, total=MAX_IN_ALL
+            self._kind(shelf), owner, made.id, record, per_owner=MAX_PER_CALLER, total=MAX_IN_ALL
         )
         _refuse_past_bounds(added, "pronunciation dictionaries", "delete or reuse one")
         return made
 
-    async def get(self, owner: str, vendor: str, dictionary_id: object) -> Dictionary:
-        return Dictionary.decode(await self._raw(owner, vendor, dictionary_id))
+    async def get(self, owner: str, shelf: Shelf, dictionary_id: object) -> Dictionary:
+        return Dictionary.decode(await self._raw(owner, shelf, dictionary_id))
 
-    async def _raw(self, owner: str, vendor: str, dictionary_id: object) -> bytes:
+    async def _raw(self, owner: str, shelf: Shelf, dictionary_id: object) -> bytes:
         raw = None
         if isinstance(dictionary_id, str) and 0 < len(dictionary_id) <= 100:
-            raw = await self.store.get(self._kind(vendor), owner, dictionary_id)
+            raw = await self.store.get(self._kind(shelf), owner, dictionary_id)
         if raw is None:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
                 f"no pronunciation dictionary {str(dictionary_id)[:64]!r} of yours: list yours at "
-                + (
-                    "GET /v1/pronunciation-dictionaries"
-                    if vendor == "elevenlabs"
-                    else "GET /pronunciation-dicts/"
-                ),
+                + shelf.listed_at,
             )
         return raw
 
-    async def all(self, owner: str, vendor: str) -> list[Dictionary]:
-        kind = self._kind(vendor)
+    async def all(self, owner: str, shelf: Shelf) -> list[Dictionary]:
+        kind = self._kind(shelf)
         found = [await self.store.get(kind, owner, key) for key in await self.store.keys(kind, owner)]
         return sorted(
             (Dictionary.decode(raw) for raw in found if raw is not None), key=lambda d: d.created_unix
         )
 
     async def change(
-        self, owner: str, vendor: str, dictionary_id: object, edit: Callable[[Dictionary], Dictionary]
+        self, owner: str, shelf: Shelf, dictionary_id: object, edit: Callable[[Dictionary], Dictionary]
     ) -> Dictionary:
         """``edit`` applied to the dictionary as it is now, written only over what it read: when another
         request changed it first, read again and edit that (nothing lost, nothing stale written)."""
-        kind = self._kind(vendor)
+        kind = self._kind(shelf)
         for _ in range(MAX_CHANGE_TRIES):
-            raw = await self._raw(owner, vendor, dictionary_id)
+            raw = await self._raw(owner, shelf, dictionary_id)
             changed, record = edit(Dictionary.decode(raw)).fitted()
             if await self.store.swap(kind, owner, changed.id, raw, record):
                 return changed
@@ -199,20 +205,20 @@ class Dictionaries:
             f"this dictionary changed {MAX_CHANGE_TRIES} times while your change was made; send it again",
         )
 
-    async def delete(self, owner: str, vendor: str, dictionary_id: str) -> None:
-        await self.get(owner, vendor, dictionary_id)  # not_found when it is not the caller's
-        await self.store.delete(self._kind(vendor), owner, dictionary_id)
+    async def delete(self, owner: str, shelf: Shelf, dictionary_id: str) -> None:
+        await self.get(owner, shelf, dictionary_id)  # not_found when it is not the caller's
+        await self.store.delete(self._kind(shelf), owner, dictionary_id)
 
     async def lexicon(
-        self, owner: str, vendor: str, locators: Sequence[tuple[object, object]]
+        self, owner: str, shelf: Shelf, locators: Sequence[tuple[object, object]]
     ) -> dict[str, str]:
         """The lexicon a request's dictionaries make, in order (a later one wins a word): ``(id, version id or
         None for the latest)`` each."""
-        if len(locators) > MAX_PER_REQUEST:
-            raise _bad(f"a request names at most {MAX_PER_REQUEST} pronunciation dictionaries")
+        if len(locators) > shelf.per_request:
+            raise _bad(f"a request names at most {shelf.per_request} pronunciation dictionaries")
         merged: dict[str, str] = {}
         for dictionary_id, version_id in locators:
-            dictionary = await self.get(owner, vendor, dictionary_id)
+            dictionary = await self.get(owner, shelf, dictionary_id)
             merged.update(dictionary.version(version_id).lexicon)
         return merged
 

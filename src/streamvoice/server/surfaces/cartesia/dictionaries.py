@@ -17,15 +17,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.core.dictionaries import Dictionary, checked_name
+from streamvoice.server.core.dictionaries import Dictionary, Shelf, checked_name
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
+from streamvoice.server.surfaces.cartesia.rules import cartesia_entry
 from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.kept import json_body, kept_route
 from streamvoice.store import shown_owner
-from streamvoice.text.dictionary_rules import RuleError, cartesia_entry, lexicon_of
+from streamvoice.text.dictionary_rules import RuleError, lexicon_of
 
-VENDOR = "cartesia"
+SHELF = Shelf("cartesia", "GET /pronunciation-dicts/", per_request=1)
 
 
 def _bad(message: str) -> ProtocolError:
@@ -56,7 +57,7 @@ async def with_dictionary(
     """The request with its dictionary's words laid over the server's lexicon."""
     if dictionary_id is None:
         return request
-    lexicon = await service.dictionaries.lexicon(who, VENDOR, [(dictionary_id, None)])
+    lexicon = await service.dictionaries.lexicon(who, SHELF, [(dictionary_id, None)])
     return replace(request, lexicon={**request.lexicon, **lexicon})
 
 
@@ -74,19 +75,19 @@ def _shown(d: Dictionary, who: str) -> dict[str, Any]:
 async def create(request: Request, service: SpeechService, who: str) -> Response:
     obj = await json_body(request)
     items, lexicon = checked_items(obj.get("items"))
-    made = await service.dictionaries.create(who, VENDOR, checked_name(obj.get("name")), items, lexicon,
+    made = await service.dictionaries.create(who, SHELF, checked_name(obj.get("name")), items, lexicon,
                                              id_prefix="pdict_")  # fmt: skip
     return JSONResponse(_shown(made, who))
 
 
 async def list_dicts(request: Request, service: SpeechService, who: str) -> Response:
-    found = [_shown(d, who) for d in await service.dictionaries.all(who, VENDOR)]
+    found = [_shown(d, who) for d in await service.dictionaries.all(who, SHELF)]
     page, more = cursor_page(found, request.query_params)
     return JSONResponse({"data": page, "has_more": more})
 
 
 async def retrieve(request: Request, service: SpeechService, who: str) -> Response:
-    found = await service.dictionaries.get(who, VENDOR, request.path_params["dict_id"])
+    found = await service.dictionaries.get(who, SHELF, request.path_params["dict_id"])
     return JSONResponse(_shown(found, who))
 
 
@@ -102,12 +103,12 @@ async def update(request: Request, service: SpeechService, who: str) -> Response
             found = replace(found, name=name)
         return found.revised(*items) if items is not None else found
 
-    changed = await service.dictionaries.change(who, VENDOR, request.path_params["dict_id"], edit)
+    changed = await service.dictionaries.change(who, SHELF, request.path_params["dict_id"], edit)
     return JSONResponse(_shown(changed, who))
 
 
 async def delete(request: Request, service: SpeechService, who: str) -> Response:
-    await service.dictionaries.delete(who, VENDOR, request.path_params["dict_id"])
+    await service.dictionaries.delete(who, SHELF, request.path_params["dict_id"])
     return Response(status_code=204)
 
 

@@ -6,7 +6,7 @@ Routes as its SDK calls them (``client.pronunciation_dictionaries``): ``add-from
 (a PLS lexicon, multipart), list (cursor pages, sort, archived), get (with the latest version's rules),
 ``PATCH`` (name, archived), ``add-rules`` / ``remove-rules`` / ``set-rules`` (each a new version), and
 ``{id}/{version_id}/download`` (PLS). Alias rules and phoneme rules (``ipa``, ``cmu-arpabet``) are said through
-the lexicon machinery (``text.dictionary_rules``); matching is whole words, the written case first, then any
+the lexicon machinery (``rules``, ``text.dictionary_rules``); matching is whole words, the written case first, then any
 case (``case_sensitive`` and ``word_boundaries`` are kept and answered back). Checked by
 ``pytest tests/test_dictionaries.py``.
 """
@@ -23,15 +23,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from streamvoice.protocol import ErrorCode, ProtocolError, whole_number
-from streamvoice.server.core.dictionaries import Dictionary, checked_name
+from streamvoice.server.core.dictionaries import Dictionary, Shelf, checked_name
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.elevenlabs.request import http_error
+from streamvoice.server.surfaces.elevenlabs.rules import elevenlabs_entry, pls_of_rules, pls_rules
 from streamvoice.server.surfaces.kept import MAX_BODY_BYTES, form_body, json_body, kept_route
 from streamvoice.store import shown_owner
-from streamvoice.text.dictionary_rules import RuleError, elevenlabs_entry, lexicon_of, pls_document, pls_rules
+from streamvoice.text.dictionary_rules import RuleError, lexicon_of
 
-VENDOR = "elevenlabs"
+SHELF = Shelf("elevenlabs", "GET /v1/pronunciation-dictionaries", per_request=3)
 RULE_FIELDS = (
     "type",
     "string_to_replace",
@@ -78,7 +79,7 @@ async def with_dictionaries(
     found = locators(raw_locators)
     if not found:
         return request
-    lexicon = await service.dictionaries.lexicon(who, VENDOR, found)
+    lexicon = await service.dictionaries.lexicon(who, SHELF, found)
     return replace(request, lexicon={**request.lexicon, **lexicon})
 
 
@@ -131,7 +132,7 @@ async def add_from_rules(request: Request, service: SpeechService, who: str) -> 
     obj = await json_body(request)
     rules, lexicon = checked_rules(obj.get("rules"))
     made = await service.dictionaries.create(
-        who, VENDOR, checked_name(obj.get("name")), rules, lexicon, _description(obj.get("description"))
+        who, SHELF, checked_name(obj.get("name")), rules, lexicon, _description(obj.get("description"))
     )
     return JSONResponse(_added(made, who))
 
@@ -149,7 +150,7 @@ async def add_from_file(request: Request, service: SpeechService, who: str) -> R
         raise _bad(str(exc)) from None
     rules, lexicon = checked_rules(raw_rules)
     made = await service.dictionaries.create(
-        who, VENDOR, checked_name(name), rules, lexicon, _description(description)
+        who, SHELF, checked_name(name), rules, lexicon, _description(description)
     )
     return JSONResponse(_added(made, who))
 
@@ -162,7 +163,7 @@ async def list_dictionaries(request: Request, service: SpeechService, who: str) 
     start = whole_number(query.get("cursor") or "0")
     if start is None:
         raise _bad('"cursor" must be the next_cursor of the page before')
-    found = await service.dictionaries.all(who, VENDOR)
+    found = await service.dictionaries.all(who, SHELF)
     if query.get("include_archived", "false").lower() != "true":
         found = [d for d in found if d.archived_unix is None]
     by_name = query.get("sort") == "name"
@@ -185,7 +186,7 @@ async def list_dictionaries(request: Request, service: SpeechService, who: str) 
 
 
 async def get_dictionary(request: Request, service: SpeechService, who: str) -> Response:
-    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
+    found = await service.dictionaries.get(who, SHELF, request.path_params["dictionary_id"])
     return JSONResponse({**_metadata(found, who), "rules": found.latest.rules})
 
 
@@ -204,7 +205,7 @@ async def update_dictionary(request: Request, service: SpeechService, who: str) 
             found = replace(found, archived_unix=since)
         return found
 
-    changed = await service.dictionaries.change(who, VENDOR, request.path_params["dictionary_id"], edit)
+    changed = await service.dictionaries.change(who, SHELF, request.path_params["dictionary_id"], edit)
     return JSONResponse(_metadata(changed, who))
 
 
@@ -237,14 +238,14 @@ async def change_rules(request: Request, service: SpeechService, who: str, how: 
         )
         return found.revised(*checked_rules([*base, *new]))
 
-    revised = await service.dictionaries.change(who, VENDOR, request.path_params["dictionary_id"], edit)
+    revised = await service.dictionaries.change(who, SHELF, request.path_params["dictionary_id"], edit)
     return JSONResponse(_rules_changed(revised))
 
 
 async def download(request: Request, service: SpeechService, who: str) -> Response:
-    found = await service.dictionaries.get(who, VENDOR, request.path_params["dictionary_id"])
+    found = await service.dictionaries.get(who, SHELF, request.path_params["dictionary_id"])
     version = found.version(request.path_params["version_id"])
-    return Response(pls_document(version.rules), media_type="application/pls+xml")
+    return Response(pls_of_rules(version.rules), media_type="application/pls+xml")
 
 
 PREFIX = "/v1/pronunciation-dictionaries"
