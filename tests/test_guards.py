@@ -6,9 +6,16 @@ from streamvoice.protocol import ErrorCode, ProtocolError
 
 
 def test_each_refusal_is_a_fresh_error_naming_every_wires_key_header() -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import HTTPConnection
+
+    from streamvoice.server.app import KEY_FORMS
     from streamvoice.server.surfaces.guards import unauthorized
 
-    first, second = unauthorized(), unauthorized()
+    app = Starlette()
+    app.state.key_forms = KEY_FORMS
+    conn = HTTPConnection({"type": "http", "app": app, "headers": [], "path": "/", "query_string": b""})
+    first, second = unauthorized(conn), unauthorized(conn)
     assert first is not second and first.code == second.code == "unauthorized"
     for header in ("Authorization: Bearer", "xi-api-key", "X-API-Key", "Authorization: Token"):
         assert header in first.message

@@ -76,15 +76,17 @@ async def test_cancelling_a_piece_releases_what_it_held_and_restarts_playback() 
 async def test_a_window_finished_after_its_piece_was_cancelled_is_not_played() -> None:
     """A model call cannot always be interrupted: the window it was making when the barge-in came is dropped,
     and the listener's playback clock stays restarted (the next answer is due now, not a window later)."""
-    service = FakeHost(engine=FakeEngine(windows_per_piece=3))
+    service = FakeHost(engine=FakeEngine(windows_per_piece=20))
     service.scheduler.start()
     lane = Lane(service)
     sink = PieceAudio(asyncio.get_running_loop(), lane)
     lane.add(Piece("slow", "slow", (1,)), FakeRequest(), sink)  # each window takes 0.3 s, uninterruptible
-    await wait_for(lambda: service.engine.decoded == 1)  # the second window is being made
+    await wait_for(lambda: service.engine.decoded >= 1)  # a later window is being made
+    made = service.engine.decoded  # read when the barge-in comes, however late a busy machine polled
     sink.cancel()
     lane.restart_playback()
-    await wait_for(lambda: service.engine.decoded == 2 and lane._current is None)  # finished, then dropped
+    await wait_for(lambda: lane._current is None)  # the window in flight finished, then was dropped
+    assert service.engine.decoded in (made, made + 1)  # and no window was begun after the cancel
     assert lane.play_end <= time.monotonic()
     service.scheduler.stop()
 

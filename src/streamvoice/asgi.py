@@ -18,10 +18,10 @@ from urllib.parse import quote
 from starlette.responses import JSONResponse, StreamingResponse
 
 from streamvoice.protocol import (
-    UNAUTHORIZED_HINT,
+    BEARER_ONLY,
     ErrorCode,
+    KeyForms,
     ProtocolError,
-    presented_keys,
     whole_number,
 )
 
@@ -190,12 +190,14 @@ class BodyLimit:
         keys: KeyCheck | None = None,
         timeout_s: float = 10.0,
         shapes: Sequence[tuple[str, ErrorShape]] = (),
+        forms: KeyForms = BEARER_ONLY,
     ) -> None:
         self.app = app
+        self.forms = forms  # where the server's wires take a key, beside Authorization: Bearer
         self.max_bytes = max_bytes
         self.keys = keys
         self.timeout_s = timeout_s
-        self.shapes = shapes  # (path prefix, error shape): a vendor's routes answer in its own shape
+        self.shapes = shapes  # (path prefix, error shape): a wire's routes answer in its own shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -208,7 +210,9 @@ class BodyLimit:
         if has_body and self.keys is not None:
             await self.keys.fresh()  # a process without a refresh loop of its own (the agent) reads here
         if has_body and self._keyless(scope):
-            await send_json_error(send, ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT), shape)
+            await send_json_error(
+                send, ProtocolError(ErrorCode.UNAUTHORIZED, self.forms.unauthorized_hint()), shape
+            )
             return
         length = whole_number(declared, max_digits=18) if declared is not None else None
         if declared is not None and (length is None or length > self.max_bytes):
@@ -255,7 +259,7 @@ class BodyLimit:
         """A key is needed and none of those the request carries is good."""
         if self.keys is None or not self.keys.required:
             return False
-        return self.keys.resolve(presented_keys(lambda h: _header(scope, h.encode()))) is None
+        return self.keys.resolve(self.forms.presented(lambda h: _header(scope, h.encode()))) is None
 
     async def _refuse(self, send: Send, declared: str | None, shape: ErrorShape) -> None:
         size = (

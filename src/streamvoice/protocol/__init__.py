@@ -39,10 +39,9 @@ from streamvoice.protocol.fields import (
     whole_number,
 )
 from streamvoice.protocol.keys import (
-    KEY_HEADERS,
-    UNAUTHORIZED_HINT,
+    BEARER_ONLY,
+    KeyForms,
     bearer_key,
-    presented_keys,
 )
 from streamvoice.protocol.session import (
     MESSAGE_TYPES,
@@ -68,14 +67,14 @@ from streamvoice.protocol.session import (
 )
 
 __all__ = [
-    "AUDIO_FORMATS", "DEFAULT_FORMAT", "DEFAULT_PAUSES", "DEFAULT_VOICE", "G711_FORMATS", "HTTP_STATUS",
-    "KEY_HEADERS", "MAX_ID_CHARS", "MAX_PAUSE_MS", "MAX_PLAYED_MS", "MAX_SPEED", "MAX_VOICE_CHARS",
+    "AUDIO_FORMATS", "BEARER_ONLY", "DEFAULT_FORMAT", "DEFAULT_PAUSES", "DEFAULT_VOICE", "G711_FORMATS", "HTTP_STATUS",
+    "MAX_ID_CHARS", "MAX_PAUSE_MS", "MAX_PLAYED_MS", "MAX_SPEED", "MAX_VOICE_CHARS",
     "MESSAGE_TYPES", "MIN_SPEED", "OPUS_RATES", "SAMPLE_RATE", "SAMPLE_RATES", "TELEPHONY_RATE",
-    "UNAUTHORIZED_HINT", "WS_PATH", "Ack", "Alignment", "Append", "Cancel", "ClientMessage", "Close",
-    "Configure", "End", "ErrorCode", "ErrorEvent", "Flush", "Limits", "Pauses", "ProtocolError", "ServerEvent",
+    "WS_PATH", "Ack", "Alignment", "Append", "Cancel", "ClientMessage", "Close",
+    "Configure", "End", "ErrorCode", "ErrorEvent", "Flush", "KeyForms", "Limits", "Pauses", "ProtocolError", "ServerEvent",
     "SynthesisComplete", "SynthesisStarted", "Synthesize", "bearer_key", "check_rate_for_format",
     "check_text", "decode_client_frame", "decode_control_frame", "encode_event", "lexicon_name",
-    "message_from_object", "output_rate", "parse_json_object", "played_ms", "presented_keys",
+    "message_from_object", "output_rate", "parse_json_object", "played_ms",
     "required_text", "text_field", "validate_format", "validate_lexicon", "validate_pauses",
     "validate_sample_rate", "validate_speed", "validate_voice", "whole_number",
 ]  # fmt: skip

@@ -31,7 +31,7 @@ class ErrorCode(StrEnum):
     NOT_READY = "not_ready"
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"  # a good key asking what only the bootstrap key (AUTH_TOKEN) may: managing keys
-    # a tenant past its own share of the machine (the vendors' names: ElevenLabs uses these two as they are)
+    # a tenant past its own share of the machine (the names the vendors' own APIs use for it)
     CONCURRENT_LIMIT_EXCEEDED = "concurrent_limit_exceeded"
     QUOTA_EXCEEDED = "quota_exceeded"
     INTERNAL = "internal_error"
@@ -85,7 +85,7 @@ class ProtocolError(Exception):
         self.code = code
         self.message = message
         self.id = id
-        self.param = param  # the request field at fault, where one is (OpenAI's error shape names it)
+        self.param = param  # the request field at fault, where one is (a wire's error shape may name it)
 
     @property
     def http_status(self) -> int:

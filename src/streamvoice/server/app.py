@@ -30,28 +30,19 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from streamvoice import log_redaction
-from streamvoice.asgi import (
-    ASGIApp,
-    BodyLimit,
-    ErrorShape,
-    Receive,
-    Scope,
-    Send,
-    error_response,
-    openai_shape,
-)
+from streamvoice.asgi import ASGIApp, BodyLimit, Receive, Scope, Send, error_response
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.config import ServerConfig, startup_notes
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import holding, unavailable
-from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations, keys
+from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations, keys, openai
 from streamvoice.server.surfaces.guards import listing_service, service_of
-from streamvoice.server.surfaces.openai import captioned
 from streamvoice.server.surfaces.openai import speech as openai_api
 from streamvoice.server.surfaces.session import socket as session
 from streamvoice.server.surfaces.vendor_voices import vendor_voices
+from streamvoice.server.surfaces.wire import Wire, error_shapes, key_forms, shape_at, wire_at
 from streamvoice.server.surfaces.wyoming.listener import WyomingServer
 from streamvoice.store import Store, StoreError, open_store
 from streamvoice.store.keys import Keyring
@@ -95,7 +86,7 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
                 await service.tenancy.write_use()  # what unbounded tenants used since the last write
             await service.dictionaries.close()
 
-    return Starlette(
+    app = Starlette(
         routes=ROUTES,
         lifespan=lifespan,
         middleware=[
@@ -105,11 +96,14 @@ def create_app(config: ServerConfig | None = None, engine: KokoroEngine | None =
                 max_bytes=config.max_body_bytes,
                 keys=keyring,
                 timeout_s=config.body_timeout_s,
-                shapes=SHAPES,
+                shapes=error_shapes(WIRES),
+                forms=KEY_FORMS,
             ),
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
+    app.state.key_forms = KEY_FORMS  # every route's key check reads it (``guards.key_forms``)
+    return app
 
 
 async def _start_service(
@@ -162,32 +156,16 @@ class Holding:
             await self.app(scope, receive, send)
 
 
-# A vendor's routes answer errors in its own shape (the body guard and unknown routes alike).
-SHAPES: tuple[tuple[str, ErrorShape], ...] = (
-    ("/v1/text-to-speech/", elevenlabs.error_shape),
-    ("/tts/", cartesia.error_shape),
-    ("/pronunciation-dicts", cartesia.error_shape),
-    ("/v1/pronunciation-dictionaries", elevenlabs.error_shape),
-    ("/v1/user/", elevenlabs.error_shape),
-    ("/v1/speak", deepgram.error_shape),
-    ("/v2/speak", deepgram.error_shape),
-)
-
-
 async def not_found(request: Request, exc: Exception) -> Response:
     """No such route (or method), in the error shape of the wire its path belongs to, never Starlette's plain
     text: a voice id with "/" in it took ElevenLabs' clients to a bare "Not Found"."""
     path = request.url.path
     status = getattr(exc, "status_code", 404)
     what = "this route does not take that method" if status == 405 else "this server has no such route"
-    hint = (
-        " (a voice id never contains '/': GET /v1/voices lists them)"
-        if path.startswith("/v1/text-to-speech/")
-        else ""
-    )
+    wire = wire_at(WIRES, path)
+    hint = next((h for prefix, h in wire.not_found_hints if path.startswith(prefix)), "") if wire else ""
     error = ProtocolError(ErrorCode.NOT_FOUND, f"{request.method} {path[:100]}: {what}{hint}")
-    shape = next((f for prefix, f in SHAPES if path.startswith(prefix)), openai_shape)
-    return JSONResponse(shape(error), status_code=status)
+    return JSONResponse(shape_at(WIRES, path)(error), status_code=status)
 
 
 # --- routes ---------------------------------------------------------------------------------------------
@@ -217,24 +195,30 @@ async def metrics(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    """``GET /v1/models``: ElevenLabs' list for its clients (they send ``xi-api-key``), OpenAI's otherwise."""
-    if "xi-api-key" in request.headers:
-        return await elevenlabs.models(request)
+    """``GET /v1/models``: a wire's own list for its clients (they send its key header), OpenAI's otherwise."""
+    for wire in WIRES:
+        if wire.models is not None and any(h in request.headers for h in wire.keys.headers):
+            return await wire.models(request)
     return await openai_api.models(request)
 
 
-# Every route the speech server answers (the handlers above and each surface's own).
+# The wires this server speaks, one line each: a wire's folder declares its routes, key forms and error shape.
+WIRES: tuple[Wire, ...] = (
+    Wire("invocations", invocations.ROUTES),
+    Wire("session", session.ROUTES),
+    elevenlabs.WIRE,
+    cartesia.WIRE,
+    deepgram.WIRE,
+    openai.WIRE,
+    Wire("keys", keys.ROUTES),
+)
+KEY_FORMS = key_forms(WIRES)
+
+# Every route the speech server answers (the handlers above and each wire's own).
 ROUTES = [
     Route("/ping", ping, methods=["GET"]),
     Route("/live", live, methods=["GET"]),
-    *invocations.ROUTES,
     Route("/metrics", metrics, methods=["GET"]),
-    *session.ROUTES,
     Route("/v1/models", models, methods=["GET"]),
-    *elevenlabs.ROUTES,
-    *cartesia.ROUTES,
-    *deepgram.ROUTES,
-    *openai_api.ROUTES,
-    *captioned.ROUTES,
-    *keys.ROUTES,
+    *(route for wire in WIRES for route in wire.routes),
 ]

@@ -4,7 +4,7 @@ titles and abbreviations, symbols and emoji.
 
 Pure functions over a chunk of text. The result keeps the caller's words: each ``Token`` is a span of the
 original text with what is said for it, so word timings can name "$12.50" (the caller's word) with the
-times of "twelve dollars fifty" (Kokoro-FastAPI's users report exactly this broken: timings that name the
+times of "twelve dollars fifty" (users of other Kokoro servers report exactly this broken: timings that name the
 expansion, "nine thirtyPM").
 
 The rules are each language's (``text/languages/``, English among them; which reads which language:

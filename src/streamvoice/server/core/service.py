@@ -71,7 +71,7 @@ class Rooms:
     """What ``MAX_SESSIONS`` counts (``core.slots.Slot``): sockets and HTTP answers holding a room now."""
 
     sessions: int = 0
-    # The answers streamed outside a socket (HTTP, Wyoming utterances), each by its slot: counted, and
+    # The answers streamed outside a socket (HTTP, a raw socket's utterances), each by its slot: counted, and
     # stopped when their key is revoked (a socket's connection stops its own: ``Connection.revoke``).
     answers: set[Listener] = field(default_factory=set)
 
@@ -237,7 +237,7 @@ class SpeechService:
         return Lane(self)
 
     def utterance(self, request: ResolvedRequest) -> Utterance:
-        """One answer on a lane of its own (an HTTP request, a Wyoming utterance)."""
+        """One answer on a lane of its own (an HTTP request, a raw socket's utterance)."""
         return Utterance(
             self,
             request,

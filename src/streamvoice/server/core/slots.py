@@ -1,6 +1,6 @@
 """A caller's room in the server: the session cap and the listener slot it holds, and why new work cannot
-start now. One answer for every surface (the session protocol, HTTP, the vendor wires and Wyoming), so limits
-never drift apart; free of any transport, so a surface on a raw socket (Wyoming) uses it as the web ones do."""
+start now. One answer for every surface (the session protocol, HTTP, the vendor wires and raw sockets), so limits
+never drift apart; free of any transport, so a surface on a raw TCP socket uses it as the web ones do."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ _SERVING: contextvars.ContextVar[Tenant | None] = contextvars.ContextVar("tenant
 
 
 def serving(tenant: Tenant | None) -> None:
-    """The request or connection being served is this tenant's (None: a server without keys, or Wyoming)."""
+    """The request or connection being served is this tenant's (None: a server without keys, or a wire that takes none)."""
     _SERVING.set(tenant)
 
 

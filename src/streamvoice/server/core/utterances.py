@@ -1,5 +1,5 @@
 """One listener's queue of answers on one lane (a session's messages, a vendor connection's contexts, a
-Wyoming connection's utterances), in the order they were opened; it owns the barge-in rule: cancelling the
+raw socket's utterances), in the order they were opened; it owns the barge-in rule: cancelling the
 one being spoken restarts the listener's playback clock. Checked by ``pytest tests/test_utterance.py``."""
 
 from __future__ import annotations

@@ -7,18 +7,22 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from streamvoice.protocol import KEY_HEADERS, UNAUTHORIZED_HINT, ErrorCode, ProtocolError, presented_keys
+from streamvoice.protocol import BEARER_ONLY, ErrorCode, KeyForms, ProtocolError
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.tenancy import current, serving
 from streamvoice.store import owner
 
-BROWSER_KEY_QUERY = ("api_key", "access_token", "xi-api-key")  # where browser clients put a key
+
+def key_forms(conn: HTTPConnection) -> KeyForms:
+    """Where the server's wires take a key (``server.app`` joins what each mounted wire declares)."""
+    forms = getattr(conn.app.state, "key_forms", None) if "app" in conn.scope else None
+    return forms if isinstance(forms, KeyForms) else BEARER_ONLY
 
 
-def unauthorized() -> ProtocolError:
+def unauthorized(conn: HTTPConnection) -> ProtocolError:
     """A fresh error each time (a shared instance raised again and again rebinds its traceback), naming the
-    key header of every wire this server speaks."""
-    return ProtocolError(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_HINT)
+    key form of every wire this server speaks."""
+    return ProtocolError(ErrorCode.UNAUTHORIZED, key_forms(conn).unauthorized_hint())
 
 
 def service_of(conn: HTTPConnection) -> SpeechService | None:
@@ -31,7 +35,7 @@ def listing_service(conn: HTTPConnection) -> SpeechService:
     once the model is loaded; otherwise the ``ProtocolError`` to answer in the route's shape."""
     service = service_of(conn)
     if not authorized(conn, service):
-        raise unauthorized()
+        raise unauthorized(conn)
     if service is None:
         raise ProtocolError(ErrorCode.NOT_READY, "the server is starting")
     return service
@@ -42,7 +46,7 @@ def authorized(conn: HTTPConnection, service: SpeechService | None, *keys: objec
     server needs none; a good key's tenant is now the one served."""
     if service is None:
         return True  # still starting: nothing can be done yet, and the route says so
-    return admits(service, [*keys, *presented_keys(conn.headers.get)])
+    return admits(service, [*keys, *key_forms(conn).presented(conn.headers.get)])
 
 
 def admits(service: SpeechService, keys: list[object]) -> bool:
@@ -66,6 +70,7 @@ def caller(conn: HTTPConnection, key: object = None) -> str:
     if isinstance(key, str) and key:
         return owner(key)
     _, _, supplied = (conn.headers.get("authorization") or "").partition(" ")
-    found = supplied or next((conn.headers[h] for h in KEY_HEADERS if conn.headers.get(h)), None)
-    found = found or next((conn.query_params[q] for q in BROWSER_KEY_QUERY if conn.query_params.get(q)), None)
+    forms = key_forms(conn)
+    found = supplied or next((conn.headers[h] for h in forms.headers if conn.headers.get(h)), None)
+    found = found or next((conn.query_params[q] for q in forms.queries if conn.query_params.get(q)), None)
     return owner(found)

@@ -105,7 +105,7 @@ async def start_answer[T](
     shape, by default ``asgi.error_response``'s, with the surface's ``headers``)."""
     service = service_of(request)
     if not authorized(request, service):
-        return render(unauthorized(), headers)
+        return render(unauthorized(request), headers)
     try:
         slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
     except ProtocolError as exc:

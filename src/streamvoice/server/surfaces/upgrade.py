@@ -23,11 +23,11 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from streamvoice.protocol import KEY_HEADERS, ErrorCode, ProtocolError
+from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.connection import Connection
-from streamvoice.server.surfaces.guards import admits, authorized, service_of
+from streamvoice.server.surfaces.guards import admits, authorized, key_forms, service_of
 from streamvoice.server.surfaces.websocket import frame_of
 
 Frame = str | bytes
@@ -77,7 +77,7 @@ async def serve(
     key, subprotocol = offered(ws, browser)
     ok = authorized(ws, service, key)
     # A wrong key anywhere is refused now; only a caller that presented none may bring it in a first message.
-    presented = key is not None or any(ws.headers.get(h) for h in ("authorization", *KEY_HEADERS))
+    presented = key is not None or key_forms(ws).carries_one(ws.headers.get)
     if not ok and (presented or browser.first_message is None or service is None):
         await ws.close(1008, "unauthorized")  # before accept(): the upgrade is refused with HTTP 403
         return

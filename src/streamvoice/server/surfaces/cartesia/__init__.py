@@ -18,10 +18,24 @@ Encodings ``pcm_s16le``, ``pcm_f32le``, ``pcm_mulaw``, ``pcm_alaw`` at the rate 
 ``model_id`` are accepted (any). Checked by ``pytest tests/test_cartesia.py`` and ``tests/test_dictionaries.py``.
 """
 
+from streamvoice.protocol import KeyForms
 from streamvoice.server.surfaces.cartesia.dictionaries import ROUTES as DICTIONARY_ROUTES
 from streamvoice.server.surfaces.cartesia.shapes import error_shape
+from streamvoice.server.surfaces.cartesia.tts import BROWSER_KEY
 from streamvoice.server.surfaces.cartesia.tts import ROUTES as SPEECH_ROUTES
+from streamvoice.server.surfaces.wire import Wire
 
 ROUTES = [*SPEECH_ROUTES, *DICTIONARY_ROUTES]
+WIRE = Wire(
+    "cartesia",
+    ROUTES,
+    keys=KeyForms(
+        headers=("x-api-key",),
+        queries=BROWSER_KEY.query,
+        hint="Cartesia: X-API-Key, from a browser the api_key query",
+    ),
+    error_shape=error_shape,
+    paths=("/tts/", "/pronunciation-dicts"),
+)
 
-__all__ = ["ROUTES", "error_shape"]
+__all__ = ["ROUTES", "WIRE", "error_shape"]

@@ -21,8 +21,24 @@ Errors are ElevenLabs' ``{"detail": {"status", "message"}}`` over HTTP and ``{"m
 socket. Checked by ``pytest tests/test_elevenlabs.py``.
 """
 
+from streamvoice.protocol import KeyForms
 from streamvoice.server.surfaces.elevenlabs.alignment import characters, message_chars, ws_alignment
 from streamvoice.server.surfaces.elevenlabs.http import ROUTES, models
 from streamvoice.server.surfaces.elevenlabs.request import error_shape
+from streamvoice.server.surfaces.wire import Wire
 
-__all__ = ["ROUTES", "characters", "error_shape", "message_chars", "models", "ws_alignment"]
+WIRE = Wire(
+    "elevenlabs",
+    ROUTES,
+    keys=KeyForms(
+        headers=("xi-api-key",),
+        queries=("xi-api-key",),
+        hint="ElevenLabs clients: xi-api-key, from a browser xi_api_key in the first message",
+    ),
+    error_shape=error_shape,
+    paths=("/v1/text-to-speech/", "/v1/pronunciation-dictionaries", "/v1/user/"),
+    not_found_hints=(("/v1/text-to-speech/", " (a voice id never contains '/': GET /v1/voices lists them)"),),
+    models=models,
+)
+
+__all__ = ["ROUTES", "WIRE", "characters", "error_shape", "message_chars", "models", "ws_alignment"]

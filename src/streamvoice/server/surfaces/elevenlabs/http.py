@@ -92,7 +92,7 @@ async def stream_with_timestamps(request: Request) -> Response:
 async def models(request: Request) -> Response:
     """ElevenLabs' model list (``GET /v1/models`` with ``xi-api-key``: the app routes it here)."""
     if not authorized(request, service_of(request)):
-        return http_error(unauthorized())
+        return http_error(unauthorized(request))
     languages = [{"language_id": ours, "name": name} for ours, name in LANGUAGES.values()]
     listed = [
         {

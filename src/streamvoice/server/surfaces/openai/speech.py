@@ -239,7 +239,7 @@ async def voices(request: Request) -> Response:
 async def models(request: Request) -> Response:
     headers = request_id_headers(request)
     if not authorized(request, service_of(request)):
-        return error_response(unauthorized(), headers)
+        return error_response(unauthorized(request), headers)
     data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "streamvoice"} for m in MODELS]
     return JSONResponse({"object": "list", "data": data}, headers=headers)
 
