@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.voice_stats_cache import default_dir, prepare
+from streamvoice.engine.streaming.voice_stats_cache import default_dir, prepare
 from streamvoice.model_files import user_cache_dir
 from streamvoice.store import Store, open_store
 from tests.fakes import ScriptedGraph, scripted_engine

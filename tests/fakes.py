@@ -17,8 +17,8 @@ from streamvoice.engine import KokoroEngine
 from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.planning import Piece
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 from streamvoice.engine.timing import decode_range
-from streamvoice.engine.windows import SAMPLES_PER_FRAME
 from streamvoice.model_files import ModelFiles
 from streamvoice.protocol import DEFAULT_PAUSES, ErrorCode, Pauses, ProtocolError
 from streamvoice.server.core.config import ServerConfig

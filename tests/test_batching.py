@@ -23,12 +23,13 @@ from websockets.asyncio.client import connect
 
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.wer import word_error_rate
-from streamvoice.engine import KokoroEngine, graph_split
-from streamvoice.engine.batch_graph import BatchGraphError
-from streamvoice.engine.graph_split import split_model
-from streamvoice.engine.static_decoder import CALIBRATION
-from streamvoice.engine.voice_stats_cache import prepare
-from streamvoice.engine.windows import WindowPlan
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.static_int8.static_decoder import CALIBRATION
+from streamvoice.engine.streaming.voice_stats_cache import prepare
+from streamvoice.engine.streaming.windows import WindowPlan
+from streamvoice.engine.surgery import graph_split
+from streamvoice.engine.surgery.batch_graph import BatchGraphError
+from streamvoice.engine.surgery.graph_split import split_model
 from streamvoice.server.core.config import ConfigError, ServerConfig
 from streamvoice.server.core.window_sizing import BATCH_BUCKETS, batch_bucket
 from tests.helpers import RunningServer, collect, metric, start_speech_server, worker_engine_options

@@ -10,7 +10,7 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from streamvoice.engine.static_decoder import float_lstms
+from streamvoice.engine.static_int8.static_decoder import float_lstms
 
 
 def _quantized_lstm(rng: np.random.Generator, inputs: int = 8, hidden: int = 4) -> tuple[bytes, Any]:

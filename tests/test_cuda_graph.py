@@ -12,11 +12,12 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from streamvoice.bench.quality import pesq_score
-from streamvoice.engine import KokoroEngine, cuda_graph
-from streamvoice.engine.cuda_graph import stft_as_conv
-from streamvoice.engine.graph_split import split_model
-from streamvoice.engine.static_decoder import CALIBRATION
-from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.static_int8.static_decoder import CALIBRATION
+from streamvoice.engine.streaming.voice_stats_cache import prepare
+from streamvoice.engine.surgery import cuda_graph
+from streamvoice.engine.surgery.cuda_graph import stft_as_conv
+from streamvoice.engine.surgery.graph_split import split_model
 
 
 def _session(model: bytes) -> ort.InferenceSession:

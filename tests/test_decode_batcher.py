@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamvoice.engine.decode_batcher import DecodeBatcher, Feeds, Outputs, split_rows, stack_rows
+from streamvoice.engine.streaming.decode_batcher import DecodeBatcher, Feeds, Outputs, split_rows, stack_rows
 
 
 class Recorder:

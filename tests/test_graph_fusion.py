@@ -11,9 +11,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from streamvoice.engine import KokoroEngine, graph_fusion
-from streamvoice.engine.graph_split import split_model
-from streamvoice.engine.static_decoder import CALIBRATION, float_weights
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.static_int8.static_decoder import CALIBRATION, float_weights
+from streamvoice.engine.surgery import graph_fusion
+from streamvoice.engine.surgery.graph_split import split_model
 
 
 def _session(model: Any) -> ort.InferenceSession:

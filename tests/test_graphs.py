@@ -11,7 +11,7 @@ import onnxruntime as ort
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.graphs import Decoding, WholeGraph
-from streamvoice.engine.windows import SAMPLES_PER_FRAME
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
 

@@ -17,8 +17,8 @@ from streamvoice.audio.levels import leading_silence_ms, silent_gaps, trailing_s
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.client.speech import SpeechClient, SpeechError, SynthesisResult
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.engine.timing import RELEASE_MS
-from streamvoice.engine.voice_stats_cache import prepare
 from streamvoice.protocol import Pauses
 from tests.helpers import RunningServer, worker_engine_options
 

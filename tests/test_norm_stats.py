@@ -13,7 +13,13 @@ from numpy.typing import NDArray
 
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, add_prior_inputs, find_norms
+from streamvoice.engine.surgery.norm_stats import (
+    BLEND_PRIOR,
+    BLEND_WINDOW,
+    NormStats,
+    add_prior_inputs,
+    find_norms,
+)
 
 EPS = 1e-5
 

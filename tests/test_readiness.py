@@ -10,7 +10,7 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import EngineError
 from streamvoice.engine.readiness import time_windows, warm_up
-from streamvoice.engine.windows import SAMPLES_PER_FRAME
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 from streamvoice.protocol import SAMPLE_RATE
 
 

@@ -11,8 +11,9 @@ import onnx
 import pytest
 
 from streamvoice.bench.quality import pesq_score
-from streamvoice.engine import KokoroEngine, static_decoder
-from streamvoice.engine.graph_split import split_model
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.static_int8 import static_decoder
+from streamvoice.engine.surgery.graph_split import split_model
 from streamvoice.model_files import resolve_model_files
 
 SENTENCE = "Your package left our warehouse on Monday and is now with the courier."

@@ -8,8 +8,9 @@ import numpy as np
 import onnx
 import pytest
 
-from streamvoice.engine import KokoroEngine, static_front
-from streamvoice.engine.graph_split import split_model
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.static_int8 import static_front
+from streamvoice.engine.surgery.graph_split import split_model
 
 SENTENCE = "Your package left our warehouse on Monday and is now with the courier."
 
@@ -17,7 +18,7 @@ SENTENCE = "Your package left our warehouse on Monday and is now with the courie
 def test_only_the_energy_branch_is_static(engine: KokoroEngine) -> None:
     """The shipped front's static convolutions (each read through a ``DequantizeLinear``) are the N branch's,
     and every other convolution is still the exported dynamic int8."""
-    from streamvoice.engine.static_decoder import CALIBRATION
+    from streamvoice.engine.static_int8.static_decoder import CALIBRATION
 
     graph = onnx.load_from_string(
         static_front.derive(engine.files.model, lambda: engine.front_feeds(CALIBRATION[:2]))
@@ -62,7 +63,7 @@ def test_a_front_with_other_outputs_is_refused(engine: KokoroEngine) -> None:
 def test_the_shipped_ranges_make_one_front_wherever_it_is_derived(engine: KokoroEngine) -> None:
     """As the decoder's (issue #66): the official file's front ranges are shipped, so its derivation runs
     nothing and every machine derives the graph the session's engine uses."""
-    from streamvoice.engine import static_decoder
+    from streamvoice.engine.static_int8 import static_decoder
 
     model = engine.files.model
     assert static_decoder.shipped_ranges(static_front.cache_name(model)) is not None

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.windows import WindowPlan, crossfade
+from streamvoice.engine.streaming.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."

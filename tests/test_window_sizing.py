@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from streamvoice.engine.windows import FRAME_S
+from streamvoice.engine.streaming.windows import FRAME_S
 from streamvoice.server.core.window_sizing import (
     COST_SPREAD,
     LARGEST_WINDOW_FRAMES,

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 from kokoro_onnx.tokenizer import Tokenizer  # noqa: E402
 
-from streamvoice.engine.static_decoder import CALIBRATION  # noqa: E402
+from streamvoice.engine.static_int8.static_decoder import CALIBRATION  # noqa: E402
 from streamvoice.engine.torch_kokoro.model import Kokoro, Row  # noqa: E402
 from streamvoice.model_files import resolve_model_files  # noqa: E402
 
@@ -74,7 +74,7 @@ class Reference:
         import onnx
         import onnxruntime as ort
 
-        from streamvoice.engine.graph_split import find_boundary
+        from streamvoice.engine.surgery.graph_split import find_boundary
 
         model = onnx.ModelProto()
         model.CopyFrom(float_graph)

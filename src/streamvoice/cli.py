@@ -115,7 +115,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
 
 def cmd_models_calibrate(args: argparse.Namespace) -> int:
     from streamvoice.engine.kokoro import KokoroEngine
-    from streamvoice.engine.voice_stats_cache import calibrate_all
+    from streamvoice.engine.streaming.voice_stats_cache import calibrate_all
 
     engine = KokoroEngine.load(args.model_dir, args.variant)
     path = calibrate_all(engine, Path(args.out) if args.out else None)
@@ -127,8 +127,8 @@ def cmd_models_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_models_derive(args: argparse.Namespace) -> int:
-    from streamvoice.engine import static_decoder, static_front
     from streamvoice.engine.kokoro import KokoroEngine
+    from streamvoice.engine.static_int8 import static_decoder, static_front
 
     engine = KokoroEngine.load(args.model_dir, "int8")
     if engine.split is None:
@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--ranges-out",
         help="measure the activation ranges on this machine (not the shipped ones) and write them here "
-        "(how src/streamvoice/engine/ranges/ is made)",
+        "(how src/streamvoice/engine/static_int8/ranges/ is made)",
     )
     c.set_defaults(func=cmd_models_derive)
 

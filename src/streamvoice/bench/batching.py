@@ -29,8 +29,8 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import EngineOptions
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.split_kokoro import SplitKokoro
-from streamvoice.engine.windows import WindowPlan
+from streamvoice.engine.streaming.split_kokoro import SplitKokoro
+from streamvoice.engine.streaming.windows import WindowPlan
 
 SENTENCES = [
     ("af_heart", "The museum opens at nine, and tours start every half hour after that."),

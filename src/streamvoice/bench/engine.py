@@ -47,7 +47,7 @@ from streamvoice.bench.wer import character_error_rate
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.readiness import time_windows, warm_up
-from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.engine.voices import describe
 from streamvoice.protocol import SAMPLE_RATE
 from streamvoice.server import ServerConfig, create_app

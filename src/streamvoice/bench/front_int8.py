@@ -41,11 +41,12 @@ from streamvoice.bench.languages import SENTENCES, comparable
 from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wer import character_error_rate
-from streamvoice.engine import KokoroEngine, static_front
-from streamvoice.engine.graph_split import split_model
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.options import EngineOptions
-from streamvoice.engine.static_decoder import CALIBRATION, float_lstms, float_weights, quantize
+from streamvoice.engine.static_int8 import static_front
+from streamvoice.engine.static_int8.static_decoder import CALIBRATION, float_lstms, float_weights, quantize
+from streamvoice.engine.surgery.graph_split import split_model
 from streamvoice.engine.voices import describe
 
 TIMED = (

@@ -49,12 +49,13 @@ from streamvoice.bench import batching, capacity
 from streamvoice.bench.capacity_runs import kokoro_onnx_limit, single_call_limit
 from streamvoice.bench.common import RESULTS_DIR, table, write_result
 from streamvoice.bench.tables import md_table, md_value
-from streamvoice.engine import KokoroEngine, cuda_graph
-from streamvoice.engine.decode_batcher import stack_rows
-from streamvoice.engine.graph_split import SplitGraphs, split_model
+from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import CUDA_PROVIDER_OPTIONS, EngineOptions, session_providers
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.windows import WindowPlan
+from streamvoice.engine.streaming.decode_batcher import stack_rows
+from streamvoice.engine.streaming.windows import WindowPlan
+from streamvoice.engine.surgery import cuda_graph
+from streamvoice.engine.surgery.graph_split import SplitGraphs, split_model
 from streamvoice.model_files import VARIANTS, ModelFiles, resolve_model_files, verify_model_files
 
 CUDA = ("CUDAExecutionProvider", "CPUExecutionProvider")
@@ -71,7 +72,7 @@ def float_files(model_dir: Path | None, work: Path, lstms: bool = True) -> tuple
     """The float graph for a GPU and where it came from (``lstms``: the LSTMs in float too)."""
     import onnx
 
-    from streamvoice.engine.static_decoder import float_lstms, float_weights
+    from streamvoice.engine.static_int8.static_decoder import float_lstms, float_weights
 
     files = resolve_model_files(model_dir)
     verify_model_files(files)

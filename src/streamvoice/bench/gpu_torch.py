@@ -40,7 +40,7 @@ KS = (1, 64, 256, 512, 768, 1024)
 def prepare(path: Path) -> None:
     from kokoro_onnx.tokenizer import Tokenizer
 
-    from streamvoice.engine.static_decoder import CALIBRATION
+    from streamvoice.engine.static_int8.static_decoder import CALIBRATION
     from streamvoice.model_files import resolve_model_files
 
     packs = np.load(resolve_model_files().voices)

@@ -30,7 +30,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.bench.wire_barge_ins import BARGE_INS, PLAYED_BEFORE_S
 from streamvoice.bench.wire_trials import SURFACES
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.runner import build_server
 

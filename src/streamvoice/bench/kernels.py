@@ -34,10 +34,10 @@ from streamvoice.bench.common import table, write_result
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.graph_fusion import keep_only_used
-from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.static_decoder import CONTEXT, float_weights
+from streamvoice.engine.static_int8.static_decoder import CONTEXT, float_weights
+from streamvoice.engine.surgery.graph_fusion import keep_only_used
+from streamvoice.engine.surgery.graph_split import split_model
 
 TEXT = "The museum opens at nine, and tours start every half hour after that today, so please come early."
 VOICE = "af_heart"
@@ -108,7 +108,7 @@ def _snake(with_sin: bool) -> list[Any]:
     """The folded snake ``(w + S(w)) * k`` on an input ``x`` (``w = x * a + b``), ``S`` by ``Sin`` or polynomial."""
     from onnx import helper
 
-    from streamvoice.engine.graph_fusion import SIN2_POLYNOMIAL, sin_squared_terms
+    from streamvoice.engine.surgery.graph_fusion import SIN2_POLYNOMIAL, sin_squared_terms
 
     w = [helper.make_node("Mul", ["x", "a"], ["xa"]), helper.make_node("Add", ["xa", "b"], ["w"])]
     if with_sin:
@@ -127,7 +127,7 @@ def elementwise(repeat: int) -> list[dict[str, Any]]:
     """ns per element of single operators and of the snake both ways, 2 threads, idle threads asleep."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from streamvoice.engine.graph_fusion import SIN2_POLYNOMIAL
+    from streamvoice.engine.surgery.graph_fusion import SIN2_POLYNOMIAL
 
     constants = {"a": 0.7, "b": 0.1, "k": 1.3}
     constants |= {f"c{i}": c / np.pi for i, c in enumerate(SIN2_POLYNOMIAL)}

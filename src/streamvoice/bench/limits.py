@@ -34,7 +34,7 @@ from streamvoice.bench.common import machine, table, write_result
 from streamvoice.bench.languages import PIECE_60
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.protocol import SAMPLE_RATE
 
 CONVS = {"Conv", "FusedConv", "ConvInteger", "QLinearConv", "NhwcFusedConv"}
@@ -219,8 +219,8 @@ def attribute_prepacked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from streamvoice.engine import static_decoder
-    from streamvoice.engine.graph_split import split_model
+    from streamvoice.engine.static_int8 import static_decoder
+    from streamvoice.engine.surgery.graph_split import split_model
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

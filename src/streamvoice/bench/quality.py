@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from streamvoice.bench.common import table, write_result
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.voice_stats_cache import prepare
+from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.protocol import SAMPLE_RATE
 
 VOICES = ("af_heart", "af_bella", "am_michael", "bf_emma", "bm_george", "am_puck")

@@ -31,11 +31,11 @@ from streamvoice.bench.quality import dnsmos, pesq_score
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.cuda_graph import stft_as_conv
-from streamvoice.engine.graph_fusion import fuse
-from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.static_decoder import CONTEXT, float_weights, quantize
+from streamvoice.engine.static_int8.static_decoder import CONTEXT, float_weights, quantize
+from streamvoice.engine.surgery.cuda_graph import stft_as_conv
+from streamvoice.engine.surgery.graph_fusion import fuse
+from streamvoice.engine.surgery.graph_split import split_model
 
 # Calibration: ten voices, the nine languages; held out: two others.
 CALIBRATION = (

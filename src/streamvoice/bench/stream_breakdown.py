@@ -32,11 +32,11 @@ from streamvoice.bench.common import table, write_result
 from streamvoice.bench.quality import pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.norm_stats import NormStats
-from streamvoice.engine.split_kokoro import SplitKokoro
+from streamvoice.engine.streaming.split_kokoro import SplitKokoro
+from streamvoice.engine.streaming.voice_stats_cache import prepare
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade
+from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.timing import decode_range
-from streamvoice.engine.voice_stats_cache import prepare
-from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade
 
 # Sentences no window size or statistic was tuned on (held out from bench.quality's and the tests').
 SENTENCES = (

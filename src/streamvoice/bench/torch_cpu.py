@@ -32,7 +32,7 @@ def main() -> None:
     from streamvoice.bench.common import table, write_result
     from streamvoice.engine import KokoroEngine
     from streamvoice.engine.options import EngineOptions
-    from streamvoice.engine.static_decoder import CALIBRATION
+    from streamvoice.engine.static_int8.static_decoder import CALIBRATION
     from streamvoice.engine.torch_kokoro.model import Kokoro, Row, Runner
     from streamvoice.engine.torch_kokoro.weights import float_model
 

@@ -23,9 +23,9 @@ from streamvoice.bench.common import stats, table, write_result
 from streamvoice.bench.spectral import log_spectral_distance
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.readiness import warm_up
-from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan
+from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 
 SENTENCES = [  # ~60 phoneme tokens each

@@ -1,4 +1,7 @@
-"""Kokoro-82M on ONNX Runtime, model files, and voices. Knows nothing about transports.
+"""Kokoro-82M: the engine's one face (``kokoro.KokoroEngine``: pieces in, audio out), model files and voices.
+Knows nothing about transports. Its rooms: ``surgery/`` (cutting and rewriting the official ONNX graph),
+``static_int8/`` (the CPU's derived static-int8 graphs), ``streaming/`` (in-piece streaming on ONNX Runtime:
+windows, the statistics they normalise with), ``torch_kokoro/`` (the PyTorch engine for a GPU), ``g2p/``.
 
 Names load on first use: a GPU device machine imports ``engine.torch_kokoro`` without the CPU engine's G2P
 packages (kokoro-onnx, espeak), which this package's eager imports would pull in.

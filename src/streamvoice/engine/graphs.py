@@ -20,9 +20,9 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.options import session_providers
-from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowCap, WindowPlan
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowCap, WindowPlan
+from streamvoice.engine.surgery.norm_stats import NormStats
 
 
 class RunStop:

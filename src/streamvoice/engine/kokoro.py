@@ -24,7 +24,6 @@ from streamvoice.engine.g2p import G2P
 from streamvoice.engine.g2p.packs import require as require_language_pack
 from streamvoice.engine.graphs import Decoding, Graph, RunStop, WholeGraph
 from streamvoice.engine.greeting import calibration_text
-from streamvoice.engine.norm_stats import NormStats
 from streamvoice.engine.options import (
     CUDA_DID_NOT_START,
     DecoderGraph,
@@ -34,10 +33,12 @@ from streamvoice.engine.options import (
     cuda_started,
 )
 from streamvoice.engine.planning import Piece, Planner
-from streamvoice.engine.split_kokoro import SplitKokoro
+from streamvoice.engine.streaming.split_kokoro import SplitKokoro
+from streamvoice.engine.streaming.voice_memory import VoiceMemory
+from streamvoice.engine.streaming.windows import WindowCap, WindowPlan
 from streamvoice.engine.styles import VoiceStyles
+from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.timing import TrimmedPiece, pause_samples, trim_whole, word_times
-from streamvoice.engine.voice_memory import VoiceMemory
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
@@ -46,7 +47,6 @@ from streamvoice.engine.voices import (
     describe,
     parse_voice_spec,
 )
-from streamvoice.engine.windows import WindowCap, WindowPlan
 from streamvoice.model_files import (
     STATIC_DECODER_VARIANTS,
     VARIANTS,
@@ -154,8 +154,8 @@ class KokoroEngine:
     def _use_static_graphs(self) -> None:
         """The split graph's decoder and the front's energy branch in static int8, each derived once from
         the official file and cached beside it (``static_decoder.prepare_derived``)."""
-        from streamvoice.engine import static_decoder, static_front
-        from streamvoice.engine.static_decoder import CALIBRATION
+        from streamvoice.engine.static_int8 import static_decoder, static_front
+        from streamvoice.engine.static_int8.static_decoder import CALIBRATION
 
         if self._split is None:
             raise EngineError(

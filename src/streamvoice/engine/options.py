@@ -8,7 +8,7 @@ from typing import Literal
 
 import onnxruntime as ort
 
-from streamvoice.engine.windows import COLD_PLAN, WindowPlan
+from streamvoice.engine.streaming.windows import COLD_PLAN, WindowPlan
 
 
 class EngineError(RuntimeError):

@@ -16,8 +16,8 @@ import numpy as np
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.options import EngineError
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan
 from streamvoice.engine.voices import SUPPORTED_LANGS, default_lang
-from streamvoice.engine.windows import SAMPLES_PER_FRAME, WindowPlan
 from streamvoice.protocol import DEFAULT_VOICE, SAMPLE_RATE
 from streamvoice.text.normalize import warm as warm_rules
 

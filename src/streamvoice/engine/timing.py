@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from streamvoice.audio.levels import AUDIBLE_DBFS, block_levels
 from streamvoice.engine.alignment import WordSpan, WordTime
-from streamvoice.engine.windows import SAMPLES_PER_FRAME
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 from streamvoice.protocol import SAMPLE_RATE, Pauses
 
 LEAD_FRAMES = 4  # decode from 100 ms before the first phoneme: 90% of onsets start less than 80 ms early

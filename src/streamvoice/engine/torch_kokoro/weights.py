@@ -62,7 +62,7 @@ def float_model(model_path: Path) -> Any:
     """The ONNX file with its int8 weights dequantized: the float graph ONNX Runtime's float path runs."""
     import onnx
 
-    from streamvoice.engine.static_decoder import float_lstms, float_weights
+    from streamvoice.engine.static_int8.static_decoder import float_lstms, float_weights
 
     model = onnx.load(str(model_path))
     float_weights(model)

@@ -22,9 +22,9 @@ from numpy.typing import NDArray
 from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.graphs import RunStop
 from streamvoice.engine.planning import Piece
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN, WindowCap, WindowPlan
 from streamvoice.engine.timing import pause_samples
 from streamvoice.engine.voices import VoiceSpec
-from streamvoice.engine.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN, WindowCap, WindowPlan
 from streamvoice.protocol import MAX_SPEED, MIN_SPEED, Pauses
 from streamvoice.server.core.config import ServerConfig
 from streamvoice.server.core.load import DecodedWindow, Load

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streamvoice.engine.windows import FRAME_S, FRAMES_PER_SECOND
+from streamvoice.engine.streaming.windows import FRAME_S, FRAMES_PER_SECOND
 from streamvoice.server.core.admission import DecodeSpeed, measured_capacity
 from streamvoice.server.core.window_sizing import WindowCost
 

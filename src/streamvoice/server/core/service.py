@@ -18,7 +18,7 @@ from streamvoice.engine.g2p import G2PError
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.engine.planning import MESSAGE_POLICY, Piece
 from streamvoice.engine.readiness import time_pieces_at_once, time_windows, warm_up
-from streamvoice.engine.voice_stats_cache import prepare as prepare_voice_stats
+from streamvoice.engine.streaming.voice_stats_cache import prepare as prepare_voice_stats
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.config import ServerConfig

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from streamvoice.engine.windows import FRAME_S
+from streamvoice.engine.streaming.windows import FRAME_S
 
 SMALLEST_WINDOW_FRAMES = 12
 LARGEST_WINDOW_FRAMES = 40  # 1 s of audio; a newcomer's first window may wait for one

@@ -29,8 +29,8 @@ from starlette.routing import Route
 from streamvoice.asgi import error_response, header_value
 from streamvoice.engine.g2p.packs import NEEDS as LANGUAGE_PACKS
 from streamvoice.engine.g2p.packs import status as pack_status
+from streamvoice.engine.streaming.windows import FRAMES_PER_SECOND
 from streamvoice.engine.voices import LANGUAGES
-from streamvoice.engine.windows import FRAMES_PER_SECOND
 from streamvoice.protocol import (
     DEFAULT_VOICE,
     SAMPLE_RATE,

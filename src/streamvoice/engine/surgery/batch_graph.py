@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, live
+from streamvoice.engine.surgery.norm_stats import BLEND_PRIOR, BLEND_WINDOW, live
 
 BATCH = "batch"
 _GEN = "/decoder/decoder/generator/"

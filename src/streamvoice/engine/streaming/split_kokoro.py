@@ -17,14 +17,10 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-from streamvoice.engine import cuda_graph
-from streamvoice.engine.decode_batcher import DecodeBatcher
-from streamvoice.engine.graph_split import split_model
 from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
-from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, stat_names
 from streamvoice.engine.options import session_providers
-from streamvoice.engine.timing import decode_range
-from streamvoice.engine.windows import (
+from streamvoice.engine.streaming.decode_batcher import DecodeBatcher
+from streamvoice.engine.streaming.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
     WindowCap,
@@ -32,6 +28,10 @@ from streamvoice.engine.windows import (
     crossfade,
     window_prior,
 )
+from streamvoice.engine.surgery import cuda_graph
+from streamvoice.engine.surgery.graph_split import split_model
+from streamvoice.engine.surgery.norm_stats import BLEND_PRIOR, BLEND_WINDOW, NormStats, stat_names
+from streamvoice.engine.timing import decode_range
 
 log = logging.getLogger("streamvoice.engine")
 

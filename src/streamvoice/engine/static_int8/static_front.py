@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamvoice.engine import static_decoder
-from streamvoice.engine.static_decoder import float_weights
+from streamvoice.engine.static_int8 import static_decoder
+from streamvoice.engine.static_int8.static_decoder import float_weights
 from streamvoice.model_files import naming_hash
 
 FORMAT = 2  # bump when the derivation changes: old files then no longer match
@@ -54,7 +54,7 @@ def derive(model: Path, feeds: Callable[[], list[dict[str, Any]]], ranges_out: P
     """The static-int8 front for ``model`` (its split front as exported): with the ranges shipped for this
     file, else measured on ``feeds()`` (``KokoroEngine.front_feeds``; a few seconds); ``ranges_out`` as
     ``static_decoder.derive``'s."""
-    from streamvoice.engine.graph_split import split_model
+    from streamvoice.engine.surgery.graph_split import split_model
 
     ranges = static_decoder.ranges_for(cache_name(model), ranges_out)
     measured = ranges is None or not ranges.is_file()

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from streamvoice.engine.norm_stats import BLEND_PRIOR, BLEND_WINDOW, topological
+from streamvoice.engine.surgery.norm_stats import BLEND_PRIOR, BLEND_WINDOW, topological
 
 # The name ending of a folded norm's ``x * s``: what ``fold_snake`` looks for after ``fold_norm_affine``.
 FOLDED_PRODUCT = "/fold/xs"

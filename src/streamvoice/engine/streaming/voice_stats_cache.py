@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import KokoroEngine
-from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from streamvoice.engine.graph_fusion import Matcher, node, replace_nodes
+from streamvoice.engine.surgery.graph_fusion import Matcher, node, replace_nodes
 
 
 def for_cuda(decoder: bytes) -> bytes:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamvoice.engine.batch_graph import BatchGraphError, make_batchable
-from streamvoice.engine.norm_stats import add_prior_inputs, find_norms
+from streamvoice.engine.surgery.batch_graph import BatchGraphError, make_batchable
+from streamvoice.engine.surgery.norm_stats import add_prior_inputs, find_norms
 
 log = logging.getLogger("streamvoice.engine")
 

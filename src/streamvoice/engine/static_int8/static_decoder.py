@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamvoice.engine.graph_fusion import fuse, keep_only_used
+from streamvoice.engine.surgery.graph_fusion import fuse, keep_only_used
 from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
@@ -204,7 +204,7 @@ def derive(model: Path, windows: Callable[[], list[dict[str, Any]]], ranges_out:
     this file (seconds), else with ranges measured on ``windows()`` (``calibration_windows``; ~85 s on 2
     cores). ``ranges_out``: measure them in any case and write them into this folder (how the shipped ones
     are made)."""
-    from streamvoice.engine.graph_split import split_model
+    from streamvoice.engine.surgery.graph_split import split_model
 
     started = time.perf_counter()
     ranges = ranges_for(cache_name(model), ranges_out)

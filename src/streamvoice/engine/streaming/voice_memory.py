@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.voices import VoiceSpec
 
 # Each new piece counts against at most this many frames of history (15 s of audio), so the statistics

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.engine.norm_stats import NormStats
+from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.protocol import SAMPLE_RATE
 
 SAMPLES_PER_FRAME = 600  # the model's duration unit: 40 aligned frames per second of its 24 kHz audio
