@@ -17,6 +17,7 @@ from websockets.sync.client import connect
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.server.core.requests import Resolver
+from streamvoice.server.core.seat import Seat
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.slots import Slot
 from streamvoice.server.core.utterances import Utterances
@@ -138,7 +139,7 @@ async def _send_boom(*args: Any, **kwargs: Any) -> None:
 
 
 SOCKET_STEPS: dict[str, tuple[Any, str, Any]] = {
-    "gate": (Connection, "gate", _boom),
+    "gate": (Seat, "gate", _boom),
     "answer": (Connection, "_answer", _boom),
     "events": (connection, "encoded_events", _boom),
     "send": (websocket.WebSocketTransport, "send", _send_boom),

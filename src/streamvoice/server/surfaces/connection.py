@@ -12,8 +12,8 @@ they were opened, on one listener lane. What is written here once, and nowhere e
 - a cap on replies waiting unsent (``outbox``): a client that floods while it reads is slowed, one that
   reads nothing is closed at once, its answers cancelled and its listener slot freed;
 - a client that stops reading is closed by the transport (1008 after ``send_timeout_s``);
-- the admission gate (one planner per connection, in answer order; a listener slot held before planning),
-  and the slot given back when the connection goes idle or away;
+- its seat (``core.seat``): every answer opened one way (the slot, then the utterance; one planner per
+  connection, in answer order), the slot given back when the connection goes idle or away;
 - drain: queued answers finish, new ones are refused ``going_away``, then 1001; event-driven, no polling;
 - the upgrade (``upgrade.serve``): the key before anything else, the session cap counted before any
   ``await``, the wire's own checks, then the connection; a refusal in the wire's shape, one close-code rule.
@@ -34,7 +34,8 @@ from contextlib import aclosing
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.events import PieceEnded
 from streamvoice.server.core.lane import Lane
-from streamvoice.server.core.requests import speech_ends
+from streamvoice.server.core.requests import ResolvedRequest, speech_ends
+from streamvoice.server.core.seat import Opened, Seat
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.tenancy import current
 from streamvoice.server.surfaces.answer import Answer, Renderer
@@ -59,6 +60,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         self.connection_id = connection_id
         self.utterances = service.utterances()
         self.utterances.on_restart = transport.restart_playout  # the listener's playback starts again
+        self.seat = Seat(service.admission, self.utterances, self)  # its answers and listener slot
         transport.on_stalled = self.cancel
         self.answering: list[A] = []  # every answer not yet finished, in order
         self.playout = Playout[A](service.sample_rate)  # where each answer sits on the listener's player
@@ -167,16 +169,11 @@ class Connection[F, A: Answer](Renderer[F, A]):
             return ProtocolError(ErrorCode.QUEUE_FULL, why)
         return None
 
-    async def gate(self, previous: Answer | None) -> None:
-        """Before an answer is planned: the one before it is planned (one planner per connection, in answer
-        order, so deadlines follow speaking order and a client cannot occupy the planning thread with many
-        answers at once), and a listener slot is held (``server_busy`` if none frees in time)."""
-        if previous is not None:
-            await previous.utterance.planned()
-        admission = self.service.admission
-        await admission.wait(self)
-        if not admission.holds(self):
-            raise admission.busy("this connection's wait for a listener slot ran out")
+    def begin(self, request: ResolvedRequest, uid: str | None, can_wait: bool = True) -> Opened:
+        """Start an answer on this connection's seat, behind every answer opened before it (``Seat.open``:
+        the slot, then the utterance); ``server_busy`` raised before anything starts."""
+        previous = self.previous()
+        return self.seat.open(request, uid, previous.utterance if previous else None, can_wait)
 
     def cancel(self, target: str | None = None) -> list[A]:
         """Stop the answer with this id (None: every one); those cancelled."""
@@ -219,7 +216,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
             self.cancel()
             await asyncio.gather(notices, return_exceptions=True)
             self.service.connections.discard(self)
-            self.service.admission.leave(self)
+            self.seat.leave()
 
     def _closing(self, code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing[F]:
         return Closing(close_code, reason, self.closing_frame(code, message))
@@ -321,7 +318,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         if answer in self.answering:
             self.answering.remove(answer)
         if not self.answering:
-            self.service.admission.idle(self)  # the slot goes unless the next answer comes
+            self.seat.idle()  # the slot goes unless the next answer comes
 
     async def _notice_loop(self) -> None:
         try:
@@ -359,7 +356,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         """A listener's turn may be over at a piece's end (``Admission.take_turn``): its answer goes on
         when its slot comes back, or ends ``server_busy``."""
         try:
-            await self.service.admission.take_turn(self, lambda: self.notice(self.handed_over(answer)))
+            await self.seat.take_turn(lambda: self.notice(self.handed_over(answer)))
         except ProtocolError as exc:
             answer.utterance.fail(exc.naming(id=answer.id))
 

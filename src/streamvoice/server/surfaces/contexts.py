@@ -152,12 +152,10 @@ class ContextSocket[S](Connection[Frame, Context[S]]):
             self.refuse(refused, cid)
             return None
         try:
-            self.service.admission.admit(self)
+            utterance = self.begin(request, cid).utterance
         except ProtocolError as busy:
             self.refuse(busy, cid)
             return None
-        previous = self.previous()
-        utterance = self.utterances.start(request, cid, gate=lambda: self.gate(previous))
         ctx = Context(cid, request, utterance, time.monotonic(), wire=self.new_state())
         self.open[cid] = ctx
         utterance.on_idle = lambda: self._close(ctx)  # no text for a while: ended as it stood

@@ -120,10 +120,20 @@ class BidiSession(Connection[Frame, Message]):
         except ProtocolError as exc:
             self._reply_error(exc, sequence)
             return
-        if not self._admit(msg.id, sequence):
+        try:
+            opened = self.begin(request, msg.id)
+        except ProtocolError as busy:
+            self._reply_error(busy.naming(id=msg.id), sequence)
             return
-        previous = self.previous()
-        utterance = self.utterances.start(request, msg.id, gate=lambda: self.gate(previous))
+        if opened.queued:  # told now: it waits for a listener slot
+            detail = {
+                "id": msg.id,
+                "sequence": sequence,
+                "position": opened.position,
+                "max_wait_s": opened.max_wait_s,
+            }
+            self.reply(encode_event(Ack("queued", detail)))
+        utterance = opened.utterance
         message = Message(msg.id, request, utterance, time.monotonic(), sequence=sequence)
         if msg.stream:
             try:
@@ -132,7 +142,7 @@ class BidiSession(Connection[Frame, Message]):
                 utterance.cancel()
                 self.utterances.done(utterance)
                 if not self.answering:
-                    self.service.admission.idle(self)
+                    self.seat.idle()
                 self._reply_error(exc.naming(id=msg.id), sequence)
                 return
         else:
@@ -151,24 +161,6 @@ class BidiSession(Connection[Frame, Message]):
                     self.streams.end(uid)
         except ProtocolError as exc:
             self._reply_error(exc, None)
-
-    def _admit(self, msg_id: str | None, sequence: int) -> bool:
-        """A listener slot for this session: held, taken, waited for (told now), or refused (told now)."""
-        admission = self.service.admission
-        try:
-            decision = admission.admit(self)
-        except ProtocolError as busy:
-            self._reply_error(busy.naming(id=msg_id), sequence)
-            return False
-        if decision == "queued":
-            detail = {
-                "id": msg_id,
-                "sequence": sequence,
-                "position": admission.position(self),
-                "max_wait_s": admission.max_wait_s,
-            }
-            self.reply(encode_event(Ack("queued", detail)))
-        return True
 
     async def _configure(self, msg: Configure) -> None:
         pauses = self.service.config.pauses
@@ -194,12 +186,12 @@ class BidiSession(Connection[Frame, Message]):
         return cancelled
 
     def handed_over(self, message: Message) -> Frame | None:
-        admission = self.service.admission
+        position, max_wait_s = self.seat.waiting()
         detail = {
             "id": message.id,
             "sequence": message.sequence,
-            "position": admission.position(self),
-            "max_wait_s": admission.max_hold_s + admission.max_wait_s,
+            "position": position,
+            "max_wait_s": max_wait_s,
             "handed_over": True,  # its turn was over: the slot went to a caller waiting; it resumes after
         }
         return encode_event(Ack("queued", detail))

@@ -208,7 +208,7 @@ class WyomingConnection(Connection[Frame, Spoken]):
             if refused is not None:
                 raise refused
             slot = reserve(self.service)  # the session cap, released with the utterance
-            self.service.admission.admit(self, can_wait=False)
+            utterance = self.begin(request, None, can_wait=False).utterance  # Wyoming has no "queued"
         except ProtocolError as exc:
             if slot is not None:
                 slot.release()
@@ -217,8 +217,6 @@ class WyomingConnection(Connection[Frame, Spoken]):
             if streaming:
                 self._stream = Refused()
             return None
-        previous = self.previous()
-        utterance = self.utterances.start(request, None, gate=lambda: self.gate(previous))
         if streaming:
             self._stream = utterance
             utterance.on_idle = lambda: self._stream_went_quiet(utterance)
