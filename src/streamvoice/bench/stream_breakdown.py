@@ -7,6 +7,11 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
 - **shipped, context 12**: the same estimate, three times the context on each side of every window;
 - **exact statistics**: the same windows normalised with the whole piece's own statistics (what no
   stream can know before decoding the whole piece: the ceiling of any better estimate);
+- **speech statistics, blended as shipped**: the shipped stream with the voice's statistics replaced by
+  this piece's own speech statistics (a perfect estimate of the speech, blended with each window's own as
+  the engine blends);
+- **exact statistics, blended**: each window blends the whole piece's statistics with its own, weighted as
+  the engine weighs them (what blending alone costs, with nothing left to estimate);
 - **exact statistics for norms [0:k]**: the whole piece's statistics for the first ``k`` of the decoder's
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
@@ -81,6 +86,11 @@ def fixed(stats: NormStats) -> PriorAt:
     return lambda lo, hi: (stats, 1.0)
 
 
+def blended(stats: NormStats, frames: int) -> PriorAt:
+    """Every window blends ``stats`` (counted as the piece's ``frames``) with its own computed frames."""
+    return lambda lo, hi: (stats, frames / (frames + hi - lo))
+
+
 def mixed(exact: NormStats, estimate: NormStats, k: int) -> NormStats:
     """The exact statistics for the first ``k`` norms, the estimate's for the rest."""
     return NormStats(
@@ -103,15 +113,16 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
     plan = engine.window_plan
     wide = replace(plan, context=12, lookahead=12, lead_context=12)
 
-    def shipped(p: WindowPlan) -> NDArray[np.float32]:
-        chunks = split.stream(
-            feats, style, p, voice_prior, engine.cold_window_plan, None, None, span, silence
-        )
+    def shipped(p: WindowPlan, prior: NormStats | None = voice_prior) -> NDArray[np.float32]:
+        chunks = split.stream(feats, style, p, prior, engine.cold_window_plan, None, None, span, silence)
         return np.concatenate([audio for audio, _ in chunks])
 
+    speech_stats = split.decode(feats, style, *span)[1]
     variants = {
         "shipped": shipped(plan),
         "shipped, context 12": shipped(wide),
+        "speech statistics, blended as shipped": shipped(plan, speech_stats),
+        "exact statistics, blended": windows_with(split, feats, style, span, plan, blended(exact, frames)),
         "exact statistics": windows_with(split, feats, style, span, plan, fixed(exact)),
         "whole, second front": split.decode(split.features(feeds), style, 0, frames)[0][
             span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
