@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamvoice.engine import KokoroEngine
-from streamvoice.engine.streaming.windows import DEFAULT_PLAN, WindowPlan, crossfade
+from streamvoice.engine.streaming.windows import WindowPlan, crossfade
 from streamvoice.model_files import ModelFiles
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
@@ -56,18 +56,6 @@ def test_capped_windows_tile_every_frame_and_respect_the_cap(frames: int, caps: 
             assert b - a <= limit
     uncapped = WindowPlan().windows(frames)
     assert len(spans) >= len(uncapped)  # a cap only ever shortens windows, never merges them
-
-
-def test_a_short_piece_gets_wider_context_after_its_first_window_and_a_long_one_does_not() -> None:
-    plan = DEFAULT_PLAN
-    short, long = plan.for_piece(plan.short_piece), plan.for_piece(plan.short_piece + 1)
-    assert short.context == plan.short_context > plan.context and long is plan
-    assert (short.lead_context, short.lookahead, short.first) == (
-        plan.lead_context,
-        plan.lookahead,
-        plan.first,
-    )
-    assert WindowPlan().for_piece(10) == WindowPlan()  # a plan without the rule keeps its context
 
 
 def test_crossfade_of_identical_renditions_is_the_signal() -> None:

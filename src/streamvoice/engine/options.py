@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import onnxruntime as ort
 
-from streamvoice.engine.streaming.windows import COLD_PLAN, DEFAULT_PLAN, WindowPlan
+from streamvoice.engine.streaming.windows import COLD_PLAN, WindowPlan
 
 
 class EngineError(RuntimeError):
@@ -31,7 +31,7 @@ class EngineOptions:
     stream_windows: bool = (
         True  # in-piece streaming: decode each piece in windows (falls back if the graph won't split)
     )
-    window_plan: WindowPlan = DEFAULT_PLAN
+    window_plan: WindowPlan = field(default_factory=WindowPlan)
     cold_window_plan: WindowPlan = COLD_PLAN  # a voice's first piece, before its statistics are known
     english_g2p: str = "misaki"  # or "espeak" (see ``engine.g2p``)
     # None: static int8 for the official int8 file on a CPU (1.6-2x its exported decoder; the quality bar in

@@ -249,7 +249,6 @@ class SplitKokoro:
         first, last = span or (0, frames)
         if voice_prior is None or not self.norms:
             plan = cold_plan or COLD_PLAN
-        plan = plan.for_piece(last - first)
         ctx, xf = plan.context, plan.crossfade
         seen: NormStats | None = None  # statistics of the frames kept so far
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade

@@ -9,7 +9,7 @@ statistics (``window_prior``), so little context is needed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,20 +52,6 @@ class WindowPlan:
     lookahead: int = 2
     lead_context: int = 4  # left context of the first window (the model's silence before the speech)
     crossfade: int = 240  # samples (10 ms) blended at each seam
-    # A piece of at most ``short_piece`` frames ("Got it, thanks!") is a few small windows, and what its sound
-    # lacks is context, not better statistics: its windows after the first take ``short_context`` a side
-    # (streamed-vs-whole PESQ 1.6-2.2 -> 2.7-3.0 for that sentence; 2.02 -> 2.53 over six short sentences and
-    # six voices; ``python -m streamvoice.bench.stream_breakdown``, docs/benchmarks.md 7b). The first window
-    # keeps its own context, so heard onset is unchanged; the later windows of a short piece cost up to 16
-    # frames more each. 0: off.
-    short_piece: int = 0
-    short_context: int = 12
-
-    def for_piece(self, frames: int) -> WindowPlan:
-        """The plan for a piece of ``frames`` frames (wider context for a short one)."""
-        if frames > self.short_piece or self.context >= self.short_context:
-            return self
-        return replace(self, context=self.short_context)
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
         return list(self.iter_windows(frames))
@@ -150,9 +136,6 @@ def window_prior(
         rest = NormStats.merge(rest, silence.weighted(float(silent)))
     return rest, (rest.frames / (rest.frames + computed) if rest is not None else 0.0)
 
-
-# What a piece is decoded with when nothing says otherwise: pieces up to 1.6 s get the wider context.
-DEFAULT_PLAN = WindowPlan(short_piece=64)
 
 # For a listener who already has audio buffered, first-audio latency no longer matters: no small windows at
 # the start of the piece, so fewer calls (each pays the fixed part again) and more of the CPU for others.
