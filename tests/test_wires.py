@@ -12,7 +12,7 @@ from streamvoice.asgi import openai_shape
 from streamvoice.protocol import KeyForms, ProtocolError
 from streamvoice.server import app
 from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs
-from streamvoice.server.surfaces.wire import Wire, error_shapes, key_forms, shape_at
+from streamvoice.server.surfaces.wire import Wire, error_shapes, key_forms, shape_of, wire_at
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "streamvoice"
 VENDORS = re.compile(
@@ -58,14 +58,14 @@ def test_key_forms_join_each_wires_own_and_read_a_key_from_any_of_them() -> None
 
 def test_a_wires_paths_answer_in_its_error_shape_and_the_rest_in_the_default() -> None:
     error = ProtocolError("not_found", "x")
-    assert shape_at(app.WIRES, "/v1/text-to-speech/x/stream") is elevenlabs.error_shape
+    assert shape_of(wire_at(app.WIRES, "/v1/text-to-speech/x/stream")) is elevenlabs.error_shape
     assert (
-        shape_at(app.WIRES, "/pronunciation-dicts/")
-        is shape_at(app.WIRES, "/tts/bytes")
+        shape_of(wire_at(app.WIRES, "/pronunciation-dicts/"))
+        is shape_of(wire_at(app.WIRES, "/tts/bytes"))
         is cartesia.error_shape
     )
-    assert shape_at(app.WIRES, "/v2/speak") is deepgram.error_shape
-    assert shape_at(app.WIRES, "/v1/audio/speech") is openai_shape
+    assert shape_of(wire_at(app.WIRES, "/v2/speak")) is deepgram.error_shape
+    assert shape_of(wire_at(app.WIRES, "/v1/audio/speech")) is openai_shape
     assert "request_id" in deepgram.error_shape(error)  # each shape is the wire's own
     assert all(prefix for prefix, _ in error_shapes(app.WIRES))
 

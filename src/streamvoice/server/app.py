@@ -42,7 +42,7 @@ from streamvoice.server.surfaces.guards import listing_service, service_of
 from streamvoice.server.surfaces.openai import speech as openai_api
 from streamvoice.server.surfaces.session import socket as session
 from streamvoice.server.surfaces.vendor_voices import vendor_voices
-from streamvoice.server.surfaces.wire import Wire, error_shapes, key_forms, shape_at, wire_at
+from streamvoice.server.surfaces.wire import Wire, error_shapes, key_forms, shape_of, wire_at
 from streamvoice.server.surfaces.wyoming.listener import WyomingServer
 from streamvoice.store import Store, StoreError, open_store
 from streamvoice.store.keys import Keyring
@@ -165,7 +165,7 @@ async def not_found(request: Request, exc: Exception) -> Response:
     wire = wire_at(WIRES, path)
     hint = next((h for prefix, h in wire.not_found_hints if path.startswith(prefix)), "") if wire else ""
     error = ProtocolError(ErrorCode.NOT_FOUND, f"{request.method} {path[:100]}: {what}{hint}")
-    return JSONResponse(shape_at(WIRES, path)(error), status_code=status)
+    return JSONResponse(shape_of(wire)(error), status_code=status)
 
 
 # --- routes ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from streamvoice.text.pronounce import ipa_to_kokoro
 MAX_RULES = MAX_LEXICON_ENTRIES
 MAX_PLS_BYTES = 256 * 1024
 PLS_NS = "http://www.w3.org/2005/01/pronunciation-lexicon"
-ALPHABETS = ("ipa", "cmu-arpabet")
+ALPHABETS = ("ipa", "cmu-arpabet", "cmu")  # a phoneme rule's; "cmu" is CMU ARPAbet too
 
 # CMU ARPAbet (stress digits on vowels) in the symbols the voices were trained on (misaki's).
 ARPABET: Mapping[str, str] = {
@@ -66,11 +66,9 @@ def phonemes_entry(value: str) -> str:
 
 def said_phonemes(phoneme: str, alphabet: str) -> str:
     """A rule's phonemes in ``ipa`` or ``cmu-arpabet`` as what a lexicon entry says, or ``RuleError``."""
-    if alphabet == "ipa":
-        return phonemes_entry(ipa_to_kokoro(phoneme))
-    if alphabet in ("cmu-arpabet", "cmu"):
-        return phonemes_entry(arpabet_to_kokoro(phoneme))
-    raise RuleError(f'a phoneme rule\'s alphabet must be "ipa" or "cmu-arpabet" (got {alphabet[:20]!r})')
+    if alphabet not in ALPHABETS:
+        raise RuleError(f'a phoneme rule\'s alphabet must be "ipa" or "cmu-arpabet" (got {alphabet[:20]!r})')
+    return phonemes_entry(ipa_to_kokoro(phoneme) if alphabet == "ipa" else arpabet_to_kokoro(phoneme))
 
 
 def lexicon_of(rules: Sequence[object], entry: Callable[[object], tuple[str, str]]) -> dict[str, str]:

@@ -45,6 +45,6 @@ def wire_at(wires: Sequence[Wire], path: str) -> Wire | None:
     return max(found, key=lambda pair: pair[0])[1] if found else None
 
 
-def shape_at(wires: Sequence[Wire], path: str) -> ErrorShape:
-    wire = wire_at(wires, path)
+def shape_of(wire: Wire | None) -> ErrorShape:
+    """The error shape of ``wire`` (``wire_at``'s answer): its own, else the server's default."""
     return wire.error_shape if wire is not None and wire.error_shape is not None else openai_shape

@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streamvoice.text.dictionary_rules import Lexeme, RuleError, pls_document, pls_lexemes, said_phonemes
+from streamvoice.text.dictionary_rules import (
+    ALPHABETS,
+    Lexeme,
+    RuleError,
+    pls_document,
+    pls_lexemes,
+    said_phonemes,
+)
 from streamvoice.text.marks import EXACT
 
 
@@ -31,7 +38,7 @@ def elevenlabs_entry(rule: object) -> tuple[str, str]:
         phoneme, alphabet = rule.get("phoneme"), str(rule.get("alphabet", "")).lower()
         if not isinstance(phoneme, str) or not phoneme.strip():
             raise RuleError(f'the phoneme rule for {word[:40]!r} needs "phoneme"')
-        if alphabet not in ("ipa", "cmu-arpabet", "cmu"):
+        if alphabet not in ALPHABETS:
             raise RuleError(f'the phoneme rule for {word[:40]!r} needs "alphabet": "ipa" or "cmu-arpabet"')
         return word, exact + said_phonemes(phoneme, alphabet)
     raise RuleError(f'rule "type" must be "alias" or "phoneme" (got {str(kind)[:20]!r})')
