@@ -58,7 +58,7 @@ class FakeEngine:
 
 @dataclass
 class FakeHost:
-    """What a lane needs of the server (``lane.LaneHost``), with the engine stood in for."""
+    """What a lane needs of the server (``lane_host.LaneHost``), with the engine stood in for."""
 
     engine: FakeEngine = field(default_factory=FakeEngine)
     config: ServerConfig = field(default_factory=ServerConfig)

@@ -16,7 +16,8 @@ from websockets.asyncio.client import connect
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core import service as service_module
-from streamvoice.server.core.admission import PIECE_S, Admission, DecodeSpeed, measured_capacity
+from streamvoice.server.core.admission import PIECE_S, Admission
+from streamvoice.server.core.load import DecodeSpeed, measured_capacity
 from streamvoice.server.core.tenancy import turn
 from streamvoice.store.keys import Tenant
 from tests.fakes import FakeListener
@@ -315,7 +316,7 @@ def test_a_long_held_slot_goes_at_its_pause_while_others_wait() -> None:
 @pytest.mark.parametrize(("hands_over", "hint_s"), [(True, 40.0), (False, 600.0)])
 def test_a_retry_hint_counts_an_http_answer_to_its_end(hands_over: bool, hint_s: float) -> None:
     """A socket held 0 s of a 30 s hold frees at its turn's end and the next piece's (30 + 10 s); a streamed
-    HTTP answer cannot hand over (``Slot.hands_over``): its 600 s of speech is what the hint says."""
+    HTTP answer cannot hand over (``Seat.hands_over``): its 600 s of speech is what the hint says."""
 
     async def scenario() -> float:
         admission = Admission("refuse", lambda: 1, idle_release_s=0.0, max_hold_s=30.0, clock=lambda: 0.0)

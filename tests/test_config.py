@@ -57,7 +57,7 @@ def test_remote_wyoming_with_a_token_needs_an_opt_in() -> None:
 
 
 def test_the_start_says_whether_a_token_is_needed_and_names_settings_missing_their_prefix() -> None:
-    from streamvoice.server.core.config import startup_notes
+    from streamvoice.server.core.config_docs import startup_notes
 
     open_notes = startup_notes(ServerConfig(), {"AUTH_TOKEN": "s3cret", "PORT": "8080"})
     assert open_notes[0] == (False, open_notes[0][1]) and "authentication off" in open_notes[0][1]
@@ -74,11 +74,11 @@ CONFIGURATION_MD = Path(__file__).resolve().parents[1] / "docs" / "configuration
 
 def test_docs_configuration_is_rendered_from_the_fields() -> None:
     """``docs/configuration.md`` carries the table ``settings_markdown`` renders: a setting added, renamed or
-    re-ranged in the code without the docs fails here (regenerate: ``python -m streamvoice.server.core.config``)."""
-    from streamvoice.server.core.config import settings_markdown
+    re-ranged in the code without the docs fails here (regenerate: ``python -m streamvoice.server.core.config_docs``)."""
+    from streamvoice.server.core.config_docs import settings_markdown
 
     assert settings_markdown() in CONFIGURATION_MD.read_text(), (
-        "run: python -m streamvoice.server.core.config"
+        "run: python -m streamvoice.server.core.config_docs"
     )
     assert all(f.metadata["meaning"] for f in fields(ServerConfig))
 

@@ -1,4 +1,4 @@
-"""``core.slots.holding``: whatever a request or a connection reserved is given back however it ends. A
+"""``core.rooms.holding``: whatever a request or a connection reserved is given back however it ends. A
 failure injected at each step of the HTTP start sequence, mid-body, and at each step of a socket's answer,
 on a server keeping one listener: ``/metrics`` returns to idle and the next caller is served (a response
 header that failed to encode after the slot was taken kept it for good: every later call was 503)."""
@@ -16,13 +16,12 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from streamvoice.engine import KokoroEngine
+from streamvoice.server.core.admission import Admission
 from streamvoice.server.core.requests import Resolver
 from streamvoice.server.core.seat import Seat
-from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import Slot
 from streamvoice.server.core.utterances import Utterances
-from streamvoice.server.surfaces import connection, http_answer, http_stream, websocket
-from streamvoice.server.surfaces.connection import Connection
+from streamvoice.server.surfaces import http_answer, http_stream, websocket, writer
+from streamvoice.server.surfaces.writer import Writer
 from tests.helpers import RunningServer, start_speech_server
 
 IDLE = {
@@ -76,8 +75,9 @@ async def _one_chunk_then_boom(*args: Any, **kwargs: Any) -> AsyncGenerator[byte
 HTTP_STEPS: dict[str, tuple[Any, str, Any]] = {
     "body": (http_answer, "parse_json_object", _boom),
     "parse": (Resolver, "resolve", _boom),
-    "admission": (Slot, "admit", _boom),
-    "utterance": (SpeechService, "utterance", _boom),
+    "admission": (Admission, "admit", _boom),
+    "utterance": (Utterances, "start", _boom),
+    "gate": (Seat, "gate", _boom),
     "first audio": (http_stream, "encoded_events", _boom),
     "response headers": (http_stream.TimedStream, "__init__", _header_fails),
     "mid-body": (http_answer, "audio_only", _one_chunk_then_boom),
@@ -140,8 +140,8 @@ async def _send_boom(*args: Any, **kwargs: Any) -> None:
 
 SOCKET_STEPS: dict[str, tuple[Any, str, Any]] = {
     "gate": (Seat, "gate", _boom),
-    "answer": (Connection, "_answer", _boom),
-    "events": (connection, "encoded_events", _boom),
+    "answer": (Writer, "_answer", _boom),
+    "events": (writer, "encoded_events", _boom),
     "send": (websocket.WebSocketTransport, "send", _send_boom),
     "start": (Utterances, "start", _boom),
 }

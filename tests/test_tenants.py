@@ -332,18 +332,18 @@ async def test_a_key_revoked_while_its_socket_is_being_opened_closes_it(
     is one the service can close: a revocation in between reaches it when it starts, not never."""
     import threading
 
-    from streamvoice.server.core.slots import Slot
+    from streamvoice.server.core.rooms import Room
 
     key = make_key(server, "opening")
     held, go_on = threading.Event(), threading.Event()
-    claim = Slot.claim
+    claim = Room.claim
 
-    async def held_claim(self: Slot) -> None:
+    async def held_claim(self: Room) -> None:
         await claim(self)
         held.set()
         await asyncio.to_thread(go_on.wait, 30)
 
-    monkeypatch.setattr(Slot, "claim", held_claim)
+    monkeypatch.setattr(Room, "claim", held_claim)
     url = server.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/multi-stream-input"
     opening = asyncio.ensure_future(websockets.connect(url, additional_headers={"xi-api-key": key}))
     assert await asyncio.to_thread(held.wait, 30)  # checked, not yet a connection

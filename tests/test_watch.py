@@ -20,8 +20,7 @@ from streamvoice.asgi import free_port
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import WS_PATH, ErrorCode
 from streamvoice.server.core.admission import Admission
-from streamvoice.server.core.lane import RecentCost
-from streamvoice.server.core.load import Load
+from streamvoice.server.core.load import Load, RecentCost
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.watch import Watch
 from tests.fakes import FakeListener

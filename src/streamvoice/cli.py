@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    from streamvoice.server.core.config import settings_help
+    from streamvoice.server.core.config_docs import settings_help
 
     p = sub.add_parser(
         "serve",

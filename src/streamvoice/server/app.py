@@ -33,10 +33,11 @@ from streamvoice import log_redaction
 from streamvoice.asgi import ASGIApp, BodyLimit, Receive, Scope, Send, error_response
 from streamvoice.engine.kokoro import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.core.config import ServerConfig, startup_notes
+from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.config_docs import startup_notes
 from streamvoice.server.core.metrics import Metrics
+from streamvoice.server.core.rooms import holding, unavailable
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import holding, unavailable
 from streamvoice.server.surfaces import cartesia, deepgram, elevenlabs, invocations, keys, openai
 from streamvoice.server.surfaces.guards import listing_service, service_of
 from streamvoice.server.surfaces.openai import speech as openai_api
@@ -142,7 +143,7 @@ def _gauges(service: SpeechService) -> None:
 
 
 class Holding:
-    """Each request and each connection owns every slot reserved while it is served (``slots.holding``):
+    """Each request and each connection owns every room taken while it is served (``rooms.holding``):
     whatever a surface did not give back is given back when it ends, however it ends."""
 
     def __init__(self, app: ASGIApp) -> None:

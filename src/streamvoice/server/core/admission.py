@@ -13,7 +13,6 @@ would make the capacity fall exactly when the server is busy.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Literal
@@ -23,59 +22,8 @@ from streamvoice.server.core.holder import Holder
 
 Mode = Literal["off", "refuse", "queue"]
 Decision = Literal["admitted", "queued", "refused"]
-# Seconds of audio over which the decoding speed is averaged: long enough that one slow window (a cold
-# voice, a tiny window under contention) does not swing the capacity, short enough to follow the machine.
-SPEED_HORIZON_S = 30.0
-
-
 # A holder past ``max_hold_s`` gives its slot up at its next piece's end: a piece is at most this long.
 PIECE_S = 10.0
-
-
-# Share of the workers' time the admitted listeners' decoding may take: the rest is for planning, the event
-# loop and a machine that drifts slower than it measured.
-SUSTAINED_SHARE = 0.85
-# What each listener costs beyond its full windows, in seconds of work per second of its audio: every piece
-# runs the front (~40 ms on 2 cores) and decodes a small first and last window (~40 ms more than full
-# windows would), a piece every ~2 s of speech. Measured by its absence (``python -m
-# streamvoice.bench.capacity --ks 1,2,3,4 --options default``, 2026-12-04, AMD EPYC, 2 cores): at 0.197 s of
-# work per second of audio, counting full windows alone admitted 4, and the slowdown watch then shed two of
-# them (an 11 ms stall); 3 at 0.235 and 2 at 0.35-0.38 (Intel Xeon, ten runs) were all kept fed.
-PIECE_OVERHEAD_RTF = 0.04
-
-
-def measured_capacity(
-    workers: int, decode_rtf: float, share: float = SUSTAINED_SHARE, overhead: float = PIECE_OVERHEAD_RTF
-) -> int:
-    """Real-time listeners whose decoding, ``decode_rtf`` seconds of work per second of audio in full windows
-    plus ``overhead`` for their pieces' starts, fits in ``share`` of ``workers``' time; never fewer than one
-    (a slow machine still serves someone)."""
-    if decode_rtf <= 0:
-        return workers
-    return max(1, math.floor(share * workers / (decode_rtf + overhead) + 1e-9))
-
-
-class DecodeSpeed:
-    """Seconds of work per second of audio, averaged over the last ~``horizon_s`` of audio decoded."""
-
-    def __init__(self, initial_rtf: float = 0.5, horizon_s: float = SPEED_HORIZON_S) -> None:
-        self.horizon_s = horizon_s
-        self._work = initial_rtf * 1.0  # as if one second of audio had been seen
-        self._audio = 1.0
-
-    @property
-    def rtf(self) -> float:
-        return self._work / self._audio
-
-    def observe(self, seconds: float, audio_s: float) -> None:
-        if audio_s <= 0:
-            return
-        decay = math.exp(-audio_s / self.horizon_s)
-        self._work = self._work * decay + seconds
-        self._audio = self._audio * decay + audio_s
-
-    def reset(self, rtf: float) -> None:
-        self._work, self._audio = rtf, 1.0
 
 
 class Admission[H: Holder]:
@@ -168,7 +116,7 @@ class Admission[H: Holder]:
                 return None
             end = max(until, now) + self.idle_release_s
             # a holder that never pauses hands its slot over once held past the limit, where it can: a
-            # streamed HTTP answer cannot (``Slot.hands_over``), so the hint counts to its end
+            # streamed HTTP answer cannot (``Seat.hands_over``), so the hint counts to its end
             if hand_over and who.hands_over:
                 end = min(end, max(self._since.get(who, now) + self.max_hold_s, now) + PIECE_S)
             ends.append(end)

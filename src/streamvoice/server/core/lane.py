@@ -8,29 +8,24 @@ never overtake each other. How large each window is: ``window_sizing``.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from streamvoice.engine.alignment import WordTime
 from streamvoice.engine.graphs import RunStop
 from streamvoice.engine.planning import Piece
-from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN, WindowCap, WindowPlan
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, THROUGHPUT_PLAN
 from streamvoice.engine.timing import pause_samples
-from streamvoice.engine.voices import VoiceSpec
-from streamvoice.protocol import MAX_SPEED, MIN_SPEED, Pauses
-from streamvoice.server.core.config import ServerConfig
-from streamvoice.server.core.load import DecodedWindow, Load
-from streamvoice.server.core.metrics import Metrics
+from streamvoice.protocol import MAX_SPEED, MIN_SPEED
+from streamvoice.server.core.lane_host import LaneHost, PieceRequest
+from streamvoice.server.core.load import DecodedWindow, RecentCost
 from streamvoice.server.core.piece_audio import PieceAudio
-from streamvoice.server.core.scheduler import Requeue, SynthesisScheduler
+from streamvoice.server.core.scheduler import Requeue
 
 # A listener with this much audio still to play gets throughput-sized windows for its next piece.
 BUFFERED_ENOUGH_S = 1.5
@@ -38,52 +33,6 @@ BUFFERED_ENOUGH_S = 1.5
 # catches up: what a slow or stalled reader can make the server hold is bounded per listener.
 MAX_UNSENT_S = 6.0
 RESUME_UNSENT_S = 3.0
-
-
-class LaneEngine(Protocol):
-    @property
-    def sample_rate(self) -> int: ...
-
-    def stream_piece(
-        self,
-        piece: Piece,
-        voice: VoiceSpec,
-        speed: float,
-        windowed: bool = True,
-        plan: WindowPlan | None = None,
-        cap: WindowCap | None = None,
-        on_words: Callable[[list[WordTime]], None] | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> Generator[NDArray[np.float32]]: ...
-
-    def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]: ...
-
-
-class LaneHost(Protocol):
-    """What a lane needs of the server: the model, the scheduler, the load figures it reports to."""
-
-    @property
-    def engine(self) -> LaneEngine: ...
-    @property
-    def scheduler(self) -> SynthesisScheduler: ...
-    @property
-    def load(self) -> Load: ...
-    @property
-    def metrics(self) -> Metrics: ...
-    @property
-    def config(self) -> ServerConfig: ...
-
-
-class PieceRequest(Protocol):
-    """What a piece's decoding reads of its request."""
-
-    @property
-    def voice(self) -> VoiceSpec: ...
-    @property
-    def speed(self) -> float: ...
-    @property
-    def pauses(self) -> Pauses: ...
 
 
 @dataclass
@@ -99,28 +48,6 @@ class _Work:
     # kept audio says little about its cost.
     pending: tuple[float, float, bool] | None = None
     stop: RunStop = field(default_factory=RunStop)  # ends its model run in flight when it is abandoned
-
-
-COST_HALF_LIFE_S = 2.0  # how fast a lane's recent cost forgets: a slowdown is judged within seconds
-
-
-class RecentCost:
-    """Model seconds a lane's work took, decaying with ``COST_HALF_LIFE_S``: its share of the model worker
-    lately, whatever its text (a chain of digits is many small pieces, each with a front call, and costs
-    several times the model time of ordinary speech per second of audio). Written by the model worker,
-    read by the watch on the event loop (a float each)."""
-
-    def __init__(self) -> None:
-        self._value = 0.0
-        self._at = 0.0
-
-    def add(self, seconds: float, now: float) -> None:
-        self._value = self.at(now) + seconds
-        self._at = now
-
-    def at(self, now: float) -> float:
-        decay: float = 0.5 ** (max(0.0, now - self._at) / COST_HALF_LIFE_S)
-        return self._value * decay
 
 
 class Lane:

@@ -1,5 +1,5 @@
-"""A listener, as the core sees it: whoever holds a listener slot, a socket wire's connection
-(``surfaces.connection``) or an HTTP answer's slot (``core.slots.Slot``). Admission (over ``Holder``, what it
+"""A listener, as the core sees it: whoever holds a listener slot, which is always a seat (``core.seat``: a
+socket wire's connection's, or an HTTP answer's). Admission (over ``Holder``, what it
 reads), the slowdown watch and the service read every holder through this one face, never by sniffing
 attributes (``pytest tests/test_admission.py tests/test_watch.py``)."""
 

@@ -9,13 +9,63 @@ the server is busy, or when one caller's text is slow to plan.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from streamvoice.engine.streaming.windows import FRAME_S, FRAMES_PER_SECOND
-from streamvoice.server.core.admission import DecodeSpeed, measured_capacity
 from streamvoice.server.core.window_sizing import WindowCost
+
+# Seconds of audio over which the decoding speed is averaged: long enough that one slow window (a cold
+# voice, a tiny window under contention) does not swing the capacity, short enough to follow the machine.
+SPEED_HORIZON_S = 30.0
+
+# Share of the workers' time the admitted listeners' decoding may take: the rest is for planning, the event
+# loop and a machine that drifts slower than it measured.
+SUSTAINED_SHARE = 0.85
+# What each listener costs beyond its full windows, in seconds of work per second of its audio: every piece
+# runs the front (~40 ms on 2 cores) and decodes a small first and last window (~40 ms more than full
+# windows would), a piece every ~2 s of speech. Measured by its absence (``python -m
+# streamvoice.bench.capacity --ks 1,2,3,4 --options default``, 2026-12-04, AMD EPYC, 2 cores): at 0.197 s of
+# work per second of audio, counting full windows alone admitted 4, and the slowdown watch then shed two of
+# them (an 11 ms stall); 3 at 0.235 and 2 at 0.35-0.38 (Intel Xeon, ten runs) were all kept fed.
+PIECE_OVERHEAD_RTF = 0.04
+
+
+def measured_capacity(
+    workers: int, decode_rtf: float, share: float = SUSTAINED_SHARE, overhead: float = PIECE_OVERHEAD_RTF
+) -> int:
+    """Real-time listeners whose decoding, ``decode_rtf`` seconds of work per second of audio in full windows
+    plus ``overhead`` for their pieces' starts, fits in ``share`` of ``workers``' time; never fewer than one
+    (a slow machine still serves someone)."""
+    if decode_rtf <= 0:
+        return workers
+    return max(1, math.floor(share * workers / (decode_rtf + overhead) + 1e-9))
+
+
+class DecodeSpeed:
+    """Seconds of work per second of audio, averaged over the last ~``horizon_s`` of audio decoded."""
+
+    def __init__(self, initial_rtf: float = 0.5, horizon_s: float = SPEED_HORIZON_S) -> None:
+        self.horizon_s = horizon_s
+        self._work = initial_rtf * 1.0  # as if one second of audio had been seen
+        self._audio = 1.0
+
+    @property
+    def rtf(self) -> float:
+        return self._work / self._audio
+
+    def observe(self, seconds: float, audio_s: float) -> None:
+        if audio_s <= 0:
+            return
+        decay = math.exp(-audio_s / self.horizon_s)
+        self._work = self._work * decay + seconds
+        self._audio = self._audio * decay + audio_s
+
+    def reset(self, rtf: float) -> None:
+        self._work, self._audio = rtf, 1.0
+
 
 STEADY_WINDOW_S = 0.75  # windows at least this long (the full size is 1 s) measure the machine's speed
 # The pace follows the last few windows: weight of the newest (a slowdown shows in one or two windows, ~1 s).
@@ -106,3 +156,25 @@ class Load:
     def tell(self, window: DecodedWindow) -> None:
         for watcher in self.window_watchers:
             watcher(window)
+
+
+COST_HALF_LIFE_S = 2.0  # how fast a lane's recent cost forgets: a slowdown is judged within seconds
+
+
+class RecentCost:
+    """Model seconds a lane's work took, decaying with ``COST_HALF_LIFE_S``: its share of the model worker
+    lately, whatever its text (a chain of digits is many small pieces, each with a front call, and costs
+    several times the model time of ordinary speech per second of audio). Written by the model worker,
+    read by the watch on the event loop (a float each)."""
+
+    def __init__(self) -> None:
+        self._value = 0.0
+        self._at = 0.0
+
+    def add(self, seconds: float, now: float) -> None:
+        self._value = self.at(now) + seconds
+        self._at = now
+
+    def at(self, now: float) -> float:
+        decay: float = 0.5 ** (max(0.0, now - self._at) / COST_HALF_LIFE_S)
+        return self._value * decay

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +30,6 @@ from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.requests import ResolvedRequest, Resolver, load_lexicon
 from streamvoice.server.core.scheduler import SynthesisScheduler
 from streamvoice.server.core.tenancy import Tenancy, turn
-from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.core.utterance_bounds import StreamBounds
 from streamvoice.server.core.utterances import Utterances
 from streamvoice.server.core.watch import Watch
@@ -43,9 +42,10 @@ from streamvoice.text.pronounce import MarkupError, to_segments
 log = logging.getLogger("streamvoice.server")
 
 
-class LiveConnection(Listener, Protocol):
-    """A listener on a connection (a session, a vendor socket) and what the service asks of it besides.
-    Surfaces register theirs in ``SpeechService.connections``; the core never knows which wire it speaks."""
+class LiveConnection(Protocol):
+    """A connection (a session, a vendor socket, a raw TCP socket) as the service asks things of it; its listener is
+    its seat (``core.seat``). Surfaces register theirs in ``SpeechService.connections``; the core never knows
+    which wire it speaks."""
 
     @property
     def busy(self) -> bool:
@@ -68,16 +68,11 @@ class LiveConnection(Listener, Protocol):
 
 @dataclass
 class Rooms:
-    """What ``MAX_SESSIONS`` counts (``core.slots.Slot``): sockets and HTTP answers holding a room now."""
+    """What ``MAX_SESSIONS`` counts (``core.rooms.Room``): sockets, and answers outside a socket's (HTTP, a
+    raw socket's utterance), holding a room now."""
 
     sessions: int = 0
-    # The answers streamed outside a socket (HTTP, a raw socket's utterances), each by its slot: counted, and
-    # stopped when their key is revoked (a socket's connection stops its own: ``Connection.revoke``).
-    answers: set[Listener] = field(default_factory=set)
-
-    @property
-    def streams(self) -> int:
-        return len(self.answers)
+    streams: int = 0
 
     @property
     def taken(self) -> int:
@@ -120,6 +115,8 @@ class SpeechService:
         self.keyring.on_revoked = self._revoked
         self.tenancy = Tenancy(self.store, self.metrics)
         self.rooms = Rooms()
+        # HTTP answers' seats (``core.seat``), stopped when their key is revoked (a connection stops its own).
+        self.answers: set[Listener] = set()
         self.doorway = Doorway(config.max_keyless_sockets)
         batch = config.decode_batch  # validated 1-16
         self.scheduler = SynthesisScheduler(workers=max(config.synth_workers, batch))
@@ -182,7 +179,7 @@ class SpeechService:
             if (tenant := connection.tenant) is not None and tenant.digest in digests:
                 connection.revoke()
         revoked = ProtocolError(ErrorCode.UNAUTHORIZED, "this answer's key was revoked or has expired")
-        for answer in list(self.rooms.answers):
+        for answer in list(self.answers):
             if (tenant := answer.tenant) is not None and tenant.digest in digests:
                 answer.shed(revoked)  # it stops now (an SSE or NDJSON body ends with the error)
 
@@ -235,17 +232,6 @@ class SpeechService:
 
     def lane(self) -> Lane:
         return Lane(self)
-
-    def utterance(self, request: ResolvedRequest) -> Utterance:
-        """One answer on a lane of its own (an HTTP request, a raw socket's utterance)."""
-        return Utterance(
-            self,
-            request,
-            self.lane(),
-            quiet_cut_s=self.quiet_cut_s,
-            bounds=self.stream_bounds,
-            tenancy=self.tenancy,
-        )
 
     def utterances(self) -> Utterances:
         """A listener's queue of answers on one lane (a session, a vendor connection)."""

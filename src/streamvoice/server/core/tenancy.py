@@ -5,7 +5,7 @@ what it used, counted per key name for ``/metrics`` and the vendors' usage answe
 
 Whom a request or connection serves is set once, where its key is checked (``serving``), and read by
 whatever it starts (its slot, its utterances), in any task it creates: a context variable, like the slots it
-holds (``slots.holding``). Checked by ``pytest tests/test_tenants.py``."""
+holds (``rooms.holding``). Checked by ``pytest tests/test_tenants.py``."""
 
 from __future__ import annotations
 
@@ -193,3 +193,30 @@ class Tenancy:
                 self._unwritten[owner] -= chars
                 if self._unwritten[owner] <= 0:
                     del self._unwritten[owner]
+
+
+class Account:
+    """One utterance's use, counted in its tenant's share: characters written (``/metrics``), charged against
+    the daily quota before they are planned, and the audio seconds it made."""
+
+    def __init__(self, tenancy: Tenancy | None) -> None:
+        self._tenancy = tenancy
+        self._tenant = current() if tenancy is not None else None
+        self._unbilled = 0
+
+    def wrote(self, chars: int) -> None:
+        if self._tenancy is not None:
+            self._tenancy.wrote(self._tenant, chars)
+            self._unbilled += chars
+
+    async def charge(self, bounded: bool = True) -> None:
+        """Charge what was written since the last charge (before it is planned: ``quota_exceeded`` ends the
+        utterance with nothing of it spoken). ``bounded=False`` at the end of input: the last characters (a
+        stream's trailing punctuation) were taken already."""
+        if self._tenancy is not None and self._unbilled:
+            chars, self._unbilled = self._unbilled, 0
+            await self._tenancy.charge(self._tenant, chars, bounded)
+
+    def spoke(self, audio_s: float) -> None:
+        if self._tenancy is not None:
+            self._tenancy.spoke(self._tenant, audio_s)

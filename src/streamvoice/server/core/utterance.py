@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from functools import partial
@@ -46,7 +47,8 @@ from streamvoice.server.core.heard import Heard, Transcript
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import PieceAudio, Words
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.tenancy import Tenancy, current
+from streamvoice.server.core.tenancy import Account, Tenancy
+from streamvoice.server.core.timer import Timer
 from streamvoice.server.core.utterance_bounds import Silence, StreamBounds
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 from streamvoice.text.pronounce import written_text
@@ -82,17 +84,13 @@ class Utterance:
         tenancy: Tenancy | None = None,
     ) -> None:
         self.id = uid
-        # Whose share it counts in: characters written (``/metrics``), charged against the daily quota
-        # before they are planned, and the audio seconds it made.
-        self._tenancy = tenancy
-        self._tenant = current() if tenancy is not None else None
-        self._unbilled = 0
+        self._account = Account(tenancy)  # whose share it counts in
         self.request = request
         self._source = source
         self._lane = lane
         self._gate = gate
         self._quiet_cut_s = quiet_cut_s
-        self._quiet: asyncio.TimerHandle | None = None
+        self._quiet = Timer(self._went_quiet)
         self._chunker: IncrementalSentenceChunker | None = None  # made on the first ``append``
         self._texts: asyncio.Queue[tuple[str, bool] | Marked | None] = asyncio.Queue()
         self._ready: asyncio.Queue[tuple[Piece, PieceAudio] | Marked | None] = asyncio.Queue()
@@ -102,8 +100,9 @@ class Utterance:
         self.transcript = Transcript()  # what it was given and has said: what a listener cut off heard
         self.cancelled = False
         self.failure: ProtocolError | None = None  # why the server stopped it (``fail``), else None
+        self.first_audio_at: float | None = None  # monotonic, when its first audio was ready
         self._bounds = bounds
-        self._idle: asyncio.TimerHandle | None = None
+        self._idle = Timer(self._went_idle)
         self.on_idle: Callable[[], None] | None = None  # told when no text came for ``idle_end_s``
         self._arm_idle()
         self._task = asyncio.create_task(self._plan())
@@ -116,7 +115,7 @@ class Utterance:
         if not self._ended and not self.cancelled:
             whole = self.request.text if text is None else text
             self.chars += len(whole)
-            self._wrote(len(whole))
+            self._account.wrote(len(whole))
             self.transcript.wrote(written_text(whole, self.request.ssml))
             self._texts.put_nowait((whole, True))
         self.end()
@@ -125,28 +124,22 @@ class Utterance:
         """Streamed text as it arrives (an LLM's tokens): each piece is planned once the chunker cuts it."""
         if self._ended or self.cancelled or not text:
             return
-        if self._bounds is not None and self.chars + len(text) > self._bounds.max_chars:
+        if self._bounds is not None and (refused := self._bounds.appended(self.chars, len(text), self.id)):
             self.end()
-            raise ProtocolError(
-                ErrorCode.TEXT_TOO_LONG,
-                f"this stream passed {self._bounds.max_chars} characters: what came before is spoken and it "
-                "is ended; send the rest as a new one",
-                self.id,
-            )
+            raise refused
         self._arm_idle()
         if self._chunker is None:
             self._chunker = IncrementalSentenceChunker(FAST_FIRST)
         self.chars += len(text)
-        self._wrote(len(text))
+        self._account.wrote(len(text))
         self.transcript.wrote(text)
         self._queue_pieces(self._chunker.feed(text))
         if self._quiet_cut_s > 0:  # a sentence that ends here is spoken if nothing follows soon
-            self._disarm_quiet()
-            self._quiet = asyncio.get_running_loop().call_later(self._quiet_cut_s, self._went_quiet)
+            self._quiet.arm(self._quiet_cut_s)
 
     def flush(self) -> None:
         """Speak what is buffered now, as it stands; more text may follow."""
-        self._disarm_quiet()
+        self._quiet.disarm()
         if self._chunker is not None and not self._ended:
             self._queue_pieces(self._chunker.flush())
 
@@ -163,7 +156,7 @@ class Utterance:
             return
         self.flush()
         self._ended = True
-        self._disarm_idle()
+        self._idle.disarm()
         self._texts.put_nowait(None)
 
     def cancel(self) -> None:
@@ -200,46 +193,19 @@ class Utterance:
             self._texts.put_nowait((text, False))
 
     def _went_quiet(self) -> None:
-        self._quiet = None
         if self._chunker is not None and not self._ended:
             self._queue_pieces(self._chunker.quiet())
 
     def _arm_idle(self) -> None:
-        if self._bounds is None or self._ended or self.cancelled:
-            return
-        self._disarm_idle()
-        self._idle = asyncio.get_running_loop().call_later(self._bounds.idle_end_s, self._went_idle)
-
-    def _disarm_idle(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-            self._idle = None
+        if self._bounds is not None and not self._ended and not self.cancelled:
+            self._idle.arm(self._bounds.idle_end_s)
 
     def _went_idle(self) -> None:
-        self._idle = None
         if not self._ended and not self.cancelled:
             log.info("streamed utterance %s had no text for a while: ended as it stands", self.id)
             self.end()
             if self.on_idle is not None:
                 self.on_idle()
-
-    def _disarm_quiet(self) -> None:
-        if self._quiet is not None:
-            self._quiet.cancel()
-            self._quiet = None
-
-    def _wrote(self, chars: int) -> None:
-        if self._tenancy is not None:
-            self._tenancy.wrote(self._tenant, chars)
-            self._unbilled += chars
-
-    async def _bill(self, bounded: bool = True) -> None:
-        """Charge what was written since the last charge against the tenant's daily quota (before it is
-        planned: ``quota_exceeded`` ends the utterance with nothing of it spoken). ``bounded=False`` at
-        the end of input: the last characters (a stream's trailing punctuation) were taken already."""
-        if self._tenancy is not None and self._unbilled:
-            chars, self._unbilled = self._unbilled, 0
-            await self._tenancy.charge(self._tenant, chars, bounded)
 
     def _planning_ended(self, task: asyncio.Task[None]) -> None:
         self._ready.put_nowait(None)
@@ -248,8 +214,8 @@ class Utterance:
                 piece.cancel()
 
     def _stop(self) -> None:
-        self._disarm_quiet()
-        self._disarm_idle()
+        self._quiet.disarm()
+        self._idle.disarm()
         self._task.cancel()
         for piece in self._submitted:
             piece.cancel()
@@ -264,7 +230,7 @@ class Utterance:
             if isinstance(item, Marked):
                 self._ready.put_nowait(item)  # after the pieces queued before it
                 continue
-            await self._bill()
+            await self._account.charge()
             text, whole = item
             if not whole and not any(ch.isalnum() for ch in text):
                 continue  # bare punctuation between streamed tokens: nothing to say
@@ -281,7 +247,7 @@ class Utterance:
             except ProtocolError as exc:
                 if whole or exc.code != ErrorCode.EMPTY_TEXT:
                     raise
-        await self._bill(bounded=False)
+        await self._account.charge(bounded=False)
         if not planned:
             raise ProtocolError(
                 ErrorCode.EMPTY_TEXT, "the text has nothing speakable in it (no letters or numbers to read)"
@@ -289,19 +255,10 @@ class Utterance:
 
     def _grew(self, whole: bool, chars: int) -> None:
         """The lexicons made what is spoken ``chars`` longer than what was written: counted (retry hints and
-        the speech estimate read ``chars``) and bounded as the spoken text: a whole message by the text
-        limit, a stream by its own (an alias of 128 characters for "a" once spoke ~64x the limit)."""
+        the speech estimate read ``chars``) and bounded (``StreamBounds.spoken``)."""
         self.chars += chars
-        if self._bounds is None:
-            return
-        limit = self._bounds.max_text_chars if whole else self._bounds.max_chars
-        if self.chars > limit:
-            raise ProtocolError(
-                ErrorCode.TEXT_TOO_LONG,
-                f"with its lexicon and pronunciation dictionaries this text says {self.chars} characters, past "
-                f"the {limit} one {'message' if whole else 'stream'} may: send less, or shorter aliases",
-                self.id,
-            )
+        if self._bounds is not None and (refused := self._bounds.spoken(self.chars, whole, self.id)):
+            raise refused
 
     def _planning_failure(self) -> ProtocolError | None:
         """What planning raised, as the error to answer (a bug becomes ``synthesis_failed``)."""
@@ -337,6 +294,8 @@ class Utterance:
                             self.transcript.said(times)
                             yield Words(times)
                         else:
+                            if self.first_audio_at is None:
+                                self.first_audio_at = time.monotonic()
                             samples += window.size
                             yield window
                 except Exception as exc:
@@ -365,5 +324,4 @@ class Utterance:
                 yield Completed(samples, pieces)
         finally:
             self._stop()  # a consumer that left: nothing more is planned or decoded for it
-            if self._tenancy is not None:
-                self._tenancy.spoke(self._tenant, samples / rate)
+            self._account.spoke(samples / rate)

@@ -20,6 +20,31 @@ class StreamBounds:
     idle_end_s: float
     max_text_chars: int = 10_000
 
+    def appended(self, chars: int, more: int, uid: str | None) -> ProtocolError | None:
+        """Why a stream holding ``chars`` cannot take ``more``, if it cannot: what came before is spoken."""
+        if chars + more <= self.max_chars:
+            return None
+        return ProtocolError(
+            ErrorCode.TEXT_TOO_LONG,
+            f"this stream passed {self.max_chars} characters: what came before is spoken and it is ended; "
+            "send the rest as a new one",
+            uid,
+        )
+
+    def spoken(self, chars: int, whole: bool, uid: str | None) -> ProtocolError | None:
+        """Why ``chars`` as spoken are too many, if they are: the lexicons made the text longer than what was
+        written, bounded as the spoken text (a whole message by the text limit, a stream by its own: an alias
+        of 128 characters for "a" once spoke ~64x the limit)."""
+        limit = self.max_text_chars if whole else self.max_chars
+        if chars <= limit:
+            return None
+        return ProtocolError(
+            ErrorCode.TEXT_TOO_LONG,
+            f"with its lexicon and pronunciation dictionaries this text says {chars} characters, past the "
+            f"{limit} one {'message' if whole else 'stream'} may: send less, or shorter aliases",
+            uid,
+        )
+
 
 MS_PER_TOKEN = 70  # Kokoro speaks ~14 phoneme tokens per second at speed 1.0: an estimate, before decoding
 

@@ -63,7 +63,11 @@ class Utterances:
         for utterance in chosen:  # abandoned first: a window the worker finishes now is not played
             utterance.cancel()
         if restart:
-            self.lane.restart_playback()
-            if self.on_restart is not None:
-                self.on_restart()
+            self.restart()
         return chosen
+
+    def restart(self) -> None:
+        """The listener's playback starts again (a barge-in, or its answers shed)."""
+        self.lane.restart_playback()
+        if self.on_restart is not None:
+            self.on_restart()

@@ -5,8 +5,9 @@ they were opened, on one listener lane. What is written here once, and nowhere e
 
 - what the listener heard at a cut (``playout``);
 - two tasks: the reader parses frames as they arrive and never stops reading (a client's keepalive pongs
-  travel behind its data; a paused reader would get a busy client disconnected), the writer answers what
-  the reader queued, in order, so audio never interleaves and every answer gets exactly one ending;
+  travel behind its data; a paused reader would get a busy client disconnected), the writer (``writer``)
+  answers what the reader queued, in order, so audio never interleaves and every answer gets exactly one
+  ending;
 - ``idle_timeout_s`` without a frame (while nothing is queued) and ``session_lifetime_s`` end the
   connection, told in the wire's shape first (``closing_frame``);
 - a cap on replies waiting unsent (``outbox``): a client that floods while it reads is slowed, one that
@@ -29,20 +30,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from contextlib import aclosing
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.core.events import PieceEnded
-from streamvoice.server.core.lane import Lane
-from streamvoice.server.core.requests import ResolvedRequest, speech_ends
+from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.seat import Opened, Seat
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.tenancy import current
 from streamvoice.server.surfaces.answer import Answer, Renderer
 from streamvoice.server.surfaces.outbox import Closing, DrainCheck, Outbox, Reply
 from streamvoice.server.surfaces.playout import Cut, Playout
-from streamvoice.server.surfaces.rendering import Sound, encoded_events
 from streamvoice.server.surfaces.transport import Disconnected, Transport, run_reader_and_writer
+from streamvoice.server.surfaces.writer import Writer
 
 log = logging.getLogger("streamvoice.connection")
 
@@ -52,19 +50,18 @@ class Connection[F, A: Answer](Renderer[F, A]):
     ``A`` is the wire's answer (its typed per-answer state), so a wire never downcasts what it is given."""
 
     name = "connection"  # in the logs: "<name>=<id>"
-    hands_over = True  # a socket pauses between answers: past its hold, its slot goes to a caller waiting
 
     def __init__(self, transport: Transport[F], service: SpeechService, connection_id: str) -> None:
         self.transport = transport
         self.service = service
         self.connection_id = connection_id
-        self.utterances = service.utterances()
+        self.seat = Seat(service, on_connection=True)  # its answers, listener slot and room (``hold``)
+        self.utterances = self.seat.utterances
         self.utterances.on_restart = transport.restart_playout  # the listener's playback starts again
-        self.seat = Seat(service.admission, self.utterances, self)  # its answers and listener slot
         transport.on_stalled = self.cancel
         self.answering: list[A] = []  # every answer not yet finished, in order
         self.playout = Playout[A](service.sample_rate)  # where each answer sits on the listener's player
-        self._outbox = Outbox[F, A](transport.send)
+        self.outbox = Outbox[F, A](transport.send)
         self._started = time.monotonic()
         self._draining = False
         self.tenant = current()  # whose key opened it (``upgrade.serve`` checked it before this)
@@ -97,14 +94,10 @@ class Connection[F, A: Answer](Renderer[F, A]):
         """An answer is queued or in flight (what an autoscaler counts; an idle open connection is cheap)."""
         return bool(self.answering)
 
-    def speaking_until(self) -> float:
-        """When (monotonic) the audio of every answer queued will have played, as far as can be told now."""
-        return speech_ends(self.answering, self.utterances.lane.play_end, time.monotonic())
-
     def drain(self) -> None:
         if not self._draining:
             self._draining = True
-            self._outbox.put(DrainCheck())
+            self.outbox.put(DrainCheck())
 
     @property
     def draining(self) -> bool:
@@ -119,7 +112,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         self.cancel()
         why = "the key this connection opened with was revoked or has expired; reconnect with a live key"
         frame = self.revoked_frame(ProtocolError(ErrorCode.UNAUTHORIZED, why))
-        self._outbox.put(Closing(1008, "key revoked", frame))
+        self.outbox.put(Closing(1008, "key revoked", frame))
 
     def revoked_frame(self, error: ProtocolError) -> F | None:
         """What the client is told when its key is revoked: the wire's closing frame, unless it has a
@@ -130,17 +123,17 @@ class Connection[F, A: Answer](Renderer[F, A]):
     def reply(self, frame: F | None) -> None:
         """Queue a frame behind the answers already queued."""
         if frame is not None:
-            self._outbox.put(Reply(frame))
+            self.outbox.put(Reply(frame))
 
     def reply_later(self, make: Callable[[], F | None]) -> None:
         """Queue a frame made when its turn comes (a summary of the answers before it)."""
-        self._outbox.put(Reply(make))
+        self.outbox.put(Reply(make))
 
     def notice(self, frame: F | None) -> None:
         """Send a frame now, not behind the answers queued (the vendors' wires name the answer in every
         message, so a refusal need not wait for other answers' audio)."""
         if frame is not None:
-            self._outbox.notice(frame)
+            self.outbox.notice(frame)
 
     def count_error(self, error: ProtocolError) -> None:
         self.service.metrics.count_error(str(error.code))
@@ -149,7 +142,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         """Queue an accepted answer: it is answered in order, after every answer opened before it."""
         self.answering.append(answer)
         self.service.metrics.count_message()
-        self._outbox.put(answer)
+        self.outbox.put(answer)
         return answer
 
     def previous(self) -> A | None:
@@ -169,29 +162,18 @@ class Connection[F, A: Answer](Renderer[F, A]):
             return ProtocolError(ErrorCode.QUEUE_FULL, why)
         return None
 
-    def begin(self, request: ResolvedRequest, uid: str | None, can_wait: bool = True) -> Opened:
+    def begin(
+        self, request: ResolvedRequest, uid: str | None, can_wait: bool = True, own_room: bool = False
+    ) -> Opened:
         """Start an answer on this connection's seat, behind every answer opened before it (``Seat.open``:
         the slot, then the utterance); ``server_busy`` raised before anything starts."""
         previous = self.previous()
-        return self.seat.open(request, uid, previous.utterance if previous else None, can_wait)
+        return self.seat.open(request, uid, previous.utterance if previous else None, can_wait, own_room)
 
     def cancel(self, target: str | None = None) -> list[A]:
         """Stop the answer with this id (None: every one); those cancelled."""
         cancelled = self.utterances.cancel(target)  # restarts the playout when the one speaking goes
         return [a for a in self.answering if a.utterance in cancelled]
-
-    @property
-    def lane(self) -> Lane:
-        """The listener's lane (what the slowdown watch reads: ``core.watch``)."""
-        return self.utterances.lane
-
-    def shed(self, error: ProtocolError) -> None:
-        """The machine slowed down and this listener is the newest: each answer ends with ``error`` (told in
-        the wire's shape by its render methods), no more of their audio is sent."""
-        for answer in list(self.answering):
-            answer.utterance.fail(error.naming(id=answer.id))
-        self.utterances.lane.restart_playback()
-        self.transport.restart_playout()
 
     def cut(self, target: str | None = None, played_ms: float | None = None) -> Cut[A]:
         """Cancel (as ``cancel``) and say what the listener heard of each answer the cut stops: the ones
@@ -209,7 +191,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
         notices = asyncio.create_task(self._notice_loop(), name=f"notices-{self.connection_id}")
         try:
             await run_reader_and_writer(
-                self._read_guarded(first), self._write_loop(), self.transport, lambda: self._aborted
+                self._read_guarded(first), Writer(self).run(), self.transport, lambda: self._aborted
             )
         finally:
             notices.cancel()
@@ -218,7 +200,8 @@ class Connection[F, A: Answer](Renderer[F, A]):
             self.service.connections.discard(self)
             self.seat.leave()
 
-    def _closing(self, code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing[F]:
+    def closing(self, code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing[F]:
+        """The outbox item that ends the connection, told first in the wire's shape (``closing_frame``)."""
         return Closing(close_code, reason, self.closing_frame(code, message))
 
     async def _read_guarded(self, first: F | None) -> None:
@@ -228,7 +211,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
             # A bug in the reader must not leave the writer waiting forever and the listener slot taken.
             log.exception("%s=%s: reader failed; closing", self.name, self.connection_id)
             message = "the connection failed; reconnect"
-            self._outbox.put(self._closing(ErrorCode.INTERNAL, "internal error", message, 1011))
+            self.outbox.put(self.closing(ErrorCode.INTERNAL, "internal error", message, 1011))
 
     async def _read_loop(self, first: F | None) -> None:
         cfg = self.service.config
@@ -236,7 +219,7 @@ class Connection[F, A: Answer](Renderer[F, A]):
             left = cfg.session_lifetime_s - (time.monotonic() - self._started)
             if left <= 0:
                 why = f"connections last at most {cfg.session_lifetime_s:g} s; open a new one to go on"
-                self._outbox.put(self._closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
+                self.outbox.put(self.closing(ErrorCode.SESSION_EXPIRED, "lifetime reached", why))
                 return
             idle_s = cfg.idle_timeout_s
             try:
@@ -249,20 +232,20 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 if self.answering or time.monotonic() - self._started >= cfg.session_lifetime_s:
                     continue  # busy, or the lifetime check above ends the connection
                 why = f"no message for {idle_s:g} s; the connection is closed"
-                self._outbox.put(self._closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
+                self.outbox.put(self.closing(ErrorCode.IDLE_TIMEOUT, "idle timeout", why))
                 return
             if frame is None:
                 self.cancel()
-                self._outbox.put(Closing(1000, "client went away"))
+                self.outbox.put(Closing(1000, "client went away"))
                 return
-            if not await self._outbox.room():
+            if not await self.outbox.room():
                 self.service.metrics.count_error("too_many_pending")
                 self._aborted = (1008, "too many unanswered frames")  # closed at once, answers cancelled
                 self.cancel()
                 return
             try:
                 if await self.on_frame(frame):
-                    self._outbox.put(Closing(1000, "client closed"))
+                    self.outbox.put(Closing(1000, "client closed"))
                     return
             except ProtocolError as exc:
                 self.count_error(exc)
@@ -273,97 +256,12 @@ class Connection[F, A: Answer](Renderer[F, A]):
                 self.count_error(internal)
                 self.refused(internal)
 
-    async def _write_loop(self) -> None:
-        try:
-            while True:
-                item = await self._outbox.queue.get()
-                if isinstance(item, Closing):
-                    await self.transport.close(item.code, item.reason, item.frame)
-                    return
-                if isinstance(item, DrainCheck):
-                    if self._outbox.queue.empty():
-                        message = "the server is shutting down; reconnect to go on"
-                        done = self._closing(ErrorCode.GOING_AWAY, "server shutting down", message, 1001)
-                        await self.transport.close(done.code, done.reason, done.frame)
-                        return
-                    self._outbox.put(item)  # answer what arrived first, then look again
-                    continue
-                if isinstance(item, Reply):
-                    if (frame := item.made()) is not None:
-                        await self._outbox.deliver(frame)
-                    continue
-                try:
-                    await self._answer(item)
-                except Disconnected:
-                    raise
-                except Exception as exc:  # a bug while answering: this answer fails, the connection goes on
-                    log.error(
-                        "%s=%s: answering failed: %s", self.name, self.connection_id, type(exc).__name__
-                    )
-                    item.utterance.cancel()
-                    failed = ProtocolError(ErrorCode.SYNTHESIS_FAILED, "could not answer this message")
-                    await self._send(self.render_failed(item, failed))
-                finally:
-                    self._finish(item)
-                if self.after_answer(item):
-                    await self.transport.close(1000, "stream ended")
-                    return
-        except Disconnected:
-            self.cancel()
-
-    def _finish(self, answer: A) -> None:
-        self.playout.finished(answer)
-        self.finished(answer)
-        self.utterances.done(answer.utterance)
-        if answer in self.answering:
-            self.answering.remove(answer)
-        if not self.answering:
-            self.seat.idle()  # the slot goes unless the next answer comes
-
     async def _notice_loop(self) -> None:
         try:
-            await self._outbox.deliver_notices()
+            await self.outbox.deliver_notices()
         except Disconnected:
             self.cancel()
-
-    async def _answer(self, answer: A) -> None:
-        """The answer's events as the wire's frames, audio paced to the listener."""
-
-        def first_audio() -> None:
-            answer.first_audio_at = time.monotonic()
-            self.service.metrics.observe_first_audio(answer.first_audio_at - answer.opened_at)
-
-        carried = 0  # samples whose audio the encoder still holds (MP3): they go with the next bytes
-        async with aclosing(encoded_events(answer.utterance, answer.request, first_audio)) as events:
-            async for event in events:
-                if not isinstance(event, Sound):
-                    await self._send(self.render(answer, event))
-                    if isinstance(event, PieceEnded):
-                        await self._take_turns(answer)
-                    continue
-                await self.transport.pace(event.samples)
-                if answer.utterance.cancelled:
-                    continue  # cut while waiting: none of it is sent (``cut`` counted what was)
-                if not event.data:
-                    carried += event.samples
-                    continue
-                frames = self.render_audio(answer, event.data, event.samples + carried)
-                self.playout.sent(answer, event.samples + carried)
-                carried = 0
-                await self._send(frames)
-
-    async def _take_turns(self, answer: A) -> None:
-        """A listener's turn may be over at a piece's end (``Admission.take_turn``): its answer goes on
-        when its slot comes back, or ends ``server_busy``."""
-        try:
-            await self.seat.take_turn(lambda: self.notice(self.handed_over(answer)))
-        except ProtocolError as exc:
-            answer.utterance.fail(exc.naming(id=answer.id))
 
     def handed_over(self, answer: A) -> F | None:
         """What the wire tells a listener whose turn is over and who waits for its slot again."""
         return None
-
-    async def _send(self, frames: list[F]) -> None:
-        for frame in frames:
-            await self._outbox.deliver(frame)

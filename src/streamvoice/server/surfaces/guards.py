@@ -1,7 +1,7 @@
 """Who may start work over HTTP or a WebSocket: the key, checked one way for every web surface against the
 key ring (the bootstrap ``AUTH_TOKEN`` and every key record), and the service the lifespan yielded. A good
 key makes its tenant the one this request or connection serves (``tenancy.serving``). What the server can
-take now is ``core.slots``."""
+take now is ``core.rooms``."""
 
 from __future__ import annotations
 

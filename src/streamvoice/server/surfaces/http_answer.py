@@ -1,8 +1,8 @@
 """The one way an HTTP speech answer starts, for ``/invocations`` and the OpenAI-style routes alike: the
-token, a slot, the body, the request, then the first audio; everything that can still be an HTTP error
-with a status happens here, and the slot is released on every path that does not hand it on.
+token, a seat, the body, the request, then the first audio; everything that can still be an HTTP error
+with a status happens here, and the seat is left on every path that does not hand it on.
 
-The slot is reserved before the body is read, so the session cap holds for callers arriving together; the
+The seat's room is taken before the body is read, so the session cap holds for callers arriving together; the
 first audio is awaited before any header is sent, so a full server, nothing speakable or a failed
 synthesis is a status, not a cut stream. A new HTTP surface supplies ``parse`` (its body to a request) and
 its error shape, and answers with ``Started.respond`` (a streamed body made from ``Started.chunks``) or
@@ -25,8 +25,8 @@ from streamvoice.asgi import ErrorResponse, error_response
 from streamvoice.protocol import ProtocolError, parse_json_object
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.seat import Seat
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
 from streamvoice.server.surfaces.http_stream import (
     Item,
@@ -39,7 +39,7 @@ from streamvoice.server.surfaces.http_stream import (
 from streamvoice.server.surfaces.rendering import Sound
 
 # A surface's body to a request (and what else it needs of the body); awaited, so a request naming something
-# kept in the store (a pronunciation dictionary) is resolved before the slot's first audio.
+# kept in the store (a pronunciation dictionary) is resolved before the first audio.
 type Parse[T] = Callable[[dict[str, Any], SpeechService], Awaitable[tuple[ResolvedRequest, T]]]
 
 
@@ -50,7 +50,7 @@ class Started[T]:
     resolved: ResolvedRequest
     first: Item
     pieces: AsyncGenerator[Item]
-    release: Callable[[], None]  # gives the slot back when the answer ends
+    release: Callable[[], None]  # gives the seat back when the answer ends (``Seat.leave``)
     render: ErrorResponse  # the surface's error shape
     headers: dict[str, str] | None = None  # on every answer of the surface's, errors too
     samples: int = 0  # the model's samples passed on so far (OpenAI's usage counts them)
@@ -70,7 +70,7 @@ class Started[T]:
         return item
 
     def respond(self, body: AsyncGenerator[bytes] | None, media: str) -> TimedStream:
-        """The answer as a streamed response (``body`` None: the audio alone), slot released at its end."""
+        """The answer as a streamed response (``body`` None: the audio alone), the seat left at its end."""
         chunks = audio_only(self.chunks()) if body is None else body
         timeout = self.service.config.send_timeout_s
         return TimedStream(chunks, media, self.service.metrics, timeout, self.headers, self.release)
@@ -83,7 +83,7 @@ class Started[T]:
     ) -> Response:
         """One body made once all the audio is there (``reply`` of the audio and its ``marks``): nothing is
         written before, so only a watch on the connection tells that the caller left (then 499, and the work
-        stops); a failure is the surface's error; the slot is given back on every path."""
+        stops); a failure is the surface's error; the seat is left on every path."""
         try:
             audio, found = await until_disconnect(request, gathered(marked(self.chunks(), marks)))
         except ClientLeft:
@@ -107,23 +107,22 @@ async def start_answer[T](
     if not authorized(request, service):
         return render(unauthorized(request), headers)
     try:
-        slot = reserve(service)  # counted from here: simultaneous requests cannot all pass the cap
+        seat = Seat.alone(service)  # counted from here: simultaneous requests cannot all pass the cap
     except ProtocolError as exc:
         return render(exc, headers)
-    assert service is not None
     try:
-        await slot.claim()  # the tenant's cap across replicas
-        obj = parse_json_object(await request.body(), service.config.limits)
-        resolved, parsed = await parse(obj, service)
-        first, pieces = await first_audio(service, resolved, slot)
+        await seat.claim()  # the tenant's cap across replicas
+        obj = parse_json_object(await request.body(), seat.service.config.limits)
+        resolved, parsed = await parse(obj, seat.service)
+        first, pieces = await first_audio(seat, resolved)
     except ProtocolError as exc:
-        slot.release()
-        service.metrics.count_error(str(exc.code))
+        seat.leave()
+        seat.service.metrics.count_error(str(exc.code))
         return render(exc, headers)
     except BaseException:
-        slot.release()
+        seat.leave()
         raise
-    return Started(service, parsed, resolved, first, pieces, slot.release, render, headers)
+    return Started(seat.service, parsed, resolved, first, pieces, seat.leave, render, headers)
 
 
 async def audio_answer[T](

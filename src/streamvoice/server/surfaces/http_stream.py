@@ -18,8 +18,7 @@ from streamvoice.server.core.events import Failed
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
-from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import Slot
+from streamvoice.server.core.seat import Seat
 from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
 
@@ -28,7 +27,7 @@ log = logging.getLogger("streamvoice.server")
 
 class TimedStream(TimedStreamingResponse):
     """A streamed speech answer: gives up on a client that reads nothing for ``send_timeout_s``
-    (``slow_consumer``) and gives its slot back (``on_close``: ``Slot.release``) however it ends."""
+    (``slow_consumer``) and gives its seat back (``on_close``: ``Seat.leave``) however it ends."""
 
     def __init__(
         self,
@@ -52,22 +51,17 @@ class TimedStream(TimedStreamingResponse):
 Item = Sound | Words  # encoded audio (``rendering``) and word times, in speaking order
 
 
-async def first_audio(
-    service: SpeechService, request: ResolvedRequest, slot: Slot
-) -> tuple[Item, AsyncGenerator[Item]]:
-    """Take a listener slot (at once, or once one known to free in time has: an HTTP caller cannot be told it
-    waits, so it is refused at once when none will),
-    plan the text and wait for its first item before any header is sent, so that what can go wrong early
-    (a full server, nothing speakable, a failed synthesis) is still an HTTP error with a status, not a cut
-    stream. The caller owns ``slot``: it releases it when the answer ends, or when this raises."""
+async def first_audio(seat: Seat, request: ResolvedRequest) -> tuple[Item, AsyncGenerator[Item]]:
+    """Open the answer on its seat (a listener slot at once, or once one known to free in time has: an HTTP
+    caller cannot be told it waits, so it is refused at once when none will) and wait for its first item
+    before any header is sent, so that what can go wrong early (a full server, nothing speakable, a failed
+    synthesis) is still an HTTP error with a status, not a cut stream. The caller owns ``seat``: it leaves
+    when the answer ends, or when this raises."""
     asked_at = time.monotonic()
-    await slot.admit()
-    utterance = service.utterance(request)
-    slot.utterance = utterance
+    utterance = seat.open(request, None, None, can_wait=False).utterance
     utterance.say()
-    pieces = audio_items(
-        utterance, request, lambda: service.metrics.observe_first_audio(time.monotonic() - asked_at)
-    )
+    metrics = seat.service.metrics
+    pieces = audio_items(utterance, request, lambda: metrics.observe_first_audio(time.monotonic() - asked_at))
     try:
         return await anext(pieces), pieces
     except BaseException:

@@ -24,8 +24,8 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core import rooms
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import reserve
 from streamvoice.server.surfaces.connection import Connection
 from streamvoice.server.surfaces.guards import admits, authorized, key_forms, service_of
 from streamvoice.server.surfaces.websocket import frame_of
@@ -88,24 +88,22 @@ async def serve(
         if first is None:
             return  # refused and closed: nothing was reserved
     try:
-        slot = reserve(service, "session")
+        room = rooms.take(service, "session")
     except ProtocolError as problem:
         await _refuse(ws, problem, refusal, subprotocol)
         return
     assert service is not None
     try:
-        await slot.claim()  # the tenant's cap across replicas
+        await room.claim()  # the tenant's cap across replicas
         conn = make(ws, service, connection_id(ws) or uuid.uuid4().hex[:12])
     except ProtocolError as problem:
-        slot.release()
+        room.release()
         service.metrics.count_error(str(problem.code))
         await _refuse(ws, problem, refusal, subprotocol)
         return
-    try:
-        await _accept(ws, subprotocol)
-        await conn.run(first)
-    finally:
-        slot.release()
+    conn.seat.hold(room)  # from here its seat gives the room back, with everything else, on its way out
+    await _accept(ws, subprotocol)
+    await conn.run(first)
 
 
 async def _first_message_with_key(

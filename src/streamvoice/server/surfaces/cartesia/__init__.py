@@ -20,12 +20,13 @@ Encodings ``pcm_s16le``, ``pcm_f32le``, ``pcm_mulaw``, ``pcm_alaw`` at the rate 
 
 from streamvoice.protocol import KeyForms
 from streamvoice.server.surfaces.cartesia.dictionaries import ROUTES as DICTIONARY_ROUTES
+from streamvoice.server.surfaces.cartesia.http import ROUTES as HTTP_ROUTES
 from streamvoice.server.surfaces.cartesia.shapes import error_shape
 from streamvoice.server.surfaces.cartesia.tts import BROWSER_KEY
-from streamvoice.server.surfaces.cartesia.tts import ROUTES as SPEECH_ROUTES
+from streamvoice.server.surfaces.cartesia.tts import ROUTES as SOCKET_ROUTES
 from streamvoice.server.surfaces.wire import Wire
 
-ROUTES = [*SPEECH_ROUTES, *DICTIONARY_ROUTES]
+ROUTES = [*SOCKET_ROUTES, *HTTP_ROUTES, *DICTIONARY_ROUTES]
 WIRE = Wire(
     "cartesia",
     ROUTES,

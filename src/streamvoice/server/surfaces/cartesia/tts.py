@@ -1,39 +1,29 @@
-"""Cartesia's speech routes: the socket, bytes and SSE, and its voice list."""
+"""Cartesia's speech socket (``/tts/websocket``) and what its HTTP routes share with it: the request's fields and
+the events' shapes (``http.py``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
-from streamvoice.audio.encoders import raw_duration_ms
 from streamvoice.engine.alignment import WordTime
 from streamvoice.protocol import (
     SAMPLE_RATES,
     ErrorCode,
     ProtocolError,
-    check_text,
-    required_text,
     text_field,
     validate_speed,
 )
 from streamvoice.server.core.events import Completed
-from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.cartesia.dictionaries import with_dictionary
-from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
-from streamvoice.server.surfaces.guards import caller, listing_service
-from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
-from streamvoice.server.surfaces.http_stream import sse_event
+from streamvoice.server.surfaces.guards import caller
 from streamvoice.server.surfaces.upgrade import BrowserKey
 from streamvoice.server.surfaces.vendor_voices import vendor_language, vendor_voices
 
@@ -233,83 +223,4 @@ def _refusal(error: ProtocolError) -> Frame:
     return json.dumps(error_event(error, None))
 
 
-# --- HTTP -----------------------------------------------------------------------------------------------
-
-
-def _parser(request: Request, containers: tuple[str, ...]) -> Any:
-    async def parse(obj: dict[str, Any], service: SpeechService) -> tuple[ResolvedRequest, bool]:
-        text = required_text(obj, "transcript")
-        check_text(text, service.config.limits, field="transcript")
-        resolved = resolve(service, obj, text, containers)
-        resolved = await with_dictionary(service, resolved, caller(request), obj.get("pronunciation_dict_id"))
-        return resolved, obj.get("add_timestamps") is True
-
-    return parse
-
-
-def _media(resolved: ResolvedRequest) -> str:
-    return {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(resolved.format, "application/octet-stream")
-
-
-async def tts_bytes(request: Request) -> Response:
-    return await audio_answer(request, _parser(request, CONTAINERS), _media, http_error)
-
-
-async def tts_sse(request: Request) -> Response:
-    started = await start_answer(request, _parser(request, ("raw",)), render=http_error)
-    if isinstance(started, Response):
-        return started
-    fmt, rate = started.resolved.format, started.resolved.sample_rate
-
-    async def body() -> AsyncGenerator[bytes]:
-        try:
-            async with aclosing(started.chunks()) as chunks:
-                async for data in chunks:
-                    if not isinstance(data, Words):
-                        step = round(raw_duration_ms(fmt, rate, len(data)), 1)  # bytes: 1, 2 or 4 per sample
-                        yield sse_event(chunk_event(data, step))
-                    elif started.parsed and data.times:
-                        yield sse_event(timestamps_event(data.times))
-        except ProtocolError as exc:
-            yield sse_event({**error_event(exc, None), "request_id": ""})
-            return
-        yield sse_event({"type": "done", "done": True, "status_code": 200})
-
-    return started.respond(body(), "text/event-stream")
-
-
-async def voices(request: Request) -> Response:
-    try:
-        service = listing_service(request)
-    except ProtocolError as exc:
-        return http_error(exc)
-    listed: list[dict[str, Any]] = [
-        {
-            "id": v.name,
-            "name": v.name,
-            "description": f"Kokoro-82M {v.language} {v.gender} voice",
-            "language": v.lang.split("-")[0] if v.lang != "cmn" else "zh",
-            "gender": "feminine" if v.gender == "female" else "masculine",
-            "is_owner": False,
-            "is_public": True,
-            "access": "public",
-            "visibility": "all",
-            "tagline": "",
-            "locales": [],
-            "created_at": CREATED,
-        }
-        for v in service.engine.voices()
-    ]
-    page, more = cursor_page(listed, request.query_params)
-    return JSONResponse(
-        {"data": page, "has_more": more, "next_page": page[-1]["id"] if more and page else None}
-    )
-
-
-ROUTES = [
-    WebSocketRoute("/tts/websocket", websocket),
-    Route("/tts/bytes", tts_bytes, methods=["POST"]),
-    Route("/tts/sse", tts_sse, methods=["POST"]),
-    Route("/voices", voices, methods=["GET"]),
-    Route("/voices/", voices, methods=["GET"]),
-]
+ROUTES = [WebSocketRoute("/tts/websocket", websocket)]

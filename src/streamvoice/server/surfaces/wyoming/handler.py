@@ -17,7 +17,7 @@ on every other wire: event lengths are read by ``wire`` (integers within caps, n
 one-shot text by ``max_text_chars`` and a streamed utterance by ``max_stream_chars``; a stream whose text
 stops for ``stream_text_timeout_s`` is spoken as it stands and ended; idle and lifetime timeouts, the
 pending-reply cap, drain and a client that reads nothing (``send_timeout_s``) are the runtime's; at most
-``wyoming_max_connections`` are open at once; each utterance holds a ``Slot`` (the session cap) from its start
+``wyoming_max_connections`` are open at once; each utterance holds a room (the session cap) from its start
 to its last audio, and the connection a listener slot (admission, refused at once: Wyoming has no "queued").
 
 Wyoming has no authentication, so the default URI binds to loopback; expose it only on a trusted network
@@ -47,8 +47,8 @@ from streamvoice import __version__
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, validate_voice
 from streamvoice.server.core.events import Completed
 from streamvoice.server.core.requests import SessionDefaults
+from streamvoice.server.core.rooms import holding
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import Slot, holding, reserve
 from streamvoice.server.core.utterance import Utterance
 from streamvoice.server.surfaces.answer import Answer
 from streamvoice.server.surfaces.connection import Connection
@@ -93,11 +93,10 @@ def error_event(code: ErrorCode | str, message: str) -> Event:
 @dataclass(eq=False)
 class Spoken(Answer):
     """One Wyoming utterance: whether it streams (audio per piece, then ``synthesize-stopped``), whether an
-    ``audio-start`` is open, and the session-cap slot it holds until its last audio."""
+    ``audio-start`` is open (its room in the session cap is its seat's: ``Seat.open(own_room=True)``)."""
 
     streaming: bool = field(default=False, kw_only=True)
     open_block: bool = field(default=False, kw_only=True)
-    slot: Slot | None = field(default=None, kw_only=True)
 
 
 class Refused:
@@ -196,8 +195,8 @@ class WyomingConnection(Connection[Frame, Spoken]):
         self.notice(error_event(ErrorCode.IDLE_TIMEOUT, message))
 
     def _begin(self, voice: Any, streaming: bool) -> Utterance | None:
-        """An utterance with its session-cap slot and the connection's listener slot, or the error told."""
-        slot: Slot | None = None
+        """An utterance with a room of its own (the session cap) and the connection's listener slot, or the
+        error told."""
         try:
             name = validate_voice(voice.name) if voice is not None and voice.name else None
             lang = voice.language if voice is not None and voice.language else None
@@ -207,11 +206,9 @@ class WyomingConnection(Connection[Frame, Spoken]):
             refused = self.refusal("utterances", "wait for synthesize-stopped or audio-stop")
             if refused is not None:
                 raise refused
-            slot = reserve(self.service)  # the session cap, released with the utterance
-            utterance = self.begin(request, None, can_wait=False).utterance  # Wyoming has no "queued"
+            # Wyoming has no "queued"; its connections are capped apart, so each answer takes a room
+            utterance = self.begin(request, None, can_wait=False, own_room=True).utterance
         except ProtocolError as exc:
-            if slot is not None:
-                slot.release()
             self.count_error(exc)
             self.notice(error_event(exc.code, exc.message))
             if streaming:
@@ -220,7 +217,7 @@ class WyomingConnection(Connection[Frame, Spoken]):
         if streaming:
             self._stream = utterance
             utterance.on_idle = lambda: self._stream_went_quiet(utterance)
-        self.open_answer(Spoken(None, request, utterance, time.monotonic(), streaming=streaming, slot=slot))
+        self.open_answer(Spoken(None, request, utterance, time.monotonic(), streaming=streaming))
         return utterance
 
     # -- rendering ----------------------------------------------------------------------------------
@@ -259,10 +256,6 @@ class WyomingConnection(Connection[Frame, Spoken]):
             frames.append(SynthesizeStopped().event())
         return frames
 
-    def finished(self, spoken: Spoken) -> None:
-        if spoken.slot is not None:
-            spoken.slot.release()
-
 
 class SpeechHandler(AsyncEventHandler):
     """One Wyoming connection, as ``wyoming.server.AsyncServer`` runs it: refused at once over the
@@ -282,7 +275,7 @@ class SpeechHandler(AsyncEventHandler):
         self._on_close = on_close
 
     async def run(self) -> None:
-        with holding("wyoming connection"):  # every slot its utterances reserved is given back at its end
+        with holding("wyoming connection"):  # every room its utterances took is given back at its end
             await self._serve()
 
     async def _serve(self) -> None:

@@ -1,5 +1,5 @@
-"""``server.core.slots``: whether there is room for new work, the one answer every surface asks for, and the
-slot each caller holds (the session cap and its listener slot)."""
+"""``server.core.rooms``: whether there is room for new work, the one answer every surface asks for, and the
+room each caller's seat holds (the session cap; with its listener slot, given back together)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from streamvoice.agent.llm import ScriptedTextSource
 from streamvoice.engine import KokoroEngine
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.config import ServerConfig
+from streamvoice.server.core.requests import SessionDefaults
+from streamvoice.server.core.rooms import take, unavailable
+from streamvoice.server.core.seat import Seat
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.core.slots import reserve, unavailable
 from tests.helpers import (
     RunningServer,
     agent_turns,
@@ -45,31 +47,32 @@ def test_the_reasons_come_in_order_draining_then_loading_then_full(service: Spee
 def test_the_cap_counts_from_the_reservation_and_a_release_twice_gives_back_once(
     service: SpeechService,
 ) -> None:
-    first, second = reserve(service), reserve(service, "session")
+    first, second = take(service, "stream"), take(service, "session")
     assert service.rooms.streams == 1 and service.rooms.sessions == 1
     with pytest.raises(ProtocolError) as full:
-        reserve(service)
+        take(service, "stream")
     assert full.value.code == ErrorCode.SERVER_BUSY
     assert unavailable(service, new_work=False) is None  # /ping stays healthy while full
     first.release()
     first.release()
     assert service.rooms.streams == 0 and not first.held and second.held
-    reserve(service).release()
+    take(service, "stream").release()
     second.release()
     assert service.rooms.sessions == 0
 
 
-async def test_a_slot_takes_a_listener_slot_and_its_release_gives_back_both(service: SpeechService) -> None:
-    first = reserve(service)
-    await first.admit()
-    assert service.admission.admitted == 1
-    second = reserve(service)
+async def test_a_seat_takes_a_listener_slot_and_leaving_gives_back_both(service: SpeechService) -> None:
+    request = service.requests.resolve(SessionDefaults(), "af_heart")
+    first = Seat.alone(service)
+    first.open(request, None, None, can_wait=False)
+    assert service.admission.admitted == 1 and service.rooms.streams == 1
+    second = Seat.alone(service)
     with pytest.raises(ProtocolError) as busy:
-        await second.admit()
-    assert busy.value.code == ErrorCode.SERVER_BUSY
-    second.release()
-    first.release()
-    assert service.admission.admitted == 0
+        second.open(request, None, None, can_wait=False)
+    assert busy.value.code == ErrorCode.SERVER_BUSY and second.utterances.open == []
+    second.leave()
+    first.leave()
+    assert service.admission.admitted == 0 and service.rooms.streams == 0 and not service.answers
 
 
 # --- 24. the session cap holds for simultaneous requests, and the agent's turn cap too ------------------------
