@@ -137,6 +137,38 @@ def test_elevenlabs_refusals_say_what_to_send(server: RunningServer) -> None:
     )  # ElevenLabs' shape
 
 
+async def test_a_contexts_dictionaries_are_fetched_while_its_socket_goes_on_reading(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A context's first message names dictionaries kept in the store: they are fetched before its planning,
+    never by the socket's reader, which answers the next message while the store is slow; an unknown one is
+    that context's own error, named with its id."""
+    import threading
+
+    from streamvoice.server.core.dictionaries import Dictionaries
+
+    released = threading.Event()
+    lexicon = Dictionaries.lexicon
+
+    async def slow_store(self: Dictionaries, *args: Any) -> dict[str, str]:
+        await asyncio.to_thread(released.wait, 30)
+        return await lexicon(self, *args)
+
+    monkeypatch.setattr(Dictionaries, "lexicon", slow_store)
+    url = server.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/multi-stream-input"
+    async with websockets.connect(url, additional_headers={"xi-api-key": "alice"}) as ws:
+        locator = {"pronunciation_dictionary_id": "nope", "version_id": None}
+        await ws.send(
+            json.dumps({"text": "Hello. ", "context_id": "a", "pronunciation_dictionary_locators": [locator]})
+        )
+        await ws.send(json.dumps({"text": 5, "context_id": "b"}))
+        first = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        assert first.get("contextId") == "b" and not released.is_set(), first  # read while the store is held
+        released.set()
+        second = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    assert second["contextId"] == "a" and second["error"] == "not_found", second
+
+
 def test_a_multipart_body_that_cannot_be_read_is_answered_in_elevenlabs_shape(server: RunningServer) -> None:
     """Issue #64: a malformed multipart body got Starlette's plain-text 400, which the SDK cannot read."""
     for body, content_type in (

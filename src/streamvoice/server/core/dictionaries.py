@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from streamvoice.protocol import ErrorCode, ProtocolError
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.store import MAX_VALUE_BYTES, Added, Store
 
 MAX_PER_CALLER = 100
@@ -221,6 +222,23 @@ class Dictionaries:
             dictionary = await self.get(owner, shelf, dictionary_id)
             merged.update(dictionary.version(version_id).lexicon)
         return merged
+
+    def laid_over(
+        self, owner: str, shelf: Shelf, locators: Sequence[tuple[object, object]]
+    ) -> Prepare | None:
+        """What lays these dictionaries' words over a request's lexicon when awaited (an answer's
+        ``prepare``: fetched before planning, never by a wire's reader); None when none is named. How many
+        are named is checked now."""
+        if not locators:
+            return None
+        if len(locators) > shelf.per_request:
+            raise _bad(f"a request names at most {shelf.per_request} pronunciation dictionaries")
+
+        async def prepare(request: ResolvedRequest) -> ResolvedRequest:
+            lexicon = await self.lexicon(owner, shelf, locators)
+            return replace(request, lexicon={**request.lexicon, **lexicon})
+
+        return prepare
 
     async def keep_lexicon(self, owner: str, name: str, lexicon: dict[str, str]) -> None:
         """A session's lexicon kept under a name of the caller's (``configure`` with ``lexicon_name``)."""

@@ -8,7 +8,7 @@ the format cannot carry ``invalid_field``, whichever door the request came in by
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -89,6 +89,11 @@ class Queued(Protocol):
 
     @property
     def first_audio_at(self) -> float | None: ...
+
+
+# The request made whole from the store before planning (an utterance's ``prepare``: a caller's
+# pronunciation dictionaries, fetched there and never in a wire's reader).
+type Prepare = Callable[[ResolvedRequest], Awaitable[ResolvedRequest]]
 
 
 def speech_ends(answers: Sequence[Queued], play_end: float, now: float) -> float:

@@ -21,7 +21,7 @@ from functools import partial
 from streamvoice.protocol import ProtocolError
 from streamvoice.server.core import rooms
 from streamvoice.server.core.lane import Lane
-from streamvoice.server.core.requests import ResolvedRequest, speech_ends
+from streamvoice.server.core.requests import Prepare, ResolvedRequest, speech_ends
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.tenancy import current
 from streamvoice.server.core.utterance import Utterance
@@ -99,12 +99,14 @@ class Seat:
         after: Utterance | None,
         can_wait: bool = True,
         own_room: bool = False,
+        prepare: Prepare | None = None,
     ) -> Opened:
         """Admit the listener and start an answer behind ``after`` (the answer opened before it, if still
         open); the refusal (``server_busy``, or full) raised before anything starts. ``can_wait`` False: a
         wire that cannot tell a caller it waits (no "queued" in it) is admitted or refused at once.
         ``own_room``: the answer takes a room of its own until ``done`` (a wire whose connections are capped
-        apart, a raw TCP wire, counts its answers in the session cap instead)."""
+        apart, a raw TCP wire, counts its answers in the session cap instead). ``prepare``: what the request
+        still needs from the store, awaited before planning (``Utterance``), never by the caller's reader."""
         room = rooms.take(self.service, "stream") if own_room else None
         try:
             decision = self.admission.admit(self, can_wait=can_wait)
@@ -112,7 +114,7 @@ class Seat:
             if room is not None:
                 room.release()
             raise
-        utterance = self.utterances.start(request, uid, gate=partial(self.gate, after))
+        utterance = self.utterances.start(request, uid, partial(self.gate, after), prepare)
         if room is not None:
             room.on_release = utterance.cancel
             self._answer_rooms[id(utterance)] = room

@@ -46,7 +46,7 @@ from streamvoice.server.core.events import (
 from streamvoice.server.core.heard import Heard, Transcript
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import PieceAudio, Words
-from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.tenancy import Account, Tenancy
 from streamvoice.server.core.timer import Timer
 from streamvoice.server.core.utterance_bounds import Silence, StreamBounds
@@ -69,7 +69,9 @@ class Utterance:
     """Text in, events out, for one answer on one lane.
 
     ``gate`` runs before any planning (a session waits there for its previous message's planning and for a
-    listener slot); what it raises is the utterance's one error.
+    listener slot), then ``prepare`` (what the request still needs from the store: a caller's pronunciation
+    dictionaries, fetched here and never in a wire's reader, which must not stop reading); what either raises
+    is the utterance's one error.
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class Utterance:
         uid: str | None = None,
         bounds: StreamBounds | None = None,
         tenancy: Tenancy | None = None,
+        prepare: Prepare | None = None,
     ) -> None:
         self.id = uid
         self._account = Account(tenancy)  # whose share it counts in
@@ -89,6 +92,7 @@ class Utterance:
         self._source = source
         self._lane = lane
         self._gate = gate
+        self._prepare = prepare
         self._quiet_cut_s = quiet_cut_s
         self._quiet = Timer(self._went_quiet)
         self._chunker: IncrementalSentenceChunker | None = None  # made on the first ``append``
@@ -224,6 +228,8 @@ class Utterance:
     async def _plan(self) -> None:
         if self._gate is not None:
             await self._gate()
+        if self._prepare is not None:
+            self.request = await self._prepare(self.request)
         planned = 0
         silence = Silence()
         while (item := await self._texts.get()) is not None:

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from streamvoice.server.core.lane import Lane
-from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.tenancy import Tenancy
 from streamvoice.server.core.utterance import PieceSource, Utterance
 from streamvoice.server.core.utterance_bounds import StreamBounds
@@ -39,9 +39,10 @@ class Utterances:
         request: ResolvedRequest,
         uid: str | None = None,
         gate: Callable[[], Awaitable[None]] | None = None,
+        prepare: Prepare | None = None,
     ) -> Utterance:
         utterance = Utterance(
-            self.source, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds, self.tenancy
+            self.source, request, self.lane, gate, self.quiet_cut_s, uid, self.bounds, self.tenancy, prepare
         )
         self.open.append(utterance)
         return utterance

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.seat import Opened, Seat
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.core.tenancy import current
@@ -163,12 +163,17 @@ class Connection[F, A: Answer](Renderer[F, A]):
         return None
 
     def begin(
-        self, request: ResolvedRequest, uid: str | None, can_wait: bool = True, own_room: bool = False
+        self,
+        request: ResolvedRequest,
+        uid: str | None,
+        can_wait: bool = True,
+        own_room: bool = False,
+        prepare: Prepare | None = None,
     ) -> Opened:
         """Start an answer on this connection's seat, behind every answer opened before it (``Seat.open``:
         the slot, then the utterance); ``server_busy`` raised before anything starts."""
-        previous = self.previous()
-        return self.seat.open(request, uid, previous.utterance if previous else None, can_wait, own_room)
+        after = previous.utterance if (previous := self.previous()) else None
+        return self.seat.open(request, uid, after, can_wait, own_room, prepare)
 
     def cancel(self, target: str | None = None) -> list[A]:
         """Stop the answer with this id (None: every one); those cancelled."""

@@ -34,7 +34,7 @@ from starlette.websockets import WebSocket
 
 from streamvoice.protocol import ErrorCode, ProtocolError, check_text, parse_json_object
 from streamvoice.server.core.events import Completed
-from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces import upgrade
 from streamvoice.server.surfaces.answer import Answer
@@ -143,8 +143,9 @@ class ContextSocket[S](Connection[Frame, Context[S]]):
         self.count_error(error)
         self.notice(self.error_frame(error, context_id))
 
-    def start(self, cid: str, request: ResolvedRequest) -> Context[S] | None:
-        """Open a context (or answer why not, in the wire's shape, and return None)."""
+    def start(self, cid: str, request: ResolvedRequest, prepare: Prepare | None = None) -> Context[S] | None:
+        """Open a context (or answer why not, in the wire's shape, and return None); ``prepare``: what its
+        request still needs from the store (its dictionaries), fetched before planning, not by the reader."""
         refused = self.refusal(
             "contexts", "close or cancel one, or wait for one to finish, before opening another"
         )
@@ -152,7 +153,7 @@ class ContextSocket[S](Connection[Frame, Context[S]]):
             self.refuse(refused, cid)
             return None
         try:
-            utterance = self.begin(request, cid).utterance
+            utterance = self.begin(request, cid, prepare=prepare).utterance
         except ProtocolError as busy:
             self.refuse(busy, cid)
             return None

@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from streamvoice.protocol import ErrorCode, ProtocolError
 from streamvoice.server.core.dictionaries import Dictionary, Shelf, checked_name
-from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.cartesia.rules import cartesia_entry
 from streamvoice.server.surfaces.cartesia.shapes import cursor_page, http_error
@@ -51,14 +51,20 @@ def checked_items(raw: object) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return items, lexicon
 
 
+def dictionary_for(service: SpeechService, who: str, dictionary_id: object) -> Prepare | None:
+    """What lays the named dictionary over a request's lexicon (``Dictionaries.laid_over``), fetched when it
+    is awaited."""
+    return (
+        None if dictionary_id is None else service.dictionaries.laid_over(who, SHELF, [(dictionary_id, None)])
+    )
+
+
 async def with_dictionary(
     service: SpeechService, request: ResolvedRequest, who: str, dictionary_id: object
 ) -> ResolvedRequest:
-    """The request with its dictionary's words laid over the server's lexicon."""
-    if dictionary_id is None:
-        return request
-    lexicon = await service.dictionaries.lexicon(who, SHELF, [(dictionary_id, None)])
-    return replace(request, lexicon={**request.lexicon, **lexicon})
+    """The request with its dictionary's words laid over the server's lexicon (an HTTP body, read whole)."""
+    prepare = dictionary_for(service, who, dictionary_id)
+    return request if prepare is None else await prepare(request)
 
 
 def _shown(d: Dictionary, who: str) -> dict[str, Any]:

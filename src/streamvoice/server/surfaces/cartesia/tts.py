@@ -21,7 +21,7 @@ from streamvoice.protocol import (
 from streamvoice.server.core.events import Completed
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
-from streamvoice.server.surfaces.cartesia.dictionaries import with_dictionary
+from streamvoice.server.surfaces.cartesia.dictionaries import dictionary_for
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.guards import caller
 from streamvoice.server.surfaces.upgrade import BrowserKey
@@ -169,12 +169,10 @@ class CartesiaSocket(ContextSocket[CartesiaContext]):
                 )
             try:
                 request = resolve(self.service, obj)
-                request = await with_dictionary(
-                    self.service, request, caller(self.ws), obj.get("pronunciation_dict_id")
-                )
+                prepare = dictionary_for(self.service, caller(self.ws), obj.get("pronunciation_dict_id"))
             except ProtocolError as exc:
                 raise exc.naming(id=cid) from None
-            ctx = self.start(cid, request)
+            ctx = self.start(cid, request, prepare)  # its dictionary fetched before planning
             if ctx is None:
                 return False
             ctx.wire.timestamps = obj.get("add_timestamps") is True

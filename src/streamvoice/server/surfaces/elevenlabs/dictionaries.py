@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from streamvoice.protocol import ErrorCode, ProtocolError, whole_number
 from streamvoice.server.core.dictionaries import Dictionary, Shelf, checked_name
-from streamvoice.server.core.requests import ResolvedRequest
+from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.elevenlabs.request import http_error
 from streamvoice.server.surfaces.elevenlabs.rules import elevenlabs_entry, pls_of_rules, pls_rules
@@ -72,15 +72,18 @@ def locators(raw: object) -> list[tuple[object, object]]:
     return [(x.get("pronunciation_dictionary_id"), x.get("version_id")) for x in raw]
 
 
+def dictionaries_for(service: SpeechService, who: str, raw_locators: object) -> Prepare | None:
+    """What lays the named dictionaries over a request's lexicon (``Dictionaries.laid_over``); the locators
+    are checked now, the dictionaries fetched when it is awaited."""
+    return service.dictionaries.laid_over(who, SHELF, locators(raw_locators))
+
+
 async def with_dictionaries(
     service: SpeechService, request: ResolvedRequest, who: str, raw_locators: object
 ) -> ResolvedRequest:
-    """The request with its dictionaries' words laid over the server's lexicon."""
-    found = locators(raw_locators)
-    if not found:
-        return request
-    lexicon = await service.dictionaries.lexicon(who, SHELF, found)
-    return replace(request, lexicon={**request.lexicon, **lexicon})
+    """The request with its dictionaries' words laid over the server's lexicon (an HTTP body, read whole)."""
+    prepare = dictionaries_for(service, who, raw_locators)
+    return request if prepare is None else await prepare(request)
 
 
 # --- answers in ElevenLabs' shapes ----------------------------------------------------------------------

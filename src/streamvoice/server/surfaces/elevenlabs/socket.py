@@ -20,7 +20,7 @@ from streamvoice.server.core.events import Completed
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.contexts import Context, ContextSocket, Frame, b64, context_id, serve
 from streamvoice.server.surfaces.elevenlabs.alignment import Char, Spelled, message_chars, ws_alignment
-from streamvoice.server.surfaces.elevenlabs.dictionaries import with_dictionaries
+from streamvoice.server.surfaces.elevenlabs.dictionaries import dictionaries_for
 from streamvoice.server.surfaces.elevenlabs.request import resolve, voice_speed
 from streamvoice.server.surfaces.guards import caller
 from streamvoice.server.surfaces.upgrade import BrowserKey
@@ -101,14 +101,12 @@ class ElevenLabsSocket(ContextSocket[ElevenLabsContext]):
                 return False  # a keep-alive for a context not open: nothing to do
             speed = voice_speed(obj.get("voice_settings"))
             request = self.request if speed is None else replace(self.request, speed=speed)
-            if (
-                named := obj.get("pronunciation_dictionary_locators")
-            ) is not None:  # the context's first message
-                try:
-                    request = await with_dictionaries(self.service, request, self._caller, named)
-                except ProtocolError as exc:
-                    raise exc.naming(id=cid) from None
-            ctx = self.start(cid, request)
+            try:  # the context's first message names its dictionaries: fetched before planning
+                named = obj.get("pronunciation_dictionary_locators")
+                prepare = dictionaries_for(self.service, self._caller, named)
+            except ProtocolError as exc:
+                raise exc.naming(id=cid) from None
+            ctx = self.start(cid, request, prepare)
             if ctx is None:
                 return False
             self._single_done = not self.multi

@@ -163,6 +163,8 @@ class BidiSession(Connection[Frame, Message]):
             self._reply_error(exc, None)
 
     async def _configure(self, msg: Configure) -> None:
+        """New defaults for the messages after it. The one read that waits on the store (a lexicon kept by
+        name): every later message is resolved against these defaults, so none may be read past it first."""
         pauses = self.service.config.pauses
         try:
             if msg.lexicon_name is not None and msg.lexicon is None:  # the caller's kept lexicon, by name
