@@ -80,7 +80,7 @@ HTTP_STEPS: dict[str, tuple[Any, str, Any]] = {
     "gate": (Seat, "gate", _boom),
     "first audio": (http_stream, "encoded_events", _boom),
     "response headers": (http_stream.TimedStream, "__init__", _header_fails),
-    "mid-body": (http_answer, "audio_only", _one_chunk_then_boom),
+    "mid-body": (http_answer, "rendered", _one_chunk_then_boom),
 }
 ROUTES = {
     "deepgram": ("/v1/speak?model=aura-2-thalia-en&encoding=linear16", {"text": "Hi there."}),

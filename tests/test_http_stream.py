@@ -1,4 +1,5 @@
-"""HTTP answers from an utterance: audio and word times in order, the one error raised, SSE's shape."""
+"""HTTP answers from an utterance: audio and word times in order, the one error raised, each body's shape
+(``http_body``: the audio alone, SSE, marks per chunk, gathered whole, an error event after the headers)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 import base64
 import json
 import socket
-from collections.abc import AsyncGenerator
 
 import httpx
 import numpy as np
@@ -19,8 +19,10 @@ from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.utterance import Utterance
-from streamvoice.server.surfaces.http_stream import Item, audio_items, audio_only, gathered, marked, sse_body
-from streamvoice.server.surfaces.rendering import Sound
+from streamvoice.server.surfaces.http_body import Body, Gathered, Marked, rendered
+from streamvoice.server.surfaces.http_stream import audio_items
+from streamvoice.server.surfaces.invocations import Events
+from streamvoice.server.surfaces.openai.speech import SpeechEvents
 from tests.fakes import FakeEngine, FakeHost, FakePieceSource
 from tests.helpers import (
     metric,
@@ -38,10 +40,8 @@ def _utterance(text: str, planner: FakePieceSource | None = None) -> tuple[FakeH
     return host, utterance
 
 
-async def _encoded(items: AsyncGenerator[Item]) -> AsyncGenerator[bytes | Words]:
-    """What ``Started.chunks`` passes on: the encoded bytes, word times in their place."""
-    async for item in items:
-        yield item.data if isinstance(item, Sound) else item
+async def _body(utterance: Utterance, body: Body) -> list[bytes]:
+    return [frame async for frame in rendered(audio_items(utterance, utterance.request, lambda: None), body)]
 
 
 async def test_items_are_word_times_then_audio_per_piece() -> None:
@@ -69,10 +69,8 @@ async def test_the_utterances_error_is_raised_to_the_http_caller() -> None:
 
 async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> None:
     host, utterance = _utterance("One two. Three.")
-    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
-    events = [
-        json.loads(chunk.decode()[len("data: ") :]) async for chunk in sse_body(utterance.request, chunks)
-    ]
+    frames = await _body(utterance, Events(utterance.request))
+    events = [json.loads(frame.decode()[len("data: ") :]) for frame in frames]
     assert events[0] == {"type": "audio_start", "format": "pcm", "sample_rate": 24_000}
     assert events[1]["type"] == "alignment" and events[1]["words"][0]["word"] == "One"
     audio = [e for e in events if e["type"] == "audio_chunk"]
@@ -84,25 +82,39 @@ async def test_sse_carries_the_format_word_times_and_base64_audio_in_order() -> 
 
 async def test_marks_ride_on_the_chunk_their_piece_begins_in_and_gather_whole() -> None:
     host, utterance = _utterance("One two. Three.")
-    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
-    lines = [(len(data), marks) async for data, marks in marked(chunks, lambda w: [t.word for t in w.times])]
-    with_marks = [marks for _, marks in lines if marks]
-    assert with_marks == [["One", "two."], ["Three."]] and lines[0][1] == ["One", "two."]
+    words = lambda w: [t.word for t in w.times]  # noqa: E731
+    lines = await _body(utterance, Marked(words, lambda data, marks: json.dumps([len(data), marks]).encode()))
+    sizes_and_marks = [json.loads(line) for line in lines]
+    with_marks = [marks for _, marks in sizes_and_marks if marks]
+    assert with_marks == [["One", "two."], ["Three."]] and sizes_and_marks[0][1] == ["One", "two."]
     host.scheduler.stop()
     host, utterance = _utterance("One two. Three.")
-    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
-    audio, marks = await gathered(marked(chunks, lambda w: [t.word for t in w.times]))
-    assert marks == ["One", "two.", "Three."] and len(audio) == sum(size for size, _ in lines)
+    gathered = Gathered(words)
+    assert await _body(utterance, gathered) == []  # nothing is written before it is whole
+    assert gathered.found == ["One", "two.", "Three."]
+    assert len(gathered.whole) == sum(size for size, _ in sizes_and_marks)
     host.scheduler.stop()
 
 
 async def test_the_audio_body_is_the_pcm_of_every_window() -> None:
     host, utterance = _utterance("One. Two.")
-    chunks = _encoded(audio_items(utterance, utterance.request, lambda: None))
-    body = b"".join([chunk async for chunk in audio_only(chunks)])
+    body = b"".join(await _body(utterance, Body()))
     samples = np.frombuffer(body, dtype=np.int16)
     assert samples.size >= 4 * 2_400  # two pieces of two windows, and their pauses
     await asyncio.sleep(0)
+    host.scheduler.stop()
+
+
+async def test_a_failure_after_the_headers_ends_an_event_body_and_cuts_the_audio_short() -> None:
+    host, utterance = _utterance("Fine. Broken.", FakePieceSource(fail_on="Broken."))
+    frames = await _body(utterance, SpeechEvents("Fine. Broken."))
+    last = json.loads(frames[-1].decode()[len("data: ") :])
+    assert last["type"] == "error" and last["error"]["code"] == "invalid_ssml"
+    assert all(b"speech.audio.done" not in frame for frame in frames)
+    host.scheduler.stop()
+    host, utterance = _utterance("Fine. Broken.", FakePieceSource(fail_on="Broken."))
+    with pytest.raises(ProtocolError):  # the audio alone has no way to say it: the body stops short
+        await _body(utterance, Body())
     host.scheduler.stop()
 
 

@@ -5,7 +5,7 @@ with a status happens here, and the seat is left on every path that does not han
 The seat's room is taken before the body is read, so the session cap holds for callers arriving together; the
 first audio is awaited before any header is sent, so a full server, nothing speakable or a failed
 synthesis is a status, not a cut stream. A new HTTP surface supplies ``parse`` (its body to a request) and
-its error shape, and answers with ``Started.respond`` (a streamed body made from ``Started.chunks``) or
+its error shape, and answers with ``Started.respond`` (a streamed body in its ``http_body.Body``'s form) or
 ``Started.whole`` (one JSON object made once the audio is all there).
 """
 
@@ -23,20 +23,12 @@ from starlette.responses import Response
 
 from streamvoice.asgi import ErrorResponse, error_response
 from streamvoice.protocol import ProtocolError, parse_json_object
-from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.seat import Seat
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.guards import authorized, service_of, unauthorized
-from streamvoice.server.surfaces.http_stream import (
-    Item,
-    TimedStream,
-    audio_only,
-    first_audio,
-    gathered,
-    marked,
-)
-from streamvoice.server.surfaces.rendering import Sound
+from streamvoice.server.surfaces.http_body import Body, Gathered, Item, rendered
+from streamvoice.server.surfaces.http_stream import TimedStream, first_audio
 
 # A surface's body to a request (and what else it needs of the body); awaited, so a request naming something
 # kept in the store (a pronunciation dictionary) is resolved before the first audio.
@@ -53,46 +45,42 @@ class Started[T]:
     release: Callable[[], None]  # gives the seat back when the answer ends (``Seat.leave``)
     render: ErrorResponse  # the surface's error shape
     headers: dict[str, str] | None = None  # on every answer of the surface's, errors too
-    samples: int = 0  # the model's samples passed on so far (OpenAI's usage counts them)
 
-    async def chunks(self) -> AsyncGenerator[bytes | Words]:
+    async def items(self) -> AsyncGenerator[Item]:
         """Encoded audio as it is ready, word times in their place; closing it stops the work behind it (a
         client that left or timed out releases its queued model calls)."""
         async with aclosing(self.pieces) as rest:
-            yield self._passed(self.first)
+            yield self.first
             async for item in rest:
-                yield self._passed(item)
+                yield item
 
-    def _passed(self, item: Item) -> bytes | Words:
-        if isinstance(item, Sound):
-            self.samples += item.samples
-            return item.data
-        return item
-
-    def respond(self, body: AsyncGenerator[bytes] | None, media: str) -> TimedStream:
-        """The answer as a streamed response (``body`` None: the audio alone), the seat left at its end."""
-        chunks = audio_only(self.chunks()) if body is None else body
+    def respond(self, body: Body, media: str) -> TimedStream:
+        """The answer as a streamed response in ``body``'s form, the seat left at its end."""
         timeout = self.service.config.send_timeout_s
+        chunks = rendered(self.items(), body)
         return TimedStream(chunks, media, self.service.metrics, timeout, self.headers, self.release)
 
     async def whole[M](
-        self,
-        request: Request,
-        marks: Callable[[Words], list[M]],
-        reply: Callable[[bytes, list[M]], Response],
+        self, request: Request, gathered: Gathered[M], reply: Callable[[bytes, list[M]], Response]
     ) -> Response:
-        """One body made once all the audio is there (``reply`` of the audio and its ``marks``): nothing is
+        """One body made once all the audio is there (``reply`` of the audio and its marks): nothing is
         written before, so only a watch on the connection tells that the caller left (then 499, and the work
         stops); a failure is the surface's error; the seat is left on every path."""
         try:
-            audio, found = await until_disconnect(request, gathered(marked(self.chunks(), marks)))
+            await until_disconnect(request, _drained(rendered(self.items(), gathered)))
         except ClientLeft:
             return Response(status_code=499)
         except ProtocolError as exc:
             return self.render(exc, self.headers)
         finally:
             self.release()
-        return reply(audio, found)
+        return reply(bytes(gathered.whole), gathered.found)
+
+
+async def _drained(frames: AsyncGenerator[bytes]) -> None:
+    async with aclosing(frames):
+        async for _ in frames:
+            pass
 
 
 async def start_answer[T](
@@ -136,7 +124,7 @@ async def audio_answer[T](
     started = await start_answer(request, parse, headers, render)
     if isinstance(started, Response):
         return started
-    return started.respond(None, media(started.resolved))
+    return started.respond(Body(), media(started.resolved))
 
 
 class ClientLeft(Exception):

@@ -1,25 +1,22 @@
-"""An answer streamed as an HTTP body, for every HTTP route: encoded audio per decoded window (or the SSE
-events of ``/invocations``), the first item awaited before the headers, and a stream nobody reads timed out.
+"""An answer streamed as an HTTP body, for every HTTP route: its encoded audio and word times (each wire's
+``http_body.Body`` renders them), the first awaited before the headers, and a stream nobody reads timed out.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from typing import Any
 
 from streamvoice.asgi import TimedStreamingResponse
-from streamvoice.engine.alignment import as_json
 from streamvoice.server.core.events import Failed
 from streamvoice.server.core.metrics import Metrics
 from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest
 from streamvoice.server.core.seat import Seat
 from streamvoice.server.core.utterance import Utterance
+from streamvoice.server.surfaces.http_body import Item
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
 
 log = logging.getLogger("streamvoice.server")
@@ -46,9 +43,6 @@ class TimedStream(TimedStreamingResponse):
             on_close=on_close,
             on_timeout=lambda: metrics.count_error("slow_consumer"),
         )
-
-
-Item = Sound | Words  # encoded audio (``rendering``) and word times, in speaking order
 
 
 async def first_audio(seat: Seat, request: ResolvedRequest) -> tuple[Item, AsyncGenerator[Item]]:
@@ -80,59 +74,3 @@ async def audio_items(
                 raise event.error
             if isinstance(event, Words) or (isinstance(event, Sound) and event.data):
                 yield event
-
-
-async def audio_only(chunks: AsyncGenerator[bytes | Words]) -> AsyncGenerator[bytes]:
-    """The audio alone (word times need a form that carries them: SSE, JSON lines)."""
-    async with aclosing(chunks):
-        async for data in chunks:
-            if isinstance(data, bytes):
-                yield data
-
-
-async def marked[M](
-    chunks: AsyncGenerator[bytes | Words], marks: Callable[[Words], list[M]]
-) -> AsyncGenerator[tuple[bytes, list[M]]]:
-    """Each audio chunk with the marks (a wire's word or character times, ``marks`` of each piece's words)
-    of the pieces that begin in it: the JSON-line and whole-JSON answers put them on that chunk."""
-    pending: list[M] = []
-    async with aclosing(chunks):
-        async for data in chunks:
-            if isinstance(data, Words):
-                pending += marks(data)
-                continue
-            yield data, pending
-            pending = []
-
-
-async def gathered[M](chunks: AsyncGenerator[tuple[bytes, list[M]]]) -> tuple[bytes, list[M]]:
-    """A marked answer made whole: all its audio and all its marks."""
-    audio, found = bytearray(), []
-    async with aclosing(chunks):
-        async for data, marks in chunks:
-            audio += data
-            found += marks
-    return bytes(audio), found
-
-
-def sse_event(payload: dict[str, Any]) -> bytes:
-    """One SSE event; ``data: `` keeps its space (LiveKit's OpenAI parser tests for it)."""
-    return f"data: {json.dumps(payload)}\n\n".encode()
-
-
-async def sse_body(request: ResolvedRequest, chunks: AsyncGenerator[bytes | Words]) -> AsyncGenerator[bytes]:
-    """Audio as SSE events with base64 data, for InvokeEndpointWithResponseStream callers; each piece's
-    word times as an ``alignment`` event before its audio."""
-
-    yield sse_event({"type": "audio_start", "format": request.format, "sample_rate": request.sample_rate})
-    seq = 0
-    async with aclosing(chunks):
-        async for data in chunks:
-            if isinstance(data, Words):
-                yield sse_event({"type": "alignment", "words": as_json(data.times)})
-                continue
-            yield sse_event(
-                {"type": "audio_chunk", "seq": seq, "data": base64.b64encode(data).decode("ascii")}
-            )
-            seq += 1
-    yield sse_event({"type": "audio_end", "chunks": seq})

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -27,7 +25,7 @@ from streamvoice.server.surfaces.cartesia.tts import (
 )
 from streamvoice.server.surfaces.guards import caller, listing_service
 from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
-from streamvoice.server.surfaces.http_stream import sse_event
+from streamvoice.server.surfaces.http_body import Body, sse_event
 
 
 def _parser(request: Request, containers: tuple[str, ...]) -> Any:
@@ -53,23 +51,29 @@ async def tts_sse(request: Request) -> Response:
     started = await start_answer(request, _parser(request, ("raw",)), render=http_error)
     if isinstance(started, Response):
         return started
-    fmt, rate = started.resolved.format, started.resolved.sample_rate
+    return started.respond(Events(started.resolved, started.parsed), "text/event-stream")
 
-    async def body() -> AsyncGenerator[bytes]:
-        try:
-            async with aclosing(started.chunks()) as chunks:
-                async for data in chunks:
-                    if not isinstance(data, Words):
-                        step = round(raw_duration_ms(fmt, rate, len(data)), 1)  # bytes: 1, 2 or 4 per sample
-                        yield sse_event(chunk_event(data, step))
-                    elif started.parsed and data.times:
-                        yield sse_event(timestamps_event(data.times))
-        except ProtocolError as exc:
-            yield sse_event({**error_event(exc, None), "request_id": ""})
-            return
-        yield sse_event({"type": "done", "done": True, "status_code": 200})
 
-    return started.respond(body(), "text/event-stream")
+class Events(Body):
+    """Cartesia's SSE: a ``chunk`` per encoded chunk (its step in ms), ``timestamps`` when asked, ``done``;
+    a failure after the headers is an ``error`` event."""
+
+    def __init__(self, request: ResolvedRequest, timestamps: bool) -> None:
+        self.fmt, self.rate = request.format, request.sample_rate
+        self.timestamps = timestamps
+
+    def audio(self, data: bytes, samples: int) -> list[bytes]:
+        step = round(raw_duration_ms(self.fmt, self.rate, len(data)), 1)  # bytes: 1, 2 or 4 per sample
+        return [sse_event(chunk_event(data, step))]
+
+    def words(self, words: Words) -> list[bytes]:
+        return [sse_event(timestamps_event(words.times))] if self.timestamps and words.times else []
+
+    def done(self) -> list[bytes]:
+        return [sse_event({"type": "done", "done": True, "status_code": 200})]
+
+    def failed(self, error: ProtocolError) -> list[bytes]:
+        return [sse_event({**error_event(error, None), "request_id": ""})]
 
 
 async def voices(request: Request) -> Response:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -29,7 +28,7 @@ from streamvoice.server.surfaces.elevenlabs.user import ROUTES as USER_ROUTES
 from streamvoice.server.surfaces.elevenlabs.voices import search_voices, voices
 from streamvoice.server.surfaces.guards import authorized, caller, service_of, unauthorized
 from streamvoice.server.surfaces.http_answer import audio_answer, start_answer
-from streamvoice.server.surfaces.http_stream import marked
+from streamvoice.server.surfaces.http_body import Gathered, Marked
 
 
 def _parser(request: Request) -> Any:
@@ -65,13 +64,17 @@ def _timestamped_body(audio: bytes, chars: list[Char]) -> dict[str, Any]:
     return {"audio_base64": b64(audio), "alignment": alignment, "normalized_alignment": alignment}
 
 
+def _timestamped_line(audio: bytes, chars: list[Char]) -> bytes:
+    return (json.dumps(_timestamped_body(audio, chars)) + "\n").encode()
+
+
 async def with_timestamps(request: Request) -> Response:
     """``POST .../with-timestamps``: one JSON object (the whole audio and every character's time)."""
     started = await start_answer(request, _parser(request), render=http_error)
     if isinstance(started, Response):
         return started
     return await started.whole(
-        request, _characters(), lambda audio, chars: JSONResponse(_timestamped_body(audio, chars))
+        request, Gathered(_characters()), lambda audio, chars: JSONResponse(_timestamped_body(audio, chars))
     )
 
 
@@ -80,13 +83,7 @@ async def stream_with_timestamps(request: Request) -> Response:
     started = await start_answer(request, _parser(request), render=http_error)
     if isinstance(started, Response):
         return started
-
-    async def body() -> AsyncGenerator[bytes]:
-        async with aclosing(marked(started.chunks(), _characters())) as chunks:
-            async for data, chars in chunks:
-                yield (json.dumps(_timestamped_body(data, chars)) + "\n").encode()
-
-    return started.respond(body(), "application/json")
+    return started.respond(Marked(_characters(), _timestamped_line), "application/json")
 
 
 async def models(request: Request) -> Response:

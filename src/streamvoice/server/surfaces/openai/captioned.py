@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -16,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from streamvoice.server.core.piece_audio import Words
-from streamvoice.server.surfaces.http_stream import marked
+from streamvoice.server.surfaces.http_body import Gathered, Marked
 from streamvoice.server.surfaces.openai.speech import request_id_headers, start_speech
 
 
@@ -28,13 +27,13 @@ async def captioned_speech(request: Request) -> Response:
         return started
     fmt = started.parsed.response_format
     if started.parsed.stream:
-        return started.respond(_lines(marked(started.chunks(), _timestamps), fmt), "application/x-ndjson")
+        return started.respond(Marked(_timestamps, partial(_line, fmt)), "application/x-ndjson")
 
     def reply(audio: bytes, stamps: list[dict[str, Any]]) -> Response:
         body = {"audio": base64.b64encode(audio).decode(), "audio_format": fmt, "timestamps": stamps}
         return JSONResponse(body, headers=started.headers)
 
-    return await started.whole(request, _timestamps, reply)
+    return await started.whole(request, Gathered(_timestamps), reply)
 
 
 def _timestamps(words: Words) -> list[dict[str, Any]]:
@@ -45,13 +44,9 @@ def _timestamps(words: Words) -> list[dict[str, Any]]:
     ]
 
 
-async def _lines(
-    captions: AsyncGenerator[tuple[bytes, list[dict[str, Any]]]], fmt: str
-) -> AsyncGenerator[bytes]:
-    async with aclosing(captions):
-        async for data, words in captions:
-            line = {"audio": base64.b64encode(data).decode("ascii"), "audio_format": fmt, "timestamps": words}
-            yield (json.dumps(line) + "\n").encode()
+def _line(fmt: str, data: bytes, words: list[dict[str, Any]]) -> bytes:
+    line = {"audio": base64.b64encode(data).decode("ascii"), "audio_format": fmt, "timestamps": words}
+    return (json.dumps(line) + "\n").encode()
 
 
 ROUTES = [Route("/dev/captioned_speech", captioned_speech, methods=["POST"])]

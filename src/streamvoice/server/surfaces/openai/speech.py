@@ -17,8 +17,6 @@ from __future__ import annotations
 import base64
 import math
 import uuid
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +39,11 @@ from streamvoice.protocol import (
     required_text,
     validate_speed,
 )
-from streamvoice.server.core.piece_audio import Words
 from streamvoice.server.core.requests import ResolvedRequest, SessionDefaults
 from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.guards import authorized, listing_service, service_of, unauthorized
 from streamvoice.server.surfaces.http_answer import Started, start_answer
-from streamvoice.server.surfaces.http_stream import sse_event
+from streamvoice.server.surfaces.http_body import Body, sse_event
 
 FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 CONTENT_TYPES = {
@@ -205,9 +202,8 @@ async def speech(request: Request) -> Response:
         return started
     speech = started.parsed
     if speech.stream_format == "sse":
-        body = _speech_sse(started.chunks(), lambda: usage(speech.input, started.samples, SAMPLE_RATE))
-        return started.respond(body, "text/event-stream")
-    return started.respond(None, CONTENT_TYPES[speech.response_format])
+        return started.respond(SpeechEvents(speech.input), "text/event-stream")
+    return started.respond(Body(), CONTENT_TYPES[speech.response_format])
 
 
 async def voices(request: Request) -> Response:
@@ -257,19 +253,22 @@ def _failure(exc: ProtocolError) -> dict[str, Any]:
     return {"message": exc.message, "type": "server_error", "param": None, "code": str(exc.code)}
 
 
-async def _speech_sse(
-    chunks: AsyncGenerator[bytes | Words], done_usage: Callable[[], dict[str, int]]
-) -> AsyncGenerator[bytes]:
+class SpeechEvents(Body):
     """OpenAI's SSE: a delta per encoded chunk, then done with usage; a failure after the headers is an
     ``error`` event (the status is long sent) rather than a silently short stream."""
-    try:
-        async with aclosing(chunks):
-            async for data in chunks:
-                if isinstance(data, bytes):
-                    yield sse_event(
-                        {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")}
-                    )
-    except ProtocolError as exc:
-        yield sse_event({"type": "error", "error": _failure(exc)})
-        return
-    yield sse_event({"type": "speech.audio.done", "usage": done_usage()})
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.samples = 0  # the model's samples sent so far: the usage counts them
+
+    def audio(self, data: bytes, samples: int) -> list[bytes]:
+        self.samples += samples
+        return [sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")})]
+
+    def done(self) -> list[bytes]:
+        return [
+            sse_event({"type": "speech.audio.done", "usage": usage(self.text, self.samples, SAMPLE_RATE)})
+        ]
+
+    def failed(self, error: ProtocolError) -> list[bytes]:
+        return [sse_event({"type": "error", "error": _failure(error)})]
