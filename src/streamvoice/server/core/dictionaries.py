@@ -240,6 +240,13 @@ class Dictionaries:
 
         return prepare
 
+    async def laid_over_now(
+        self, request: ResolvedRequest, owner: str, shelf: Shelf, locators: Sequence[tuple[object, object]]
+    ) -> ResolvedRequest:
+        """``request`` with these dictionaries laid over it now (an HTTP body, read whole before its answer)."""
+        prepare = self.laid_over(owner, shelf, locators)
+        return request if prepare is None else await prepare(request)
+
     async def keep_lexicon(self, owner: str, name: str, lexicon: dict[str, str]) -> None:
         """A session's lexicon kept under a name of the caller's (``configure`` with ``lexicon_name``)."""
         record = json.dumps(lexicon, ensure_ascii=False).encode()

@@ -26,18 +26,10 @@ class LaneEngine(Protocol):
     @property
     def sample_rate(self) -> int: ...
 
-    def stream_piece(
-        self,
-        piece: Piece,
-        voice: VoiceSpec,
-        speed: float,
-        windowed: bool = True,
-        plan: WindowPlan | None = None,
-        cap: WindowCap | None = None,
-        on_words: Callable[[list[WordTime]], None] | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> Generator[NDArray[np.float32]]: ...
+    def stream_piece(  # ``KokoroEngine.stream_piece``, as the lane calls it
+        self, piece: Piece, voice: VoiceSpec, speed: float, windowed: bool, plan: WindowPlan | None, *,
+        cap: WindowCap | None, on_words: Callable[[list[WordTime]], None] | None, deadline: float | None,
+    ) -> Generator[NDArray[np.float32]]: ...  # fmt: skip
 
     def interruptible(self, stop: RunStop) -> contextlib.AbstractContextManager[None]: ...
 

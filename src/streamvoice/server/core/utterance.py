@@ -15,9 +15,6 @@ Every surface is an adapter over this: it turns its wire into ``say`` / ``append
   ``max_chars`` is refused ``text_too_long`` and the utterance ends with what came; with no text for
   ``idle_end_s`` it is ended as it stands (``on_idle`` tells the surface), so a stream never closed does not
   hold its listener.
-
-``utterances.Utterances`` holds the utterances open on one lane (a session's messages, a vendor connection's contexts)
-and owns the barge-in rule: cancelling the one being spoken restarts the listener's playback clock.
 Checked by ``pytest tests/test_utterance.py``.
 """
 

@@ -63,8 +63,8 @@ async def with_dictionary(
     service: SpeechService, request: ResolvedRequest, who: str, dictionary_id: object
 ) -> ResolvedRequest:
     """The request with its dictionary's words laid over the server's lexicon (an HTTP body, read whole)."""
-    prepare = dictionary_for(service, who, dictionary_id)
-    return request if prepare is None else await prepare(request)
+    named = [] if dictionary_id is None else [(dictionary_id, None)]
+    return await service.dictionaries.laid_over_now(request, who, SHELF, named)
 
 
 def _shown(d: Dictionary, who: str) -> dict[str, Any]:

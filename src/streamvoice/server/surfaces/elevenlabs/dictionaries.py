@@ -82,8 +82,7 @@ async def with_dictionaries(
     service: SpeechService, request: ResolvedRequest, who: str, raw_locators: object
 ) -> ResolvedRequest:
     """The request with its dictionaries' words laid over the server's lexicon (an HTTP body, read whole)."""
-    prepare = dictionaries_for(service, who, raw_locators)
-    return request if prepare is None else await prepare(request)
+    return await service.dictionaries.laid_over_now(request, who, SHELF, locators(raw_locators))
 
 
 # --- answers in ElevenLabs' shapes ----------------------------------------------------------------------
