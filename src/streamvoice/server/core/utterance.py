@@ -44,10 +44,10 @@ from streamvoice.server.core.heard import Heard, Transcript
 from streamvoice.server.core.lane import Lane
 from streamvoice.server.core.piece_audio import PieceAudio, Words
 from streamvoice.server.core.requests import Prepare, ResolvedRequest
+from streamvoice.server.core.streamed_text import StreamedText
 from streamvoice.server.core.tenancy import Account, Tenancy
 from streamvoice.server.core.timer import Timer
 from streamvoice.server.core.utterance_bounds import Silence, StreamBounds
-from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
 from streamvoice.text.pronounce import written_text
 
 log = logging.getLogger("streamvoice.utterance")
@@ -90,9 +90,7 @@ class Utterance:
         self._lane = lane
         self._gate = gate
         self._prepare = prepare
-        self._quiet_cut_s = quiet_cut_s
-        self._quiet = Timer(self._went_quiet)
-        self._chunker: IncrementalSentenceChunker | None = None  # made on the first ``append``
+        self._streamed = StreamedText(lambda text: self._texts.put_nowait((text, False)), quiet_cut_s)
         self._texts: asyncio.Queue[tuple[str, bool] | Marked | None] = asyncio.Queue()
         self._ready: asyncio.Queue[tuple[Piece, PieceAudio] | Marked | None] = asyncio.Queue()
         self._submitted: list[PieceAudio] = []
@@ -129,20 +127,15 @@ class Utterance:
             self.end()
             raise refused
         self._arm_idle()
-        if self._chunker is None:
-            self._chunker = IncrementalSentenceChunker(FAST_FIRST)
         self.chars += len(text)
         self._account.wrote(len(text))
         self.transcript.wrote(text)
-        self._queue_pieces(self._chunker.feed(text))
-        if self._quiet_cut_s > 0:  # a sentence that ends here is spoken if nothing follows soon
-            self._quiet.arm(self._quiet_cut_s)
+        self._streamed.feed(text)
 
     def flush(self) -> None:
         """Speak what is buffered now, as it stands; more text may follow."""
-        self._quiet.disarm()
-        if self._chunker is not None and not self._ended:
-            self._queue_pieces(self._chunker.flush())
+        if not self._ended:
+            self._streamed.flush()
 
     def mark(self, label: int) -> None:
         """Speak what is buffered now, and tell when all of it has been spoken: ``Marked(label)`` follows the
@@ -189,14 +182,6 @@ class Utterance:
         """Wait until planning has ended (done, failed or cancelled)."""
         await asyncio.wait({self._task})
 
-    def _queue_pieces(self, pieces: list[str]) -> None:
-        for text in pieces:
-            self._texts.put_nowait((text, False))
-
-    def _went_quiet(self) -> None:
-        if self._chunker is not None and not self._ended:
-            self._queue_pieces(self._chunker.quiet())
-
     def _arm_idle(self) -> None:
         if self._bounds is not None and not self._ended and not self.cancelled:
             self._idle.arm(self._bounds.idle_end_s)
@@ -215,7 +200,7 @@ class Utterance:
                 piece.cancel()
 
     def _stop(self) -> None:
-        self._quiet.disarm()
+        self._streamed.stop()
         self._idle.disarm()
         self._task.cancel()
         for piece in self._submitted:
