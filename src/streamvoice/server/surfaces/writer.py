@@ -9,25 +9,52 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from streamvoice.protocol import ErrorCode, ProtocolError
-from streamvoice.server.core.events import PieceEnded
+from streamvoice.server.core.events import Completed, Failed, Marked, PieceEnded, PieceStarted
+from streamvoice.server.core.piece_audio import Words
+from streamvoice.server.core.seat import Seat
+from streamvoice.server.core.service import SpeechService
 from streamvoice.server.surfaces.answer import Answer
-from streamvoice.server.surfaces.outbox import Closing, DrainCheck, Reply
+from streamvoice.server.surfaces.outbox import Closing, DrainCheck, Outbox, Reply
+from streamvoice.server.surfaces.playout import Playout
 from streamvoice.server.surfaces.rendering import Sound, encoded_events
-from streamvoice.server.surfaces.transport import Disconnected
-
-if TYPE_CHECKING:
-    from streamvoice.server.surfaces.connection import Connection
+from streamvoice.server.surfaces.transport import Disconnected, Transport
 
 log = logging.getLogger("streamvoice.connection")
+
+
+class Written[F, A: Answer](Protocol):
+    """What the writer reads of its connection (``connection.Connection``, which the writer cannot import:
+    the connection runs it)."""
+
+    name: str
+    connection_id: str
+    service: SpeechService
+    transport: Transport[F]
+    outbox: Outbox[F, A]
+    playout: Playout[A]
+    seat: Seat
+    answering: list[A]
+
+    def closing(self, code: ErrorCode, reason: str, message: str, close_code: int = 1000) -> Closing[F]: ...
+    def render(
+        self, answer: A, event: PieceStarted | Words | PieceEnded | Marked | Completed | Failed
+    ) -> list[F]: ...
+    def render_audio(self, answer: A, data: bytes, samples: int) -> list[F]: ...
+    def render_failed(self, answer: A, error: ProtocolError) -> list[F]: ...
+    def after_answer(self, answer: A) -> bool: ...
+    def finished(self, answer: A) -> None: ...
+    def handed_over(self, answer: A) -> F | None: ...
+    def notice(self, frame: F | None) -> None: ...
+    def cancel(self, target: str | None = None) -> list[A]: ...
 
 
 class Writer[F, A: Answer]:
     """The one writer task of a connection."""
 
-    def __init__(self, conn: Connection[F, A]) -> None:
+    def __init__(self, conn: Written[F, A]) -> None:
         self.conn = conn
         self.outbox = conn.outbox
 
