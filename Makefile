@@ -88,10 +88,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# Three workers (here and nowhere else), a file each at a time (its module's server started once): a test waiting on a socket, a
-# paced stream or another process lends the CPU to another worker, and beside a busy core three take a
-# larger share of it than two (`make test` from a clean clone with `yes` beside it, same hour, 2 cores:
-# 11 min 13 s against 12 min 5 s - 13 min 16 s). `make unit PYTEST_WORKERS=0` runs in one.
+# Four workers (here and nowhere else), a file each at a time (its module's server started once): a test waiting on a
+# socket, a paced stream or another process lends the CPU to another worker, and beside a busy core more workers
+# take a larger share of it (`make test` from a clean clone with `yes` beside it, 2 cores, the same session of
+# 2026-12-06: 11 min 23 s with four against 13 min 22 s with three; an earlier session: three 11 min 13 s, two
+# 12 min 5 s - 13 min 16 s). `make unit PYTEST_WORKERS=0` runs in one.
 PYTEST_WORKERS ?= 4
 unit: install system-deps model $(BIN)/helm
 	$(BIN)/python -m pytest -q -ra --durations=30 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
