@@ -12,6 +12,9 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
   the engine blends);
 - **exact statistics, blended**: each window blends the whole piece's statistics with its own, weighted as
   the engine weighs them (what blending alone costs, with nothing left to estimate);
+- **the estimate alone**: the shipped estimate (the frames decoded so far with their own statistics, the
+  voice's for the speech still to come, its silence's for the silence) without blending in each window's own
+  statistics: whether blending helps once the estimate is what it really is;
 - **exact statistics for norms [0:k]**: the whole piece's statistics for the first ``k`` of the decoder's
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
@@ -39,7 +42,7 @@ from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_stats_cache import prepare
-from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade, window_prior
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.timing import decode_range
 
@@ -54,12 +57,35 @@ SENTENCES = (
 PriorAt = Callable[[int, int], tuple[NormStats | None, float]]
 
 
+class EstimateAlone:
+    """The shipped estimate (``window_prior``) used alone by every window: what the frames kept so far said
+    (``seen``, fed back after each window), the voice's statistics for the rest."""
+
+    def __init__(
+        self, voice: NormStats | None, silence: NormStats | None, frames: int, span: tuple[int, int]
+    ):
+        self.voice, self.silence, self.frames, self.span = voice, silence, frames, span
+        self.seen: NormStats | None = None
+
+    def __call__(self, lo: int, hi: int) -> tuple[NormStats | None, float]:
+        first, last = self.span
+        rest, _ = window_prior(
+            self.seen, self.voice, self.frames, 0, hi - lo, self.seen is None, self.silence,
+            self.frames - (last - first),
+        )  # fmt: skip
+        return rest, 1.0
+
+    def kept(self, stats: NormStats, frames: int) -> None:
+        self.seen = NormStats.merge(self.seen, stats.weighted(float(frames)))
+
+
 def windows_with(
     split: SplitKokoro, feats: dict[str, Any], style: NDArray[np.float32], span: tuple[int, int], plan: WindowPlan,
-    prior_at: PriorAt,
+    prior_at: PriorAt, kept: Callable[[NormStats, int], None] | None = None,
 ) -> NDArray[np.float32]:  # fmt: skip
     """The span decoded in ``plan``'s windows and joined as the engine joins them, each window normalised
-    with ``prior_at(lo, hi)`` (statistics, their weight)."""
+    with ``prior_at(lo, hi)`` (statistics, their weight); ``kept`` told each window's statistics and the
+    frames it kept."""
     frames = split.frames(feats)
     first, last = span
     ctx, out, tail = plan.context, [], None
@@ -67,7 +93,9 @@ def windows_with(
         start, end = first + offset_start, first + offset_end
         left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
         lo, hi = max(0, start - left), min(frames, end + right)
-        audio, _ = split.decode(feats, style, lo, hi, *prior_at(lo, hi))
+        audio, stats = split.decode(feats, style, lo, hi, *prior_at(lo, hi))
+        if kept is not None:
+            kept(stats, end - start)
         keep_from, keep_to = (start - lo) * SAMPLES_PER_FRAME, (end - lo) * SAMPLES_PER_FRAME
         body = audio[keep_from:keep_to]
         if tail is not None:
@@ -118,11 +146,13 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
         return np.concatenate([audio for audio, _ in chunks])
 
     speech_stats = split.decode(feats, style, *span)[1]
+    alone = EstimateAlone(voice_prior, silence, frames, span)
     variants = {
         "shipped": shipped(plan),
         "shipped, context 12": shipped(wide),
         "speech statistics, blended as shipped": shipped(plan, speech_stats),
         "exact statistics, blended": windows_with(split, feats, style, span, plan, blended(exact, frames)),
+        "the estimate alone": windows_with(split, feats, style, span, plan, alone, alone.kept),
         "exact statistics": windows_with(split, feats, style, span, plan, fixed(exact)),
         "whole, second front": split.decode(split.features(feeds), style, 0, frames)[0][
             span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
