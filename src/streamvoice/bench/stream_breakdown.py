@@ -15,6 +15,9 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
 - **the estimate alone**: the shipped estimate (the frames decoded so far with their own statistics, the
   voice's for the speech still to come, its silence's for the silence) without blending in each window's own
   statistics: whether blending helps once the estimate is what it really is;
+- **its speech's statistics and the voice's silence, alone**: every window normalised with one fixed
+  estimate, this piece's speech statistics (the speech decoded by itself) merged with the voice's silence for
+  the silent frames, nothing of the windows' own: the ceiling of a per-piece estimate of the speech;
 - **exact statistics for norms [0:k]**: the whole piece's statistics for the first ``k`` of the decoder's
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
@@ -119,6 +122,19 @@ def blended(stats: NormStats, frames: int) -> PriorAt:
     return lambda lo, hi: (stats, frames / (frames + hi - lo))
 
 
+def with_silence(
+    speech: NormStats, silence: NormStats | None, span: tuple[int, int], frames: int
+) -> NormStats:
+    """The piece's statistics as its speech's and, for the frames outside ``span``, the voice's silence's."""
+    spoken, silent = span[1] - span[0], frames - (span[1] - span[0])
+    merged = NormStats.merge(
+        speech.weighted(float(spoken)),
+        silence.weighted(float(silent)) if silence is not None and silent else None,
+    )
+    assert merged is not None
+    return merged
+
+
 def mixed(exact: NormStats, estimate: NormStats, k: int) -> NormStats:
     """The exact statistics for the first ``k`` norms, the estimate's for the rest."""
     return NormStats(
@@ -153,6 +169,9 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
         "speech statistics, blended as shipped": shipped(plan, speech_stats),
         "exact statistics, blended": windows_with(split, feats, style, span, plan, blended(exact, frames)),
         "the estimate alone": windows_with(split, feats, style, span, plan, alone, alone.kept),
+        "its speech's statistics and the voice's silence, alone": windows_with(
+            split, feats, style, span, plan, fixed(with_silence(speech_stats, silence, span, frames))
+        ),
         "exact statistics": windows_with(split, feats, style, span, plan, fixed(exact)),
         "whole, second front": split.decode(split.features(feeds), style, 0, frames)[0][
             span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
