@@ -17,7 +17,8 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
   statistics: whether blending helps once the estimate is what it really is;
 - **its speech's statistics and the voice's silence, alone**: every window normalised with one fixed
   estimate, this piece's speech statistics (the speech decoded by itself) merged with the voice's silence for
-  the silent frames, nothing of the windows' own: the ceiling of a per-piece estimate of the speech;
+  the silent frames, nothing of the windows' own: the ceiling of a per-piece estimate of the speech; and the
+  same refreshed as the engine refreshes its estimate (the frames kept so far by their windows' statistics);
 - **exact statistics for norms [0:k]**: the whole piece's statistics for the first ``k`` of the decoder's
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
@@ -163,6 +164,7 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
 
     speech_stats = split.decode(feats, style, *span)[1]
     alone = EstimateAlone(voice_prior, silence, frames, span)
+    refreshed = EstimateAlone(speech_stats, silence, frames, span)
     variants = {
         "shipped": shipped(plan),
         "shipped, context 12": shipped(wide),
@@ -171,6 +173,9 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
         "the estimate alone": windows_with(split, feats, style, span, plan, alone, alone.kept),
         "its speech's statistics and the voice's silence, alone": windows_with(
             split, feats, style, span, plan, fixed(with_silence(speech_stats, silence, span, frames))
+        ),
+        "the same, refreshed by the kept windows' statistics": windows_with(
+            split, feats, style, span, plan, refreshed, refreshed.kept
         ),
         "exact statistics": windows_with(split, feats, style, span, plan, fixed(exact)),
         "whole, second front": split.decode(split.features(feeds), style, 0, frames)[0][
