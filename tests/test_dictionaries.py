@@ -148,13 +148,13 @@ async def test_a_contexts_dictionaries_are_fetched_while_its_socket_goes_on_read
     from streamvoice.server.core.dictionaries import Dictionaries
 
     released = threading.Event()
-    lexicon = Dictionaries.lexicon
+    read = Dictionaries.get
 
-    async def slow_store(self: Dictionaries, *args: Any) -> dict[str, str]:
+    async def slow_store(self: Dictionaries, *args: Any) -> Any:
         await asyncio.to_thread(released.wait, 30)
-        return await lexicon(self, *args)
+        return await read(self, *args)
 
-    monkeypatch.setattr(Dictionaries, "lexicon", slow_store)
+    monkeypatch.setattr(Dictionaries, "get", slow_store)
     url = server.url.replace("http", "ws", 1) + "/v1/text-to-speech/af_heart/multi-stream-input"
     async with websockets.connect(url, additional_headers={"xi-api-key": "alice"}) as ws:
         locator = {"pronunciation_dictionary_id": "nope", "version_id": None}

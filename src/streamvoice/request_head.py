@@ -25,6 +25,8 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from streamvoice.timer import Timer
+
 log = logging.getLogger("streamvoice.server")
 
 HEAD_TIMEOUT_S = 10.0  # as the speech server's ``head_timeout_s`` default
@@ -83,7 +85,7 @@ def with_head_deadline(seconds: float, max_connections: int = MAX_CONNECTIONS) -
     class HeadDeadlineProtocol(H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._head_timer: asyncio.TimerHandle | None = None
+            self._head_timer = Timer(self._overdue)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -94,13 +96,13 @@ def with_head_deadline(seconds: float, max_connections: int = MAX_CONNECTIONS) -
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
+            self._head_timer.disarm()
             super().connection_lost(exc)
 
         def handle_events(self) -> None:
             super().handle_events()
             if not self._waiting_for_head():  # a head arrived (or the socket was handed to a WebSocket)
-                self._disarm()
+                self._head_timer.disarm()
 
         def on_response_complete(self) -> None:
             self._arm()  # before the pipelined request uvicorn may handle at once, which then disarms it
@@ -110,17 +112,12 @@ def with_head_deadline(seconds: float, max_connections: int = MAX_CONNECTIONS) -
             return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
 
         def _arm(self) -> None:
-            self._disarm()
-            if not self.transport.is_closing():
-                self._head_timer = self.loop.call_later(seconds, self._overdue)
-
-        def _disarm(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
+            if self.transport.is_closing():
+                self._head_timer.disarm()
+            else:
+                self._head_timer.arm(seconds)
 
         def _overdue(self) -> None:
-            self._head_timer = None
             if self.transport.is_closing() or not self._waiting_for_head():
                 return
             if self.conn.trailing_data[0]:  # part of a head waits in h11's buffer: tell the client why

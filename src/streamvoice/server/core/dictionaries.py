@@ -210,19 +210,6 @@ class Dictionaries:
         await self.get(owner, shelf, dictionary_id)  # not_found when it is not the caller's
         await self.store.delete(self._kind(shelf), owner, dictionary_id)
 
-    async def lexicon(
-        self, owner: str, shelf: Shelf, locators: Sequence[tuple[object, object]]
-    ) -> dict[str, str]:
-        """The lexicon a request's dictionaries make, in order (a later one wins a word): ``(id, version id or
-        None for the latest)`` each."""
-        if len(locators) > shelf.per_request:
-            raise _bad(f"a request names at most {shelf.per_request} pronunciation dictionaries")
-        merged: dict[str, str] = {}
-        for dictionary_id, version_id in locators:
-            dictionary = await self.get(owner, shelf, dictionary_id)
-            merged.update(dictionary.version(version_id).lexicon)
-        return merged
-
     def laid_over(
         self, owner: str, shelf: Shelf, locators: Sequence[tuple[object, object]]
     ) -> Prepare | None:
@@ -235,8 +222,13 @@ class Dictionaries:
             raise _bad(f"a request names at most {shelf.per_request} pronunciation dictionaries")
 
         async def prepare(request: ResolvedRequest) -> ResolvedRequest:
-            lexicon = await self.lexicon(owner, shelf, locators)
-            return replace(request, lexicon={**request.lexicon, **lexicon})
+            """The dictionaries' words in order (a later one wins a word) over the request's lexicon:
+            ``(id, version id or None for the latest)`` each."""
+            merged = dict(request.lexicon)
+            for dictionary_id, version_id in locators:
+                dictionary = await self.get(owner, shelf, dictionary_id)
+                merged.update(dictionary.version(version_id).lexicon)
+            return replace(request, lexicon=merged)
 
         return prepare
 

@@ -19,9 +19,8 @@ from streamvoice.store.keys import Tenant
 
 log = logging.getLogger("streamvoice.server")
 
-Kind = Literal[
-    "session", "stream"
-]  # a socket for its life, or one answer (an HTTP body, a raw socket's utterance)
+# A socket for its life, or one answer (an HTTP body, a raw socket's utterance).
+Kind = Literal["session", "stream"]
 
 
 def unavailable(service: SpeechService | None, new_work: bool = True) -> ProtocolError | None:

@@ -64,9 +64,8 @@ class Seat:
         self.hands_over = on_connection
         self.tenant: Tenant | None = room.tenant if room is not None else current()
         self._rooms: list[rooms.Room] = []
-        self._answer_rooms: dict[
-            int, rooms.Room
-        ] = {}  # by id(utterance): a wire counting answers, not itself
+        # By id(utterance): the rooms of a wire that counts its answers, not itself, in the session cap.
+        self._answer_rooms: dict[int, rooms.Room] = {}
         self._left = False
         if room is not None:
             self.hold(room)

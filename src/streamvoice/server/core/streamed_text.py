@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streamvoice.server.core.timer import Timer
 from streamvoice.text.chunker import FAST_FIRST, IncrementalSentenceChunker
+from streamvoice.timer import Timer
 
 
 class StreamedText:

@@ -46,9 +46,9 @@ from streamvoice.server.core.piece_audio import PieceAudio, Words
 from streamvoice.server.core.requests import Prepare, ResolvedRequest
 from streamvoice.server.core.streamed_text import StreamedText
 from streamvoice.server.core.tenancy import Account, Tenancy
-from streamvoice.server.core.timer import Timer
 from streamvoice.server.core.utterance_bounds import Silence, StreamBounds
 from streamvoice.text.pronounce import written_text
+from streamvoice.timer import Timer
 
 log = logging.getLogger("streamvoice.utterance")
 

@@ -51,20 +51,22 @@ def checked_items(raw: object) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return items, lexicon
 
 
+def _located(dictionary_id: object) -> list[tuple[object, object]]:
+    """``pronunciation_dict_id`` as locators: its latest version, or none."""
+    return [] if dictionary_id is None else [(dictionary_id, None)]
+
+
 def dictionary_for(service: SpeechService, who: str, dictionary_id: object) -> Prepare | None:
     """What lays the named dictionary over a request's lexicon (``Dictionaries.laid_over``), fetched when it
     is awaited."""
-    return (
-        None if dictionary_id is None else service.dictionaries.laid_over(who, SHELF, [(dictionary_id, None)])
-    )
+    return service.dictionaries.laid_over(who, SHELF, _located(dictionary_id))
 
 
 async def with_dictionary(
     service: SpeechService, request: ResolvedRequest, who: str, dictionary_id: object
 ) -> ResolvedRequest:
     """The request with its dictionary's words laid over the server's lexicon (an HTTP body, read whole)."""
-    named = [] if dictionary_id is None else [(dictionary_id, None)]
-    return await service.dictionaries.laid_over_now(request, who, SHELF, named)
+    return await service.dictionaries.laid_over_now(request, who, SHELF, _located(dictionary_id))
 
 
 def _shown(d: Dictionary, who: str) -> dict[str, Any]:

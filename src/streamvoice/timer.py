@@ -1,5 +1,6 @@
-"""A one-shot call on the event loop that can be armed again or disarmed: an utterance's quiet cut and its
-idle end (``core.utterance``). Checked by ``pytest tests/test_utterance.py``."""
+"""A one-shot call on the running event loop that can be armed again or disarmed: an utterance's quiet cut and
+idle end (``server.core.utterance``), an HTTP connection's deadline for its request head (``request_head``).
+Checked by ``pytest tests/test_utterance.py tests/test_request_head.py``."""
 
 from __future__ import annotations
 
