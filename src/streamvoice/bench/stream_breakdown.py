@@ -2,17 +2,18 @@
 once, so streamed and whole share every input (durations, pitch, noise, phase), and both are compared
 untrimmed and sample-aligned over the frames the stream decodes: what is left is the decoder's windows.
 
-- **shipped**: the engine's windows, with its estimate of the whole piece's norm statistics (the voice's
-  from earlier pieces for what is not decoded yet, blended with each window's own);
-- **shipped, context 12**: the same estimate, three times the context on each side of every window;
+- **shipped**: the engine's windows, each normalised with one estimate of the whole piece's norm statistics
+  made before the first from what the front made of the piece (``speech_estimate``), nothing of its own;
+- **blended, before the estimate**: the engine's windows as they were before it: the voice's statistics
+  from earlier pieces for what is not decoded yet, blended with each window's own;
+- **shipped, context 12**: the same, three times the context on each side of every window;
 - **exact statistics**: the same windows normalised with the whole piece's own statistics (what no
   stream can know before decoding the whole piece: the ceiling of any better estimate);
-- **speech statistics, blended as shipped**: the shipped stream with the voice's statistics replaced by
-  this piece's own speech statistics (a perfect estimate of the speech, blended with each window's own as
-  the engine blends);
+- **speech statistics, blended as before**: the blended stream with the voice's statistics replaced by
+  this piece's own speech statistics (a perfect estimate of the speech, blended with each window's own);
 - **exact statistics, blended**: each window blends the whole piece's statistics with its own, weighted as
   the engine weighs them (what blending alone costs, with nothing left to estimate);
-- **the estimate alone**: the shipped estimate (the frames decoded so far with their own statistics, the
+- **the estimate alone**: the blended stream's estimate (the frames decoded so far with their own statistics, the
   voice's for the speech still to come, its silence's for the silence) without blending in each window's own
   statistics: whether blending helps once the estimate is what it really is;
 - **its speech's statistics and the voice's silence, alone**: every window normalised with one fixed
@@ -26,7 +27,9 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
 
 PESQ (wide band) of each against the whole piece, per sentence and on average.
 
-    python -m streamvoice.bench.stream_breakdown [--voices af_heart,am_michael,bf_emma]
+    python -m streamvoice.bench.stream_breakdown [--voices af_heart,am_michael,bf_emma,...] [--ks 10,24,40]
+
+The last three default voices are held out of the speech estimate's fit (``fit_speech_estimate``).
 """
 
 from __future__ import annotations
@@ -44,19 +47,24 @@ from streamvoice.bench.common import table, write_result
 from streamvoice.bench.quality import pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
+from streamvoice.engine.options import DecoderGraph, EngineOptions
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade, window_prior
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.timing import decode_range
 
-# Sentences no window size or statistic was tuned on (held out from bench.quality's and the tests').
+# Sentences no window size or statistic was tuned on (held out from bench.quality's and the tests', and from
+# the speech estimate's fit: ``fit_speech_estimate``).
 SENTENCES = (
     "Your appointment is confirmed for nine thirty on Tuesday morning.",
     "Got it, thanks!",
     "The quarterly report shows revenue up eleven percent over last year.",
     "Please hold while I transfer you to a specialist who can look into the billing question.",
     "The museum opens at ten, and the guided tour of the east wing starts at half past eleven.",
+    "I checked three stores nearby, and only one has the blue jacket in your size.",
+    "Thank you for calling. Goodbye!",
+    "The interest rate on this savings account is two point five percent.",
 )
 PriorAt = Callable[[int, int], tuple[NormStats | None, float]]
 
@@ -157,9 +165,23 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
     voice_prior, silence = engine.memory.get(spec), engine.memory.silence(spec)
     plan = engine.window_plan
     wide = replace(plan, context=12, lookahead=12, lead_context=12)
+    voice_reference = engine.memory.reference(spec)
 
-    def shipped(p: WindowPlan, prior: NormStats | None = voice_prior) -> NDArray[np.float32]:
-        chunks = split.stream(feats, style, p, prior, engine.cold_window_plan, None, None, span, silence)
+    def shipped(
+        p: WindowPlan, prior: NormStats | None = voice_prior, blend: bool = False
+    ) -> NDArray[np.float32]:
+        chunks = split.stream(
+            feats,
+            style,
+            p,
+            prior,
+            engine.cold_window_plan,
+            None,
+            None,
+            span,
+            silence,
+            None if blend else voice_reference,
+        )
         return np.concatenate([audio for audio, _ in chunks])
 
     speech_stats = split.decode(feats, style, *span)[1]
@@ -167,8 +189,9 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
     refreshed = EstimateAlone(speech_stats, silence, frames, span)
     variants = {
         "shipped": shipped(plan),
+        "blended, before the estimate": shipped(plan, blend=True),
         "shipped, context 12": shipped(wide),
-        "speech statistics, blended as shipped": shipped(plan, speech_stats),
+        "speech statistics, blended as before": shipped(plan, speech_stats, blend=True),
         "exact statistics, blended": windows_with(split, feats, style, span, plan, blended(exact, frames)),
         "the estimate alone": windows_with(split, feats, style, span, plan, alone, alone.kept),
         "its speech's statistics and the voice's silence, alone": windows_with(
@@ -199,8 +222,8 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
     return scores
 
 
-def run(voices: list[str], ks: list[int]) -> dict[str, Any]:
-    engine = KokoroEngine.load()
+def run(voices: list[str], ks: list[int], decoder: DecoderGraph | None = None) -> dict[str, Any]:
+    engine = KokoroEngine.load(options=EngineOptions(decoder=decoder))
     prepare(engine)  # every stock voice's statistics, as a server starts
     rows: list[dict[str, Any]] = []
     for voice in voices:
@@ -227,10 +250,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--voices", default="af_heart,am_michael,bf_emma")
+    parser.add_argument("--voices", default="af_heart,am_michael,bf_emma,af_nicole,am_puck,bf_isabella")
     parser.add_argument("--ks", default="10,24,40", help="exact statistics for the first k norms")
+    parser.add_argument("--decoder", choices=["static-int8", "exported"], help="default: the engine's")
     args = parser.parse_args(argv)
-    result = run([v for v in args.voices.split(",") if v], [int(k) for k in args.ks.split(",") if k])
+    voices = [v for v in args.voices.split(",") if v]
+    result = run(voices, [int(k) for k in args.ks.split(",") if k], args.decoder)
     print(
         table(
             [{"variant": k, **v} for k, v in result["summary"].items()],

@@ -21,6 +21,7 @@ import onnxruntime as ort
 from numpy.typing import NDArray
 
 from streamvoice.engine.options import session_providers
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowCap, WindowPlan
 from streamvoice.engine.surgery.norm_stats import NormStats
 
@@ -73,6 +74,8 @@ class Decoding:
     window always decodes whole). ``voiced``: the phoneme characters that are speech, so that only the
     frames around them are decoded; None decodes every frame. ``prior``/``silence``: what the voice's
     earlier pieces showed (``norm_stats``); ``remember`` is given this piece's statistics once it is done.
+    ``reference``: the voice's reference piece, from which a graph with a ``speech_estimate`` estimates
+    this piece's statistics instead (``prior`` and ``remember`` then unused).
     """
 
     windowed: bool = True
@@ -82,6 +85,7 @@ class Decoding:
     prior: NormStats | None = None
     silence: NormStats | None = None
     remember: Callable[[NormStats], None] | None = None
+    reference: Reference | None = None
     cap: WindowCap | None = None
     # When the listener runs out of audio (monotonic s; None: now): what a batching GPU orders pieces by.
     deadline: float | None = None

@@ -33,6 +33,7 @@ from streamvoice.engine.options import (
     cuda_started,
 )
 from streamvoice.engine.planning import Piece, Planner
+from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_memory import VoiceMemory
 from streamvoice.engine.streaming.windows import WindowCap, WindowPlan
@@ -51,6 +52,7 @@ from streamvoice.model_files import (
     STATIC_DECODER_VARIANTS,
     VARIANTS,
     ModelFiles,
+    naming_hash,
     resolve_model_files,
     verify_model_files,
 )
@@ -61,7 +63,6 @@ log = logging.getLogger("streamvoice.engine")
 logging.getLogger("phonemizer").setLevel(logging.ERROR)
 
 MODEL_MAX_TOKENS = 510  # the model's input holds 512 with the two padding tokens
-CALIBRATION_PIECES = 1  # the greeting's first sentence: ~0.5 s a voice on 2 cores
 
 
 # The file the static-int8 decoder is derived from (and judged on: ``python -m streamvoice.bench.engine``).
@@ -112,6 +113,8 @@ class KokoroEngine:
         static = options.decoder == "static-int8" or (options.decoder is None and self._static_by_default())
         if static and self.decoder_graph != "torch":  # the static-int8 graphs are ONNX Runtime's, for CPUs
             self._use_static_graphs()
+        if self._split is not None and self._split.norms:
+            self._split.estimator = speech_estimate.shipped(naming_hash(files.model))
 
     def _graphs(
         self,
@@ -281,15 +284,11 @@ class KokoroEngine:
         lang = default_lang(spec)
         if not self.g2p.installed(lang):  # statistics of the voice, not the text: any language measures it
             lang = "en-us"
-        speech: NormStats | None = None
-        silence: NormStats | None = None
-        for piece in self.planner.plan(calibration_text(lang), lang)[:CALIBRATION_PIECES]:
-            feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
-            measured, quiet = split.piece_statistics(feeds, style, piece.voiced)
-            speech, silence = NormStats.merge(speech, measured), NormStats.merge(silence, quiet)
-        if speech is None:
-            return None
+        piece = self.planner.plan(calibration_text(lang), lang)[0]  # the greeting's first sentence
+        feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
+        speech, silence, summaries = split.piece_statistics(feeds, style, piece.voiced)
         self.set_voice_stats(name, speech, silence)
+        self.memory.set_summaries(name, summaries)
         return speech, silence
 
     def decoder_windows(
@@ -354,6 +353,7 @@ class KokoroEngine:
             prior=self.memory.get(voice) if known else None,
             silence=self.memory.silence(voice) if known else None,
             remember=self.memory.recorder(voice) if known else None,
+            reference=self.memory.reference(voice) if known else None,
             cap=cap,
             deadline=deadline,
         )

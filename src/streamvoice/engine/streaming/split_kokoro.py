@@ -19,7 +19,9 @@ from numpy.typing import NDArray
 
 from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.options import session_providers
+from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.decode_batcher import DecodeBatcher
+from streamvoice.engine.streaming.speech_estimate import Floats, Reference, SpeechEstimator
 from streamvoice.engine.streaming.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
@@ -49,6 +51,9 @@ class SplitKokoro:
         self.norms = graphs.norms
         self.batchable = graphs.batchable
         self.batcher: DecodeBatcher | None = None
+        # The fitted estimate of a piece's statistics for this model file (``speech_estimate``); None: the
+        # windows blend the voice's statistics with their own.
+        self.estimator: SpeechEstimator | None = None
         self._options, self._providers = options, providers
         self.front = ort.InferenceSession(
             graphs.front, sess_options=options, providers=session_providers(providers)
@@ -135,6 +140,7 @@ class SplitKokoro:
             how.cap,
             span,
             how.silence if durations is not None else None,
+            how.reference if durations is not None else None,
         )
         return Decoded(chunks, span[0], span[1] - span[0], durations)
 
@@ -168,13 +174,46 @@ class SplitKokoro:
 
     def piece_statistics(
         self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32], voiced: tuple[int, int]
-    ) -> tuple[NormStats, NormStats | None]:
-        """A piece decoded whole and cold: its norms' statistics over the speech (``voiced`` tokens), and
-        over the model's leading silence (None when it has none)."""
+    ) -> tuple[NormStats, NormStats | None, Floats | None]:
+        """A piece decoded whole and cold: its norms' statistics over the speech (``voiced`` tokens), over
+        the model's leading silence (None when it has none), and its speech's frame summaries (None without
+        an ``estimator``)."""
         feats = self.features(feeds)
         first, last = decode_range(self.durations(feats), voiced, self.frames(feats))
         speech = self.decode(feats, style, first, last)[1]
-        return speech, self.decode(feats, style, 0, first)[1] if first > 0 else None
+        silence = self.decode(feats, style, 0, first)[1] if first > 0 else None
+        return speech, silence, self.summaries(feats, (first, last))
+
+    def summaries(self, feats: dict[str, NDArray[Any]], span: tuple[int, int]) -> Floats | None:
+        """What ``estimator`` reads of the frames ``span`` (None without one)."""
+        if self.estimator is None:
+            return None
+        bd, (a, b) = self.boundary, span
+        return self.estimator.summaries(
+            feats[bd.asr][0, :, a:b], feats[bd.f0][0, 2 * a : 2 * b], feats[bd.noise][0, 2 * a : 2 * b]
+        )
+
+    def estimate(
+        self,
+        feats: dict[str, NDArray[Any]],
+        span: tuple[int, int],
+        reference: Reference,
+        silence: NormStats | None,
+    ) -> NormStats | None:
+        """The whole piece's statistics before any of it is decoded: the speech's estimated from its frame
+        summaries, the voice's silence for the frames outside ``span`` (None without an estimator)."""
+        summaries = self.summaries(feats, span)
+        if summaries is None or self.estimator is None:
+            return None
+        spoken = span[1] - span[0]
+        silent = self.frames(feats) - spoken
+        speech = speech_estimate.with_text_statistics(
+            self.estimator.estimate(reference, summaries, float(spoken)),
+            feats[self.boundary.asr][0, :, span[0] : span[1]],
+        )
+        return NormStats.merge(
+            speech, silence.weighted(float(silent)) if silence is not None and silent else None
+        )
 
     def window_feeds(
         self,
@@ -236,6 +275,7 @@ class SplitKokoro:
         cap: WindowCap | None = None,
         span: tuple[int, int] | None = None,
         silence: NormStats | None = None,
+        reference: Reference | None = None,
     ) -> Iterator[tuple[NDArray[np.float32], bool]]:
         """Audio window by window, each with whether it is the last; frames ``span`` only (default all).
 
@@ -244,10 +284,19 @@ class SplitKokoro:
         for a voice not heard yet, the frames decoded so far again). ``remember`` gets the piece's
         statistics once it is done, to become the voice's prior. Without a prior, ``cold_plan`` (more
         context) replaces ``plan``. ``cap`` limits window sizes as they are decided (``iter_windows``).
+
+        With an ``estimator`` and the voice's ``reference``, every window instead normalises with one fixed
+        estimate of the piece's statistics made before the first (``speech_estimate``), nothing of its own:
+        streamed-vs-whole PESQ 3.6 against 2.7 (docs/benchmarks.md 7b).
         """
         frames = self.frames(feats)
         first, last = span or (0, frames)
-        if voice_prior is None or not self.norms:
+        estimate = (
+            self.estimate(feats, (first, last), reference, silence) if reference and self.norms else None
+        )
+        if estimate is not None:
+            remember = None  # the voice's statistics stay its reference's
+        elif voice_prior is None or not self.norms:
             plan = cold_plan or COLD_PLAN
         ctx, xf = plan.context, plan.crossfade
         seen: NormStats | None = None  # statistics of the frames kept so far
@@ -256,8 +305,19 @@ class SplitKokoro:
             start, end = first + offset_start, first + offset_end
             left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
             lo, hi = max(0, start - left), min(frames, end + right)
-            rest, weight = window_prior(
-                seen, voice_prior, frames, end - start, hi - lo, start == 0, silence, frames - (last - first)
+            rest, weight = (
+                (estimate, 1.0)
+                if estimate is not None
+                else window_prior(
+                    seen,
+                    voice_prior,
+                    frames,
+                    end - start,
+                    hi - lo,
+                    start == 0,
+                    silence,
+                    frames - (last - first),
+                )
             )
             audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from streamvoice.engine.streaming.speech_estimate import Floats, Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.voices import VoiceSpec
 
@@ -29,6 +30,7 @@ class VoiceMemory:
         self._stock = stock
         self._stats: dict[str, NormStats] = {}
         self._silence: dict[str, NormStats] = {}
+        self._summaries: dict[str, Floats] = {}  # the reference piece's frame summaries (``speech_estimate``)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -44,6 +46,32 @@ class VoiceMemory:
 
     def silence(self, voice: VoiceSpec) -> NormStats | None:
         return self._mix(self._silence, voice)
+
+    def reference(self, voice: VoiceSpec) -> Reference | None:
+        """The voice's reference piece for ``speech_estimate``: its speech statistics with their summaries;
+        a blend's mixed from its parts' (None if a part has neither)."""
+        with self._lock:
+            parts = [(self._stats.get(name), self._summaries.get(name), w) for name, w in voice.parts]
+        refs = [
+            (Reference(stats, summaries), w)
+            for stats, summaries, w in parts
+            if stats is not None and summaries is not None
+        ]
+        if len(refs) < len(parts):
+            return None
+        return refs[0][0] if len(refs) == 1 else Reference.mixed(refs)
+
+    def summaries(self, name: str) -> Floats | None:
+        with self._lock:
+            return self._summaries.get(name)
+
+    def set_summaries(self, name: str, summaries: Floats | None) -> None:
+        self._check(name)
+        with self._lock:
+            if summaries is None:
+                self._summaries.pop(name, None)
+            else:
+                self._summaries[name] = summaries
 
     def set_silence(self, name: str, stats: NormStats | None) -> None:
         self._check(name)

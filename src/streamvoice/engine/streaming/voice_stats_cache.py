@@ -25,12 +25,15 @@ from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
-FORMAT = 2  # bump when calibration changes: old files then no longer match
+FORMAT = 3  # bump when calibration changes: old files then no longer match
 
 
 def cache_name(engine: KokoroEngine) -> str:
+    """Keyed by the model and voices, and by the speech estimate whose summaries it keeps (if any)."""
     key = naming_hash(engine.files.model)[:16] + "-" + naming_hash(engine.files.voices)[:8]
-    return f"voice-stats-v{FORMAT}-{key}.npz"
+    estimator = engine.split.estimator if engine.split is not None else None
+    fit = "" if estimator is None else f"-{estimator.digest()}"
+    return f"voice-stats-v{FORMAT}-{key}{fit}.npz"
 
 
 def default_dir() -> Path:
@@ -75,6 +78,9 @@ def save(engine: KokoroEngine, path: Path) -> Path:
         if silence is not None:
             arrays[f"{name}.silence.mean"], arrays[f"{name}.silence.var"] = _pack(silence)
             arrays[f"{name}.silence.frames"] = np.array([silence.frames])
+        summaries = engine.memory.summaries(name)
+        if summaries is not None:
+            arrays[f"{name}.summaries"] = summaries
     if shapes is None:
         raise ValueError("no voice statistics to save; calibrate first")
     arrays["shapes"] = np.array([s[1] for s in shapes], dtype=np.int64)  # [1, C, 1] each
@@ -105,6 +111,8 @@ def load(engine: KokoroEngine, path: Path) -> int:
                     float(data[f"{name}.silence.frames"][0]),
                 )  # fmt: skip
             engine.set_voice_stats(name, speech, silence)
+            if f"{name}.summaries" in data.files:
+                engine.memory.set_summaries(name, np.asarray(data[f"{name}.summaries"], dtype=np.float64))
             count += 1
     return count
 

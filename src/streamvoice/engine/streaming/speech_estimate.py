@@ -1,0 +1,214 @@
+"""A piece's speech statistics, estimated from what the front made of it before any of it is decoded.
+
+Each decoder window normalises with the whole piece's instance-norm statistics, which no stream knows
+before it has decoded the piece. The voice's statistics from another piece are far from this one's
+(streamed-vs-whole PESQ 1.74 with them alone), and blending them with each window's own statistics, as the
+engine did, only partly mends it (2.69): ``python -m streamvoice.bench.stream_breakdown``, docs/benchmarks.md
+7b. But a piece's statistics are time averages of what each of its frames contributes, and what a frame
+contributes follows from what the front says about it: which sound it is (the aligned text features,
+classed), its pitch and its energy. So the estimate is the voice's reference piece (the calibration greeting)
+moved by a linear map of how this piece's frame summaries differ from the reference's:
+
+    stats(piece) = stats(reference) + offset + (f(piece) - f(reference) - mu) / sd @ weights @ basis
+
+over the means and the log variances of every norm's channels, but the first norm's first channels: they are
+the aligned text features themselves (the decoder's input, before any layer), so their statistics are
+computed, not estimated (``with_text_statistics``). Estimated, they were the one place a stream broke
+(PESQ 1.1 against 3.4 on a sentence where every other norm's estimate was close). The map is fitted once per model file by
+ridge regression on several thousand pieces of every stock voice, and kept at low rank (the ``basis``):
+``python -m streamvoice.bench.fit_speech_estimate``. Every window then normalises with this one fixed
+estimate, nothing of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamvoice.engine.surgery.norm_stats import NormStats
+
+SHIPPED = Path(__file__).with_name("estimates")  # one file per model file it was fitted for, by hash
+EPS = 1e-5  # added to a variance before its log: some channels of the model's silence are constant
+VOICED_HZ = 40.0  # the front's pitch track is a few Hz where nothing is voiced, 100+ where something is
+PITCH_BINS = (2.5, 6.5, 12)  # log Hz: ~12 to ~665 Hz, in 12 bins
+ENERGY_BINS = (-8.0, 10.0, 12)  # the front's energy track's range over speech
+
+Floats = NDArray[np.float64]
+
+
+def frame_summaries(asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating],
+                    centers: Floats) -> Floats:  # fmt: skip
+    """What the estimate reads of a piece's speech: its aligned text features' mean and the share of its
+    frames in each class (nearest of ``centers``), its voiced share and pitch, its energy's summaries and
+    histograms of both, and its length. ``asr`` is [C, T] (frames), ``f0`` and ``n`` [2T]."""
+    text = np.asarray(asr, dtype=np.float64)
+    pitch, energy = np.asarray(f0, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    frames = text.shape[1]
+    voiced = pitch > VOICED_HZ
+    log_pitch = np.log(np.maximum(pitch, 1.0))
+    shape = [
+        voiced.mean(),
+        float((log_pitch * voiced).sum() / max(1, int(voiced.sum()))),
+        energy.mean(),
+        energy.std(),
+        float((energy**2).mean() / 50),
+        float(np.log(frames)),
+    ]
+    lo, hi, bins = PITCH_BINS
+    pitch_hist = np.histogram(np.clip(log_pitch, lo, hi), bins=bins, range=(lo, hi))[0] / len(pitch)
+    lo, hi, bins = ENERGY_BINS
+    energy_hist = np.histogram(np.clip(energy, lo, hi), bins=bins, range=(lo, hi))[0] / len(energy)
+    # Nearest class by |x|^2 - 2 x.c + |c|^2, without the [T, K, C] array of differences.
+    distance = (centers**2).sum(1)[None, :] - 2 * text.T @ centers.T
+    classes = np.bincount(distance.argmin(1), minlength=len(centers)) / frames
+    return np.concatenate([text.mean(1), shape, pitch_hist, energy_hist, classes])
+
+
+def packed(stats: NormStats) -> Floats:
+    """The statistics as one vector: every norm's channel means, then their log variances."""
+    means = np.concatenate([np.asarray(m, dtype=np.float64).reshape(-1) for m in stats.means])
+    variances = np.concatenate([np.asarray(v, dtype=np.float64).reshape(-1) for v in stats.variances])
+    return np.concatenate([means, np.log(variances + EPS)])
+
+
+def unpacked(vector: Floats, sizes: tuple[int, ...], frames: float) -> NormStats:
+    half = len(vector) // 2
+    means, log_vars, out_m, out_v, at = vector[:half], vector[half:], [], [], 0
+    for size in sizes:
+        out_m.append(means[at : at + size].reshape(1, size, 1))
+        out_v.append(np.maximum(np.exp(log_vars[at : at + size]) - EPS, 1e-8).reshape(1, size, 1))
+        at += size
+    return NormStats(tuple(out_m), tuple(out_v), frames)
+
+
+def with_text_statistics(stats: NormStats, asr: NDArray[np.floating]) -> NormStats:
+    """``stats`` with the first norm's first channels set to those of ``asr`` [C, T], the aligned text
+    features the decoder reads first: its first norm normalises them, with two pitch and energy channels
+    after (``tests/test_speech_estimate.py`` checks it against a decode)."""
+    text = np.asarray(asr, dtype=np.float64)
+    channels = text.shape[0]
+    means, variances = stats.means[0].copy(), stats.variances[0].copy()
+    means[0, :channels, 0], variances[0, :channels, 0] = text.mean(1), text.var(1)
+    return NormStats((means, *stats.means[1:]), (variances, *stats.variances[1:]), stats.frames)
+
+
+def without_text_channels(targets: Floats, channels: int) -> Floats:
+    """Fit targets (packed differences) with the text channels (``with_text_statistics``) zeroed: the fit
+    spends none of its rank on what is computed."""
+    out = targets.copy()
+    half = out.shape[1] // 2
+    out[:, :channels] = 0.0
+    out[:, half : half + channels] = 0.0
+    return out
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``)."""
+
+    stats: NormStats
+    summaries: Floats
+
+    @staticmethod
+    def mixed(parts: list[tuple[Reference, float]]) -> Reference:
+        """A blend's reference: its parts' statistics merged and summaries averaged, by weight."""
+        total = sum(weight for _, weight in parts)
+        stats: NormStats | None = None
+        for ref, weight in parts:
+            stats = NormStats.merge(stats, ref.stats.weighted(weight / total * ref.stats.frames))
+        assert stats is not None
+        summaries = np.sum([ref.summaries * (weight / total) for ref, weight in parts], axis=0)
+        return Reference(stats, summaries)
+
+
+@dataclass(frozen=True)
+class SpeechEstimator:
+    """The fitted map (see the module's docstring)."""
+
+    centers: Floats  # [K, C] frame classes of the aligned text features
+    mu: Floats  # [F] the summaries' differences' mean and spread over the fit's pieces
+    sd: Floats
+    weights: Floats  # [F, R]
+    basis: Floats  # [R, 2 x channels]
+    offset: Floats  # [2 x channels]
+    sizes: tuple[int, ...]  # channels of each norm, in graph order
+
+    def summaries(
+        self, asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating]
+    ) -> Floats:
+        return frame_summaries(asr, f0, n, self.centers)
+
+    def estimate(self, reference: Reference, summaries: Floats, frames: float) -> NormStats:
+        """The piece's speech statistics (counted as ``frames``), from its summaries and the voice's
+        reference."""
+        x = (summaries - reference.summaries - self.mu) / self.sd
+        moved = packed(reference.stats) + self.offset + (x @ self.weights) @ self.basis
+        return unpacked(moved, self.sizes, frames)
+
+    def save(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:  # a file object: np.savez would add ".npz" to a bare name
+            np.savez_compressed(
+                fh, centers=self.centers.astype(np.float32), mu=self.mu, sd=self.sd,
+                weights=self.weights.astype(np.float32), basis=self.basis.astype(np.float16),
+                offset=self.offset.astype(np.float32), sizes=np.array(self.sizes, dtype=np.int64),
+            )  # fmt: skip
+        return path
+
+    @staticmethod
+    def load(path: Path) -> SpeechEstimator:
+        with np.load(path) as data:
+            return SpeechEstimator(
+                centers=data["centers"].astype(np.float64), mu=data["mu"], sd=data["sd"],
+                weights=data["weights"].astype(np.float64), basis=data["basis"].astype(np.float64),
+                offset=data["offset"].astype(np.float64), sizes=tuple(int(s) for s in data["sizes"]),
+            )  # fmt: skip
+
+    def digest(self) -> str:
+        """Names the fit, so cached reference summaries (``voice_stats_cache``) follow it."""
+        h = hashlib.sha256()
+        for part in (self.centers, self.mu, self.sd, self.weights):
+            h.update(np.ascontiguousarray(part).tobytes())
+        return h.hexdigest()[:8]
+
+
+def estimate_name(model_hash: str) -> str:
+    return f"speech-estimate-{model_hash[:16]}.npz"
+
+
+def shipped(model_hash: str, folder: Path = SHIPPED) -> SpeechEstimator | None:
+    """The estimator fitted for this model file (None: none was, and windows blend as before)."""
+    path = folder / estimate_name(model_hash)
+    return SpeechEstimator.load(path) if path.is_file() else None
+
+
+def kmeans(points: Floats, k: int, rounds: int = 20, seed: int = 0) -> Floats:
+    """``k`` frame classes of ``points`` [N, C] (Lloyd's algorithm from a seeded random draw)."""
+    rng = np.random.default_rng(seed)
+    centers = points[rng.choice(len(points), k, replace=False)].copy()
+    for _ in range(rounds):
+        labels = ((centers**2).sum(1)[None, :] - 2 * points @ centers.T).argmin(1)
+        for j in range(k):
+            if (labels == j).any():
+                centers[j] = points[labels == j].mean(0)
+    return centers
+
+
+def fit(
+    summaries: Floats, targets: Floats, centers: Floats, sizes: tuple[int, ...], ridge: float, rank: int
+) -> SpeechEstimator:
+    """The estimator from pieces' summary differences [N, F] and statistics differences [N, 2 x channels]
+    (each piece's against its voice's reference), by ridge regression, its fitted outputs kept to their
+    top ``rank`` directions."""
+    mu, sd = summaries.mean(0), summaries.std(0) + 1e-6
+    x = (summaries - mu) / sd
+    offset = targets.mean(0)
+    y = targets - offset
+    full = np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]), x.T @ y)  # [F, 2 x channels]
+    _, _, vt = np.linalg.svd(x @ full, full_matrices=False)
+    basis = vt[:rank]
+    return SpeechEstimator(centers, mu, sd, full @ basis.T, basis, offset, sizes)

@@ -1,0 +1,126 @@
+"""A piece's statistics estimated before decoding: the summaries, the fit, the file, the blend of
+references, and that a stream normalises every window with the one estimate (issue #66)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from streamvoice.engine import KokoroEngine
+from streamvoice.engine.streaming import speech_estimate
+from streamvoice.engine.streaming.speech_estimate import Reference, SpeechEstimator, frame_summaries, packed
+from streamvoice.engine.surgery.norm_stats import NormStats
+
+SIZES = (3, 2)
+
+
+def stats(rng: np.random.Generator, frames: float = 10.0) -> NormStats:
+    means = tuple(rng.normal(size=(1, s, 1)) for s in SIZES)
+    variances = tuple(rng.uniform(0.5, 2.0, size=(1, s, 1)) for s in SIZES)
+    return NormStats(means, variances, frames)
+
+
+def test_summaries_share_out_every_frame() -> None:
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(4, 8))
+    asr = np.repeat(centers[[0, 0, 2]].T, 2, axis=1)  # 6 frames: 4 of class 0, 2 of class 2
+    f0 = np.array([0, 0, 0, 0, 200, 200, 200, 200, 200, 200, 200, 200.0])  # a third unvoiced
+    n = np.linspace(-5, 5, 12)
+    s = frame_summaries(asr, f0, n, centers)
+    classes = s[-4:]
+    np.testing.assert_allclose(classes, [4 / 6, 0, 2 / 6, 0])
+    np.testing.assert_allclose(s[:8], asr.mean(1))
+    assert s[8] == pytest.approx(2 / 3)  # voiced share
+    assert s[9] == pytest.approx(np.log(200))  # voiced frames' log pitch
+    pitch_hist, energy_hist = s[14:26], s[26:38]
+    assert pitch_hist.sum() == pytest.approx(1) and energy_hist.sum() == pytest.approx(1)
+
+
+def test_the_fit_recovers_a_low_rank_linear_map_and_keeps_it_through_its_file(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    features, channels = 6, sum(SIZES)
+    true = rng.normal(size=(features, 2)) @ rng.normal(size=(2, 2 * channels))  # rank 2
+    x = rng.normal(size=(200, features))
+    y = x @ true + 0.3
+    estimator = speech_estimate.fit(x, y, np.zeros((1, 8)), SIZES, ridge=1e-6, rank=2)
+    reference = Reference(stats(rng), np.zeros(features))
+    probe = rng.normal(size=features)
+    got = packed(estimator.estimate(reference, probe, 25.0))
+    want = packed(reference.stats) + probe @ true + 0.3
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    loaded = SpeechEstimator.load(estimator.save(tmp_path / "e.npz"))
+    again = loaded.estimate(reference, probe, 25.0)
+    assert again.frames == 25.0
+    np.testing.assert_allclose(packed(again), want, atol=2e-2)  # the basis is kept as float16
+    assert loaded.digest() == SpeechEstimator.load(tmp_path / "e.npz").digest()
+
+
+def test_a_blends_reference_weighs_its_parts() -> None:
+    rng = np.random.default_rng(2)
+    a, b = Reference(stats(rng), np.zeros(3)), Reference(stats(rng), np.ones(3))
+    mixed = Reference.mixed([(a, 3.0), (b, 1.0)])
+    np.testing.assert_allclose(mixed.summaries, [0.25, 0.25, 0.25])
+    want = NormStats.merge(a.stats.weighted(7.5), b.stats.weighted(2.5))
+    assert want is not None
+    np.testing.assert_allclose(mixed.stats.means[0], want.means[0])
+    np.testing.assert_allclose(mixed.stats.variances[1], want.variances[1])
+
+
+def test_a_model_file_without_a_fit_has_no_estimator(tmp_path: Path) -> None:
+    assert speech_estimate.shipped("0" * 64, tmp_path) is None
+
+
+def test_every_window_normalises_with_the_one_estimate(
+    engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped model file has a fit; with it, a piece's windows all take the same statistics, wholly,
+    and the voice's statistics are left as calibrated."""
+    split = engine.split
+    assert split is not None and split.estimator is not None, "the official model file ships its fit"
+    spec = engine.parse_voice("am_michael")
+    assert engine.memory.reference(spec) is not None, "calibration keeps the reference's summaries"
+    calibrated = engine.voice_stats("am_michael")
+    calls: list[tuple[Any, float]] = []
+    decode = split.decode
+
+    def recorded(feats: Any, style: Any, a: int, b: int, prior: Any = None, weight: float = 0.0) -> Any:
+        calls.append((prior, weight))
+        return decode(feats, style, a, b, prior, weight)
+
+    monkeypatch.setattr(split, "decode", recorded)
+    piece = engine.planner.plan("The parcel reached the depot late on Sunday evening.", "en-us")[0]
+    audio = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+    assert audio.size > 0 and len(calls) > 2
+    assert all(prior is calls[0][0] and weight == 1.0 for prior, weight in calls)
+    assert engine.voice_stats("am_michael") is calibrated
+
+
+def test_the_first_norms_first_channels_are_the_aligned_text_features(engine: KokoroEngine) -> None:
+    """What ``with_text_statistics`` relies on: decoded, the first norm's first channels have the statistics
+    of the front's aligned text features (within the static-int8 decoder's rounding of its input)."""
+    split = engine.split
+    assert split is not None
+    from streamvoice.engine.timing import decode_range
+
+    piece = engine.planner.plan("The parcel reached the depot late on Sunday evening.", "en-us")[0]
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(engine.parse_voice("am_michael")), 1.0)
+    feats = split.features(feeds)
+    a, b = decode_range(split.durations(feats), piece.voiced, split.frames(feats))
+    decoded = split.decode(feats, style, a, b)[1]
+    asr = feats[split.boundary.asr][0, :, a:b].astype(np.float64)
+    computed = speech_estimate.with_text_statistics(decoded, asr)
+    channels = asr.shape[0]
+    means, variances = decoded.means[0].reshape(-1)[:channels], decoded.variances[0].reshape(-1)[:channels]
+    spread = np.sqrt(asr.var(1))
+    live = spread > 1e-3  # a few channels are constant over the piece
+    assert np.percentile(np.abs(means - asr.mean(1))[live] / spread[live], 99) < 0.2
+    ratio = variances[live] / asr.var(1)[live]
+    assert np.percentile(ratio, 1) > 0.8 and np.percentile(ratio, 99) < 1.25
+    np.testing.assert_allclose(computed.means[0].reshape(-1)[:channels], asr.mean(1))
+    np.testing.assert_array_equal(
+        computed.means[0].reshape(-1)[channels:], decoded.means[0].reshape(-1)[channels:]
+    )
+    assert computed.means[1] is decoded.means[1]
