@@ -8,7 +8,7 @@ benchmarks or tests is in the corpus, so what they measure of the estimate is me
 saw; ``--hold-out`` leaves voices out too (what a voice it never heard, or a blend, gets). ~15 minutes on
 2 cores; ``--kept`` keeps the measurements so that a fit with other settings takes a minute.
 
-    python -m streamvoice.bench.fit_speech_estimate [--out DIR] [--rank 32] [--ridge 1000] [--hold-out V,..]
+    python -m streamvoice.bench.fit_speech_estimate [--out DIR] [--rank 64] [--ridge 100] [--hold-out V,..]
 """
 
 from __future__ import annotations
@@ -220,8 +220,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, default=speech_estimate.SHIPPED)
-    parser.add_argument("--rank", type=int, default=32)
-    parser.add_argument("--ridge", type=float, default=1000.0)
+    parser.add_argument("--rank", type=int, default=64)
+    parser.add_argument("--ridge", type=float, default=100.0)
     parser.add_argument("--kept", type=Path, help="keep the measurements here (or fit again from them)")
     parser.add_argument(
         "--hold-out", default="", help="voices left out of the fit (to measure voices it never heard)"
