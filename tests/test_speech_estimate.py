@@ -11,7 +11,13 @@ import pytest
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.streaming import speech_estimate
-from streamvoice.engine.streaming.speech_estimate import Reference, SpeechEstimator, frame_summaries, packed
+from streamvoice.engine.streaming.speech_estimate import (
+    ESTIMATE_WEIGHT,
+    Reference,
+    SpeechEstimator,
+    frame_summaries,
+    packed,
+)
 from streamvoice.engine.surgery.norm_stats import NormStats
 
 SIZES = (3, 2)
@@ -50,7 +56,7 @@ def test_the_fit_recovers_a_low_rank_linear_map_and_keeps_it_through_its_file(tm
     probe = rng.normal(size=features)
     got = packed(estimator.estimate(reference, probe, 25.0))
     want = packed(reference.stats) + probe @ true + 0.3
-    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(got, want, atol=1e-4)  # the basis is applied in float32
     loaded = SpeechEstimator.load(estimator.save(tmp_path / "e.npz"))
     again = loaded.estimate(reference, probe, 25.0)
     assert again.frames == 25.0
@@ -76,12 +82,14 @@ def test_a_model_file_without_a_fit_has_no_estimator(tmp_path: Path) -> None:
 def test_every_window_normalises_with_the_one_estimate(
     engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The shipped model file has a fit; with it, a piece's windows all take the same statistics, wholly,
-    and the voice's statistics are left as calibrated."""
+    """The shipped model file has a fit; with it, a piece's windows all take the same statistics at the same
+    weight, and the voice's statistics are left as calibrated."""
     split = engine.split
     assert split is not None and split.estimator is not None, "the official model file ships its fit"
     spec = engine.parse_voice("am_michael")
-    assert engine.memory.reference(spec) is not None, "calibration keeps the reference's summaries"
+    reference = engine.memory.reference(spec)
+    assert reference is not None, "calibration keeps the reference's summaries"
+    assert engine.memory.reference(spec) is reference  # kept, so its packed form is made once
     calibrated = engine.voice_stats("am_michael")
     calls: list[tuple[Any, float]] = []
     decode = split.decode
@@ -94,7 +102,7 @@ def test_every_window_normalises_with_the_one_estimate(
     piece = engine.planner.plan("The parcel reached the depot late on Sunday evening.", "en-us")[0]
     audio = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
     assert audio.size > 0 and len(calls) > 2
-    assert all(prior is calls[0][0] and weight == 1.0 for prior, weight in calls)
+    assert all(prior is calls[0][0] and weight == ESTIMATE_WEIGHT for prior, weight in calls)
     assert engine.voice_stats("am_michael") is calibrated
 
 

@@ -207,7 +207,7 @@ def run(rank: int, ridge: float, out: Path, kept: Path | None, held_out: frozens
     y = np.array([packed(stats) - reference[v] for v, _, stats in pieces])
     y = speech_estimate.without_text_channels(y, pieces[0][1][0].shape[0])
     sizes = tuple(int(m.shape[1]) for m in pieces[0][2].means)
-    estimator = speech_estimate.fit(x, y, centers, sizes, ridge, rank)
+    estimator = speech_estimate.fit(x, y, centers, sizes, ridge, rank, [v for v, _, _ in pieces])
     path = estimator.save(out / speech_estimate.estimate_name(naming_hash(engine.files.model)))
     took = time.perf_counter() - started
     print(f"fitted on {len(pieces)} pieces of {len(measurements)} voices in {took:.0f} s: {path}")

@@ -25,7 +25,8 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
   lives in;
 - **whole, second front**: the whole piece from a second front run (is the model deterministic?).
 
-PESQ (wide band) of each against the whole piece, per sentence and on average.
+PESQ (wide band) of each against the whole piece, per sentence and on average. ``--heard`` adds every
+language's sentences heard by Whisper base (``heard``): whole, streamed as shipped and blended.
 
     python -m streamvoice.bench.stream_breakdown [--voices af_heart,am_michael,bf_emma,...] [--ks 10,24,40]
 
@@ -151,7 +152,10 @@ def mixed(exact: NormStats, estimate: NormStats, k: int) -> NormStats:
     )
 
 
-def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dict[str, float]:
+def breakdown(
+    engine: KokoroEngine, voice: str, text: str, ks: list[int], only: frozenset[str] | None = None
+) -> dict[str, float]:
+    """PESQ of each variant (those in ``only``, if given) against the whole piece."""
     split = engine.split
     assert split is not None, "the breakdown needs the split decoder (in-piece streaming on)"
     spec = engine.parse_voice(voice)
@@ -187,21 +191,23 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
     speech_stats = split.decode(feats, style, *span)[1]
     alone = EstimateAlone(voice_prior, silence, frames, span)
     refreshed = EstimateAlone(speech_stats, silence, frames, span)
-    variants = {
-        "shipped": shipped(plan),
-        "blended, before the estimate": shipped(plan, blend=True),
-        "shipped, context 12": shipped(wide),
-        "speech statistics, blended as before": shipped(plan, speech_stats, blend=True),
-        "exact statistics, blended": windows_with(split, feats, style, span, plan, blended(exact, frames)),
-        "the estimate alone": windows_with(split, feats, style, span, plan, alone, alone.kept),
-        "its speech's statistics and the voice's silence, alone": windows_with(
+    made: dict[str, Callable[[], NDArray[np.float32]]] = {
+        "shipped": lambda: shipped(plan),
+        "blended, before the estimate": lambda: shipped(plan, blend=True),
+        "shipped, context 12": lambda: shipped(wide),
+        "speech statistics, blended as before": lambda: shipped(plan, speech_stats, blend=True),
+        "exact statistics, blended": lambda: windows_with(
+            split, feats, style, span, plan, blended(exact, frames)
+        ),
+        "the estimate alone": lambda: windows_with(split, feats, style, span, plan, alone, alone.kept),
+        "its speech's statistics and the voice's silence, alone": lambda: windows_with(
             split, feats, style, span, plan, fixed(with_silence(speech_stats, silence, span, frames))
         ),
-        "the same, refreshed by the kept windows' statistics": windows_with(
+        "the same, refreshed by the kept windows' statistics": lambda: windows_with(
             split, feats, style, span, plan, refreshed, refreshed.kept
         ),
-        "exact statistics": windows_with(split, feats, style, span, plan, fixed(exact)),
-        "whole, second front": split.decode(split.features(feeds), style, 0, frames)[0][
+        "exact statistics": lambda: windows_with(split, feats, style, span, plan, fixed(exact)),
+        "whole, second front": lambda: split.decode(split.features(feeds), style, 0, frames)[0][
             span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
         ],
     }
@@ -212,9 +218,10 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
         )
         assert estimate is not None
         for k in ks:
-            variants[f"exact statistics for norms [0:{k}]"] = windows_with(
+            made[f"exact statistics for norms [0:{k}]"] = lambda k=k: windows_with(  # type: ignore[misc]
                 split, feats, style, span, plan, fixed(mixed(exact, estimate, k))
             )
+    variants = {name: make() for name, make in made.items() if only is None or name in only}
     scores = {}
     for name, audio in variants.items():
         n = min(len(reference), len(audio))
@@ -222,28 +229,77 @@ def breakdown(engine: KokoroEngine, voice: str, text: str, ks: list[int]) -> dic
     return scores
 
 
-def run(voices: list[str], ks: list[int], decoder: DecoderGraph | None = None) -> dict[str, Any]:
+def heard(engine: KokoroEngine) -> list[dict[str, Any]]:
+    """Every language's sentences (``bench.languages``', none in the estimate's fit) in its voice, heard by
+    Whisper base with the language forced: the whole pieces, the stream as shipped and the blended stream
+    (the estimate off), each as the character error rate against the text. Mandarin and Hindi are written
+    by Whisper base in other scripts (``bench.languages``), so for them only the difference between the
+    columns says anything."""
+    from streamvoice.bench.asr import Transcriber
+    from streamvoice.bench.languages import SENTENCES as SAID
+    from streamvoice.bench.wer import character_error_rate
+
+    split = engine.split
+    assert split is not None
+    asr, estimator, rows = Transcriber.load(), split.estimator, []
+    for lang, (voice, whisper, texts) in SAID.items():
+        spec = engine.parse_voice(voice)
+        stats, silence = engine.voice_stats(voice), engine.memory.silence(spec)
+        said: dict[str, list[float]] = {"whole": [], "shipped": [], "blended": []}
+        for text in texts:
+            pieces = engine.planner.plan(text, lang)
+            audio = {"whole": np.concatenate([engine.synthesize_piece(p, spec, 1.0) for p in pieces])}
+            for name, fit in (("shipped", estimator), ("blended", None)):
+                split.estimator = fit
+                engine.set_voice_stats(voice, stats, silence)  # each from the voice's cached statistics
+                audio[name] = np.concatenate([c for p in pieces for c in engine.stream_piece(p, spec, 1.0)])
+            split.estimator = estimator
+            engine.set_voice_stats(voice, stats, silence)
+            for name, clip in audio.items():
+                said[name].append(character_error_rate(text, asr.transcribe(clip, language=whisper)))
+        rows.append({"lang": lang, "voice": voice, **{k: statistics.fmean(v) for k, v in said.items()}})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def run(
+    voices: list[str],
+    ks: list[int],
+    decoder: DecoderGraph | None = None,
+    hear: bool = False,
+    only: frozenset[str] | None = None,
+) -> dict[str, Any]:
     engine = KokoroEngine.load(options=EngineOptions(decoder=decoder))
     prepare(engine)  # every stock voice's statistics, as a server starts
+    heard_rows = heard(engine) if hear else []
     rows: list[dict[str, Any]] = []
     for voice in voices:
         for text in SENTENCES:
-            rows.append({"voice": voice, "text": text, **breakdown(engine, voice, text, ks)})
+            rows.append({"voice": voice, "text": text, **breakdown(engine, voice, text, ks, only)})
             print(voice, text[:40], {k: round(v, 2) for k, v in rows[-1].items() if isinstance(v, float)})
-    names = [k for k in rows[0] if k not in ("voice", "text")]
+    names = [k for k in rows[0] if k not in ("voice", "text")] if rows else []
     summary = {
         name: {"mean": statistics.fmean(r[name] for r in rows), "min": min(r[name] for r in rows)}
         for name in names
     }
     return {"voices": voices, "decoder": engine.decoder_graph, "norms": engine.split.norms if engine.split else 0,
-            "rows": rows, "summary": summary}  # fmt: skip
+            "rows": rows, "summary": summary, "heard": heard_rows}  # fmt: skip
 
 
 def report(d: dict[str, Any]) -> str:
     rows = [[name, md_value(s["mean"], 2), md_value(s["min"], 2)] for name, s in d["summary"].items()]
-    return md_table(["streamed against the whole piece (same front), PESQ", "mean", "lowest"], rows) + (
+    out = md_table(["streamed against the whole piece (same front), PESQ", "mean", "lowest"], rows) + (
         f"\n\n{len(d['rows'])} pieces ({', '.join(d['voices'])}; the {d['decoder']} decoder, {d['norms']} norms).\n"
     )
+    if d.get("heard"):
+        heard_rows = [[r["lang"], r["voice"], *(md_value(r[k], 3) for k in ("whole", "shipped", "blended"))]
+                      for r in d["heard"]]  # fmt: skip
+        out += (
+            "\n"
+            + md_table(["language", "voice", "CER whole", "CER streamed", "CER blended"], heard_rows)
+            + "\n"
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -253,9 +309,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--voices", default="af_heart,am_michael,bf_emma,af_nicole,am_puck,bf_isabella")
     parser.add_argument("--ks", default="10,24,40", help="exact statistics for the first k norms")
     parser.add_argument("--decoder", choices=["static-int8", "exported"], help="default: the engine's")
+    parser.add_argument("--heard", action="store_true", help="also every language heard by Whisper base")
+    parser.add_argument("--only", help="these variants alone (names as the table prints them, ';' between)")
     args = parser.parse_args(argv)
     voices = [v for v in args.voices.split(",") if v]
-    result = run(voices, [int(k) for k in args.ks.split(",") if k], args.decoder)
+    only = frozenset(args.only.split(";")) if args.only else None
+    result = run(voices, [int(k) for k in args.ks.split(",") if k], args.decoder, args.heard, only)
     print(
         table(
             [{"variant": k, **v} for k, v in result["summary"].items()],

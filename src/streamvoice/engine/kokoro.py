@@ -34,6 +34,7 @@ from streamvoice.engine.options import (
 )
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.streaming import speech_estimate
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_memory import VoiceMemory
 from streamvoice.engine.streaming.windows import WindowCap, WindowPlan
@@ -288,7 +289,9 @@ class KokoroEngine:
         feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
         speech, silence, summaries = split.piece_statistics(feeds, style, piece.voiced)
         self.set_voice_stats(name, speech, silence)
-        self.memory.set_summaries(name, summaries)
+        estimator = split.estimator
+        bias = estimator.bias(name) if estimator is not None else None
+        self.memory.set_reference(name, None if summaries is None else Reference(speech, summaries, bias))
         return speech, silence
 
     def decoder_windows(
@@ -345,15 +348,18 @@ class KokoroEngine:
         """
         feeds, style = self.feeds(piece.tokens, self.style_pack(voice), speed)
         known = learn and self.graph.windows
+        prior = self.memory.get(voice) if known else None
         how = Decoding(
             windowed=windowed and self.graph.windows,
             plan=plan or self.window_plan,
             cold_plan=self.cold_window_plan,
             voiced=piece.voiced if trim else None,
-            prior=self.memory.get(voice) if known else None,
+            prior=prior,
             silence=self.memory.silence(voice) if known else None,
             remember=self.memory.recorder(voice) if known else None,
-            reference=self.memory.reference(voice) if known else None,
+            # The estimate is of a voice's speech (``speech_estimate``): a piece decoded with its silences, or
+            # of a voice sent down the cold path (no statistics), goes without.
+            reference=self.memory.reference(voice) if known and trim and prior is not None else None,
             cap=cap,
             deadline=deadline,
         )

@@ -13,17 +13,18 @@ moved by a linear map of how this piece's frame summaries differ from the refere
 
 over the means and the log variances of every norm's channels, but the first norm's first channels: they are
 the aligned text features themselves (the decoder's input, before any layer), so their statistics are
-computed, not estimated (``with_text_statistics``). Estimated, they were the one place a stream broke
-(PESQ 1.1 against 3.4 on a sentence where every other norm's estimate was close). The map is fitted once per model file by
-ridge regression on several thousand pieces of every stock voice, and kept at low rank (the ``basis``):
+computed, not estimated (``with_text_statistics``): estimated, they were where the streams that broke
+broke, on sentences where every other norm's estimate was close. The map is fitted once per model file by
+ridge regression on ~2,000 pieces of all 54 stock voices, and kept at low rank (the ``basis``):
 ``python -m streamvoice.bench.fit_speech_estimate``. Every window then normalises with this one fixed
-estimate, nothing of its own.
+estimate and a quarter of its own statistics (``ESTIMATE_WEIGHT``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,11 @@ PITCH_BINS = (2.5, 6.5, 12)  # log Hz: ~12 to ~665 Hz, in 12 bins
 ENERGY_BINS = (-8.0, 10.0, 12)  # the front's energy track's range over speech
 
 Floats = NDArray[np.float64]
+# The estimate's share of each window's statistics, the window's own the rest. Alone (1.0) the estimate left
+# one voice's pieces 1.5-2x louder than whole (af_bella; PESQ 2.3-2.8); with a quarter of each window's own,
+# 1.11-1.23x and 2.6-3.2, af_nicole 2.4-2.7 but for one sentence (1.6), am_michael 2.8-3.1 (3.1-3.3 alone):
+# 4 sentences each, 2026-12-06. The shipped rows of ``bench.stream_breakdown`` and ``bench.quality`` measure it.
+ESTIMATE_WEIGHT = 0.75
 
 
 def frame_summaries(asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating],
@@ -62,8 +68,10 @@ def frame_summaries(asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDAr
     pitch_hist = np.histogram(np.clip(log_pitch, lo, hi), bins=bins, range=(lo, hi))[0] / len(pitch)
     lo, hi, bins = ENERGY_BINS
     energy_hist = np.histogram(np.clip(energy, lo, hi), bins=bins, range=(lo, hi))[0] / len(energy)
-    # Nearest class by |x|^2 - 2 x.c + |c|^2, without the [T, K, C] array of differences.
-    distance = (centers**2).sum(1)[None, :] - 2 * text.T @ centers.T
+    # Nearest class by |x|^2 - 2 x.c + |c|^2, without the [T, K, C] array of differences; in float32, the
+    # front's own precision (float64 doubled this function's time).
+    c32 = centers.astype(np.float32)
+    distance = (c32**2).sum(1)[None, :] - 2 * np.asarray(asr, dtype=np.float32).T @ c32.T
     classes = np.bincount(distance.argmin(1), minlength=len(centers)) / frames
     return np.concatenate([text.mean(1), shape, pitch_hist, energy_hist, classes])
 
@@ -108,10 +116,17 @@ def without_text_channels(targets: Floats, channels: int) -> Floats:
 
 @dataclass(frozen=True)
 class Reference:
-    """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``)."""
+    """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``), and
+    the voice's own bias in the estimator's basis (``SpeechEstimator.bias``; zero for a voice not fitted)."""
 
     stats: NormStats
     summaries: Floats
+    bias: Floats | None = None
+
+    @functools.cached_property
+    def packed(self) -> Floats:
+        """``packed(stats)``, made once per reference rather than once per piece."""
+        return packed(self.stats)
 
     @staticmethod
     def mixed(parts: list[tuple[Reference, float]]) -> Reference:
@@ -122,7 +137,9 @@ class Reference:
             stats = NormStats.merge(stats, ref.stats.weighted(weight / total * ref.stats.frames))
         assert stats is not None
         summaries = np.sum([ref.summaries * (weight / total) for ref, weight in parts], axis=0)
-        return Reference(stats, summaries)
+        biases = [(ref.bias, weight / total) for ref, weight in parts if ref.bias is not None]
+        bias = np.sum([b * w for b, w in biases], axis=0) if biases else None
+        return Reference(stats, summaries, bias)
 
 
 @dataclass(frozen=True)
@@ -133,9 +150,15 @@ class SpeechEstimator:
     mu: Floats  # [F] the summaries' differences' mean and spread over the fit's pieces
     sd: Floats
     weights: Floats  # [F, R]
-    basis: Floats  # [R, 2 x channels]
+    basis: NDArray[np.float32]  # [R, 2 x channels]: float32, read whole for every piece (~1 ms)
     offset: Floats  # [2 x channels]
     sizes: tuple[int, ...]  # channels of each norm, in graph order
+    # Each fitted voice's mean residual over its pieces, in the basis [R]: how its pieces differ from its
+    # greeting beyond what the shared map says (without it one voice's pieces came out 1.5x too loud).
+    voices: dict[str, Floats] = field(default_factory=dict)
+
+    def bias(self, voice: str) -> Floats | None:
+        return self.voices.get(voice)
 
     def summaries(
         self, asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating]
@@ -146,7 +169,8 @@ class SpeechEstimator:
         """The piece's speech statistics (counted as ``frames``), from its summaries and the voice's
         reference."""
         x = (summaries - reference.summaries - self.mu) / self.sd
-        moved = packed(reference.stats) + self.offset + (x @ self.weights) @ self.basis
+        coefficients = x @ self.weights + (reference.bias if reference.bias is not None else 0.0)
+        moved = reference.packed + self.offset + coefficients.astype(np.float32) @ self.basis
         return unpacked(moved, self.sizes, frames)
 
     def save(self, path: Path) -> Path:
@@ -156,6 +180,8 @@ class SpeechEstimator:
                 fh, centers=self.centers.astype(np.float32), mu=self.mu, sd=self.sd,
                 weights=self.weights.astype(np.float32), basis=self.basis.astype(np.float16),
                 offset=self.offset.astype(np.float32), sizes=np.array(self.sizes, dtype=np.int64),
+                voice_names=np.array(sorted(self.voices)),
+                voice_bias=np.array([self.voices[v] for v in sorted(self.voices)], dtype=np.float32).reshape(-1, len(self.basis)),
             )  # fmt: skip
         return path
 
@@ -164,8 +190,10 @@ class SpeechEstimator:
         with np.load(path) as data:
             return SpeechEstimator(
                 centers=data["centers"].astype(np.float64), mu=data["mu"], sd=data["sd"],
-                weights=data["weights"].astype(np.float64), basis=data["basis"].astype(np.float64),
+                weights=data["weights"].astype(np.float64), basis=data["basis"].astype(np.float32),
                 offset=data["offset"].astype(np.float64), sizes=tuple(int(s) for s in data["sizes"]),
+                voices={str(v): b.astype(np.float64) for v, b in zip(data["voice_names"], data["voice_bias"], strict=True)}
+                if "voice_names" in data.files else {},
             )  # fmt: skip
 
     def digest(self) -> str:
@@ -199,11 +227,17 @@ def kmeans(points: Floats, k: int, rounds: int = 20, seed: int = 0) -> Floats:
 
 
 def fit(
-    summaries: Floats, targets: Floats, centers: Floats, sizes: tuple[int, ...], ridge: float, rank: int
+    summaries: Floats,
+    targets: Floats,
+    centers: Floats,
+    sizes: tuple[int, ...],
+    ridge: float,
+    rank: int,
+    voices: list[str] | None = None,
 ) -> SpeechEstimator:
     """The estimator from pieces' summary differences [N, F] and statistics differences [N, 2 x channels]
     (each piece's against its voice's reference), by ridge regression, its fitted outputs kept to their
-    top ``rank`` directions."""
+    top ``rank`` directions; with each piece's voice (``voices``), each voice's bias (``bias``)."""
     mu, sd = summaries.mean(0), summaries.std(0) + 1e-6
     x = (summaries - mu) / sd
     offset = targets.mean(0)
@@ -211,4 +245,8 @@ def fit(
     full = np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]), x.T @ y)  # [F, 2 x channels]
     _, _, vt = np.linalg.svd(x @ full, full_matrices=False)
     basis = vt[:rank]
-    return SpeechEstimator(centers, mu, sd, full @ basis.T, basis, offset, sizes)
+    weights = full @ basis.T
+    residual = (y - x @ weights @ basis) @ basis.T  # [N, R]: what the map leaves, in its basis
+    names = voices or []
+    bias = {v: residual[[i for i, n in enumerate(names) if n == v]].mean(0) for v in set(names)}
+    return SpeechEstimator(centers, mu, sd, weights, basis.astype(np.float32), offset, sizes, bias)

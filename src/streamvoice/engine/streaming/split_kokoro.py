@@ -1,7 +1,8 @@
 """Kokoro as two ONNX Runtime sessions, front and decoder, decoding a piece window by window.
 
 The front runs once per piece; the decoder then runs on the windows a ``WindowPlan`` decides, its norms
-blending each window's statistics with an estimate of the whole piece's (``norm_stats``).
+taking an estimate of the whole piece's statistics (``norm_stats``): made from the front's outputs before the
+first window (``speech_estimate``), or blended from the voice's and each window's own.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.options import session_providers
 from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.decode_batcher import DecodeBatcher
-from streamvoice.engine.streaming.speech_estimate import Floats, Reference, SpeechEstimator
+from streamvoice.engine.streaming.speech_estimate import ESTIMATE_WEIGHT, Floats, Reference, SpeechEstimator
 from streamvoice.engine.streaming.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
@@ -286,8 +287,10 @@ class SplitKokoro:
         context) replaces ``plan``. ``cap`` limits window sizes as they are decided (``iter_windows``).
 
         With an ``estimator`` and the voice's ``reference``, every window instead normalises with one fixed
-        estimate of the piece's statistics made before the first (``speech_estimate``), nothing of its own:
-        streamed-vs-whole PESQ 3.6 against 2.7 (docs/benchmarks.md 7b).
+        estimate of the piece's statistics made before the first (``speech_estimate``) and a quarter of its own
+        (``ESTIMATE_WEIGHT``):
+        what the listener hears against the whole piece is ``python -m streamvoice.bench.quality``'s
+        (docs/benchmarks.md 7).
         """
         frames = self.frames(feats)
         first, last = span or (0, frames)
@@ -306,7 +309,7 @@ class SplitKokoro:
             left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
             lo, hi = max(0, start - left), min(frames, end + right)
             rest, weight = (
-                (estimate, 1.0)
+                (estimate, ESTIMATE_WEIGHT)
                 if estimate is not None
                 else window_prior(
                     seen,

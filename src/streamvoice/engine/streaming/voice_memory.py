@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from streamvoice.engine.streaming.speech_estimate import Floats, Reference
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.voices import VoiceSpec
 
@@ -30,7 +30,9 @@ class VoiceMemory:
         self._stock = stock
         self._stats: dict[str, NormStats] = {}
         self._silence: dict[str, NormStats] = {}
-        self._summaries: dict[str, Floats] = {}  # the reference piece's frame summaries (``speech_estimate``)
+        self._references: dict[
+            str, Reference
+        ] = {}  # each stock voice's calibration piece (``speech_estimate``)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -48,30 +50,28 @@ class VoiceMemory:
         return self._mix(self._silence, voice)
 
     def reference(self, voice: VoiceSpec) -> Reference | None:
-        """The voice's reference piece for ``speech_estimate``: its speech statistics with their summaries;
-        a blend's mixed from its parts' (None if a part has neither)."""
+        """The voice's reference piece for ``speech_estimate`` (its calibration greeting's statistics and
+        summaries); a blend's mixed from its parts' (None if a part has none). Kept apart from the statistics
+        that pieces teach (``recorder``): what a piece estimates from must be the pair it was fitted on."""
         with self._lock:
-            parts = [(self._stats.get(name), self._summaries.get(name), w) for name, w in voice.parts]
-        refs = [
-            (Reference(stats, summaries), w)
-            for stats, summaries, w in parts
-            if stats is not None and summaries is not None
-        ]
-        if len(refs) < len(parts):
+            refs = [(self._references.get(name), weight) for name, weight in voice.parts]
+        if any(ref is None for ref, _ in refs):
             return None
-        return refs[0][0] if len(refs) == 1 else Reference.mixed(refs)
+        if len(refs) == 1:
+            return refs[0][0]
+        return Reference.mixed([(ref, weight) for ref, weight in refs if ref is not None])
 
-    def summaries(self, name: str) -> Floats | None:
+    def stock_reference(self, name: str) -> Reference | None:
         with self._lock:
-            return self._summaries.get(name)
+            return self._references.get(name)
 
-    def set_summaries(self, name: str, summaries: Floats | None) -> None:
+    def set_reference(self, name: str, reference: Reference | None) -> None:
         self._check(name)
         with self._lock:
-            if summaries is None:
-                self._summaries.pop(name, None)
+            if reference is None:
+                self._references.pop(name, None)
             else:
-                self._summaries[name] = summaries
+                self._references[name] = reference
 
     def set_silence(self, name: str, stats: NormStats | None) -> None:
         self._check(name)

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import KokoroEngine
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.model_files import naming_hash, user_cache_dir
 
@@ -72,15 +73,16 @@ def save(engine: KokoroEngine, path: Path) -> Path:
     arrays: dict[str, NDArray[np.float64]] = {}
     shapes: list[tuple[int, ...]] | None = None
     for name, (speech, silence) in known.items():
+        reference = engine.memory.stock_reference(name)
+        speech = reference.stats if reference is not None else speech  # as calibrated, whatever pieces taught
         shapes = shapes or [m.shape for m in speech.means]
         arrays[f"{name}.speech.mean"], arrays[f"{name}.speech.var"] = _pack(speech)
         arrays[f"{name}.speech.frames"] = np.array([speech.frames])
         if silence is not None:
             arrays[f"{name}.silence.mean"], arrays[f"{name}.silence.var"] = _pack(silence)
             arrays[f"{name}.silence.frames"] = np.array([silence.frames])
-        summaries = engine.memory.summaries(name)
-        if summaries is not None:
-            arrays[f"{name}.summaries"] = summaries
+        if reference is not None:
+            arrays[f"{name}.summaries"] = reference.summaries
     if shapes is None:
         raise ValueError("no voice statistics to save; calibrate first")
     arrays["shapes"] = np.array([s[1] for s in shapes], dtype=np.int64)  # [1, C, 1] each
@@ -112,7 +114,10 @@ def load(engine: KokoroEngine, path: Path) -> int:
                 )  # fmt: skip
             engine.set_voice_stats(name, speech, silence)
             if f"{name}.summaries" in data.files:
-                engine.memory.set_summaries(name, np.asarray(data[f"{name}.summaries"], dtype=np.float64))
+                summaries = np.asarray(data[f"{name}.summaries"], dtype=np.float64)
+                estimator = engine.split.estimator if engine.split is not None else None
+                bias = estimator.bias(name) if estimator is not None else None
+                engine.memory.set_reference(name, Reference(speech, summaries, bias))
             count += 1
     return count
 

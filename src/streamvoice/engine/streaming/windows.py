@@ -3,7 +3,9 @@
 The decoder runs on overlapping frame windows (a small first window for early audio, larger ones after for
 throughput), each with context on both sides that is computed and thrown away; neighbouring windows are
 crossfaded over a few milliseconds. Each window normalises with an estimate of the whole piece's
-statistics (``window_prior``), so little context is needed.
+statistics, so little context is needed: the piece's own, estimated before the first window
+(``speech_estimate``), or for a model file without that fit, the voice's blended with each window's own
+(``window_prior``).
 """
 
 from __future__ import annotations
