@@ -39,10 +39,11 @@ PITCH_BINS = (2.5, 6.5, 12)  # log Hz: ~12 to ~665 Hz, in 12 bins
 ENERGY_BINS = (-8.0, 10.0, 12)  # the front's energy track's range over speech
 
 Floats = NDArray[np.float64]
-# The estimate's share of each window's statistics, the window's own the rest. Alone (1.0) the estimate left
-# one voice's pieces 1.5-2x louder than whole (af_bella; PESQ 2.3-2.8); with a quarter of each window's own,
-# 1.11-1.23x and 2.6-3.2, af_nicole 2.4-2.7 but for one sentence (1.6), am_michael 2.8-3.1 (3.1-3.3 alone):
-# 4 sentences each, 2026-12-06. The shipped rows of ``bench.stream_breakdown`` and ``bench.quality`` measure it.
+# The estimate's share of each window's statistics, the window's own the rest. Alone (1.0) it scores best on
+# average (``python -m streamvoice.bench.quality``: PESQ warm 2.95, DNSMOS 0.028 below whole, against 2.56 and
+# 0.048 with a quarter) but left one voice's pieces 1.5-2x louder than whole (af_bella), which the loudness
+# guard refuses (``tests/test_streaming_engine.py``); with a quarter of each window's own, 1.11-1.23x.
+# docs/benchmarks.md 7 and 7b.
 ESTIMATE_WEIGHT = 0.75
 
 
