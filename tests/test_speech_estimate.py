@@ -118,7 +118,7 @@ def test_the_first_norms_first_channels_are_the_aligned_text_features(engine: Ko
     feats = split.features(feeds)
     a, b = decode_range(split.durations(feats), piece.voiced, split.frames(feats))
     decoded = split.decode(feats, style, a, b)[1]
-    asr = feats[split.boundary.asr][0, :, a:b].astype(np.float64)
+    asr = split.tracks(feats, (a, b))[0].astype(np.float64)
     computed = speech_estimate.with_text_statistics(decoded, asr)
     channels = asr.shape[0]
     means, variances = decoded.means[0].reshape(-1)[:channels], decoded.variances[0].reshape(-1)[:channels]

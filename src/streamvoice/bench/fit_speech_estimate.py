@@ -146,13 +146,8 @@ def measured(
         feats = split.features(feeds)
         a, b = decode_range(split.durations(feats), piece.voiced, split.frames(feats))
         stats = split.decode(feats, style, a, b)[1]
-        bd = split.boundary
-        raw = (
-            feats[bd.asr][0, :, a:b].astype(np.float32),
-            feats[bd.f0][0, 2 * a : 2 * b],
-            feats[bd.noise][0, 2 * a : 2 * b],
-        )
-        out.append((raw, stats))
+        asr, f0, n = split.tracks(feats, (a, b))
+        out.append(((asr.astype(np.float32), f0, n), stats))
     return out
 
 

@@ -34,7 +34,7 @@ from streamvoice.engine.options import (
 )
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.streaming import speech_estimate
-from streamvoice.engine.streaming.speech_estimate import Reference
+from streamvoice.engine.streaming.speech_estimate import Floats, Reference
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_memory import VoiceMemory
 from streamvoice.engine.streaming.windows import WindowCap, WindowPlan
@@ -289,10 +289,15 @@ class KokoroEngine:
         feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
         speech, silence, summaries = split.piece_statistics(feeds, style, piece.voiced)
         self.set_voice_stats(name, speech, silence)
-        estimator = split.estimator
-        bias = estimator.bias(name) if estimator is not None else None
-        self.memory.set_reference(name, None if summaries is None else Reference(speech, summaries, bias))
+        self.set_voice_reference(name, speech, summaries)
         return speech, silence
+
+    def set_voice_reference(self, name: str, stats: NormStats, summaries: Floats | None) -> None:
+        """A stock voice's calibration piece (its speech statistics and frame summaries) as the reference its
+        pieces are estimated from (``speech_estimate``), with the fit's bias for it; None summaries forget it."""
+        estimator = self._split.estimator if self._split is not None else None
+        bias = estimator.bias(name) if estimator is not None else None
+        self.memory.set_reference(name, None if summaries is None else Reference(stats, summaries, bias))
 
     def decoder_windows(
         self, said: tuple[tuple[str, str], ...], frames: int, context: int

@@ -187,12 +187,14 @@ class SplitKokoro:
 
     def summaries(self, feats: dict[str, NDArray[Any]], span: tuple[int, int]) -> Floats | None:
         """What ``estimator`` reads of the frames ``span`` (None without one)."""
-        if self.estimator is None:
-            return None
+        return None if self.estimator is None else self.estimator.summaries(*self.tracks(feats, span))
+
+    def tracks(
+        self, feats: dict[str, NDArray[Any]], span: tuple[int, int]
+    ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+        """The front's outputs over the frames ``span``: aligned text features [C, T], pitch and energy [2T]."""
         bd, (a, b) = self.boundary, span
-        return self.estimator.summaries(
-            feats[bd.asr][0, :, a:b], feats[bd.f0][0, 2 * a : 2 * b], feats[bd.noise][0, 2 * a : 2 * b]
-        )
+        return feats[bd.asr][0, :, a:b], feats[bd.f0][0, 2 * a : 2 * b], feats[bd.noise][0, 2 * a : 2 * b]
 
     def estimate(
         self,
@@ -203,14 +205,13 @@ class SplitKokoro:
     ) -> NormStats | None:
         """The whole piece's statistics before any of it is decoded: the speech's estimated from its frame
         summaries, the voice's silence for the frames outside ``span`` (None without an estimator)."""
-        summaries = self.summaries(feats, span)
-        if summaries is None or self.estimator is None:
+        if self.estimator is None:
             return None
+        tracks = self.tracks(feats, span)
         spoken = span[1] - span[0]
         silent = self.frames(feats) - spoken
         speech = speech_estimate.with_text_statistics(
-            self.estimator.estimate(reference, summaries, float(spoken)),
-            feats[self.boundary.asr][0, :, span[0] : span[1]],
+            self.estimator.estimate(reference, self.estimator.summaries(*tracks), float(spoken)), tracks[0]
         )
         return NormStats.merge(
             speech, silence.weighted(float(silent)) if silence is not None and silent else None

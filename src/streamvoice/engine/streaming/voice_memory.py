@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.voices import VoiceSpec
+
+T = TypeVar("T")
 
 # Each new piece counts against at most this many frames of history (15 s of audio), so the statistics
 # follow the voice without freezing.
@@ -30,9 +33,8 @@ class VoiceMemory:
         self._stock = stock
         self._stats: dict[str, NormStats] = {}
         self._silence: dict[str, NormStats] = {}
-        self._references: dict[
-            str, Reference
-        ] = {}  # each stock voice's calibration piece (``speech_estimate``)
+        # Each stock voice's calibration piece (``speech_estimate``).
+        self._references: dict[str, Reference] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -53,59 +55,49 @@ class VoiceMemory:
         """The voice's reference piece for ``speech_estimate`` (its calibration greeting's statistics and
         summaries); a blend's mixed from its parts' (None if a part has none). Kept apart from the statistics
         that pieces teach (``recorder``): what a piece estimates from must be the pair it was fitted on."""
-        with self._lock:
-            refs = [(self._references.get(name), weight) for name, weight in voice.parts]
-        if any(ref is None for ref, _ in refs):
+        parts = self._parts(self._references, voice)
+        if parts is None:
             return None
-        if len(refs) == 1:
-            return refs[0][0]
-        return Reference.mixed([(ref, weight) for ref, weight in refs if ref is not None])
+        return parts[0][0] if len(parts) == 1 else Reference.mixed(parts)
 
     def stock_reference(self, name: str) -> Reference | None:
         with self._lock:
             return self._references.get(name)
 
     def set_reference(self, name: str, reference: Reference | None) -> None:
-        self._check(name)
-        with self._lock:
-            if reference is None:
-                self._references.pop(name, None)
-            else:
-                self._references[name] = reference
+        self._put(self._references, name, reference)
 
     def set_silence(self, name: str, stats: NormStats | None) -> None:
-        self._check(name)
-        with self._lock:
-            if stats is None:
-                self._silence.pop(name, None)
-            else:
-                self._silence[name] = stats
-
-    def _check(self, name: str) -> None:
-        if name not in self._stock:
-            raise KeyError(f"{name!r} is not a stock voice")
-
-    def _mix(self, table: dict[str, NormStats], voice: VoiceSpec) -> NormStats | None:
-        with self._lock:
-            parts = [(table.get(name), weight) for name, weight in voice.parts]
-        if any(stats is None for stats, _ in parts):
-            return None
-        if len(parts) == 1:
-            return parts[0][0]
-        mixed: NormStats | None = None
-        for stats, weight in parts:
-            assert stats is not None
-            mixed = NormStats.merge(mixed, stats.weighted(weight * min(stats.frames, MEMORY_FRAMES)))
-        return mixed
+        self._put(self._silence, name, stats)
 
     def set(self, name: str, stats: NormStats | None) -> None:
         """Replace (or with None, forget) a stock voice's speech statistics."""
-        self._check(name)
+        self._put(self._stats, name, stats)
+
+    def _put(self, table: dict[str, T], name: str, value: T | None) -> None:
+        """Set a stock voice's entry in ``table``, or with None, forget it."""
+        if name not in self._stock:
+            raise KeyError(f"{name!r} is not a stock voice")
         with self._lock:
-            if stats is None:
-                self._stats.pop(name, None)
+            if value is None:
+                table.pop(name, None)
             else:
-                self._stats[name] = stats
+                table[name] = value
+
+    def _parts(self, table: dict[str, T], voice: VoiceSpec) -> list[tuple[T, float]] | None:
+        """The voice's parts' entries with their weights (None if a part has none)."""
+        with self._lock:
+            parts = [(table.get(name), weight) for name, weight in voice.parts]
+        return None if any(v is None for v, _ in parts) else [(v, w) for v, w in parts if v is not None]
+
+    def _mix(self, table: dict[str, NormStats], voice: VoiceSpec) -> NormStats | None:
+        parts = self._parts(table, voice)
+        if parts is None or len(parts) == 1:
+            return None if parts is None else parts[0][0]
+        mixed: NormStats | None = None
+        for stats, weight in parts:
+            mixed = NormStats.merge(mixed, stats.weighted(weight * min(stats.frames, MEMORY_FRAMES)))
+        return mixed
 
     def recorder(self, voice: VoiceSpec) -> Callable[[NormStats], None] | None:
         """A callback that folds a finished piece's statistics into the voice's; None for a blend."""

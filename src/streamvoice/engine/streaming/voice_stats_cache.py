@@ -21,7 +21,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import KokoroEngine
-from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.model_files import naming_hash, user_cache_dir
 
@@ -115,9 +114,7 @@ def load(engine: KokoroEngine, path: Path) -> int:
             engine.set_voice_stats(name, speech, silence)
             if f"{name}.summaries" in data.files:
                 summaries = np.asarray(data[f"{name}.summaries"], dtype=np.float64)
-                estimator = engine.split.estimator if engine.split is not None else None
-                bias = estimator.bias(name) if estimator is not None else None
-                engine.memory.set_reference(name, Reference(speech, summaries, bias))
+                engine.set_voice_reference(name, speech, summaries)
             count += 1
     return count
 
