@@ -12,13 +12,13 @@ import pytest
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.speech_estimate import (
-    ESTIMATE_WEIGHT,
     Reference,
     SpeechEstimator,
     frame_summaries,
     packed,
 )
 from streamvoice.engine.surgery.norm_stats import NormStats
+from streamvoice.engine.timing import decode_range
 
 SIZES = (3, 2)
 
@@ -57,7 +57,10 @@ def test_the_fit_recovers_a_low_rank_linear_map_and_keeps_it_through_its_file(tm
     got = packed(estimator.estimate(reference, probe, 25.0))
     want = packed(reference.stats) + probe @ true + 0.3
     np.testing.assert_allclose(got, want, atol=1e-4)  # the basis is applied in float32
+    estimator.shares.update(af_bella=0.8, am_adam=1.0)
     loaded = SpeechEstimator.load(estimator.save(tmp_path / "e.npz"))
+    assert loaded.shares == {"af_bella": 0.8, "am_adam": 1.0}
+    assert loaded.share("bf_emma") == speech_estimate.DEFAULT_SHARE  # a voice the fit measured no share for
     again = loaded.estimate(reference, probe, 25.0)
     assert again.frames == 25.0
     np.testing.assert_allclose(packed(again), want, atol=2e-2)  # the basis is kept as float16
@@ -66,9 +69,10 @@ def test_the_fit_recovers_a_low_rank_linear_map_and_keeps_it_through_its_file(tm
 
 def test_a_blends_reference_weighs_its_parts() -> None:
     rng = np.random.default_rng(2)
-    a, b = Reference(stats(rng), np.zeros(3)), Reference(stats(rng), np.ones(3))
+    a, b = Reference(stats(rng), np.zeros(3), share=1.0), Reference(stats(rng), np.ones(3), share=0.8)
     mixed = Reference.mixed([(a, 3.0), (b, 1.0)])
     np.testing.assert_allclose(mixed.summaries, [0.25, 0.25, 0.25])
+    assert mixed.share == 0.8  # the part that needs its windows' own statistics still gets them
     want = NormStats.merge(a.stats.weighted(7.5), b.stats.weighted(2.5))
     assert want is not None
     np.testing.assert_allclose(mixed.stats.means[0], want.means[0])
@@ -82,8 +86,8 @@ def test_a_model_file_without_a_fit_has_no_estimator(tmp_path: Path) -> None:
 def test_every_window_normalises_with_the_one_estimate(
     engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The shipped model file has a fit; with it, a piece's windows all take the same statistics at the same
-    weight, and the voice's statistics are left as calibrated."""
+    """The shipped model file has a fit; with it, a piece's windows all take the same statistics at the
+    voice's measured share, and the voice's statistics are left as calibrated."""
     split = engine.split
     assert split is not None and split.estimator is not None, "the official model file ships its fit"
     spec = engine.parse_voice("am_michael")
@@ -102,7 +106,9 @@ def test_every_window_normalises_with_the_one_estimate(
     piece = engine.planner.plan("The parcel reached the depot late on Sunday evening.", "en-us")[0]
     audio = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
     assert audio.size > 0 and len(calls) > 2
-    assert all(prior is calls[0][0] and weight == ESTIMATE_WEIGHT for prior, weight in calls)
+    assert "am_michael" in split.estimator.shares and reference.share == split.estimator.share("am_michael")
+    share = reference.share
+    assert all(prior is calls[0][0] and weight == share for prior, weight in calls)
     assert engine.voice_stats("am_michael") is calibrated
 
 
@@ -111,8 +117,6 @@ def test_the_first_norms_first_channels_are_the_aligned_text_features(engine: Ko
     of the front's aligned text features (within the static-int8 decoder's rounding of its input)."""
     split = engine.split
     assert split is not None
-    from streamvoice.engine.timing import decode_range
-
     piece = engine.planner.plan("The parcel reached the depot late on Sunday evening.", "en-us")[0]
     feeds, style = engine.feeds(piece.tokens, engine.style_pack(engine.parse_voice("am_michael")), 1.0)
     feats = split.features(feeds)

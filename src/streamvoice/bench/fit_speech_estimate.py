@@ -8,6 +8,10 @@ benchmarks or tests is in the corpus, so what they measure of the estimate is me
 saw; ``--hold-out`` leaves voices out too (what a voice it never heard, or a blend, gets). ~15 minutes on
 2 cores; ``--kept`` keeps the measurements so that a fit with other settings takes a minute.
 
+Then each voice's share of the estimate in every window (``SpeechEstimator.shares``) is measured on three
+full sentences outside its own part of the corpus: streamed at each of ``SHARES`` against whole, the share whose
+windows score best by PESQ while every piece stays within ``LOUDNESS`` of whole (~10 minutes more).
+
     python -m streamvoice.bench.fit_speech_estimate [--out DIR] [--rank 64] [--ridge 100] [--hold-out V,..]
 """
 
@@ -17,16 +21,19 @@ import argparse
 import pickle
 import time
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from streamvoice.bench.common import write_result
+from streamvoice.bench.quality import pesq_score
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.speech_estimate import packed
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.timing import decode_range
 from streamvoice.engine.voices import default_lang
@@ -119,6 +126,8 @@ OWN_LANGUAGE = {
             "会议三点半开始。", "当然可以。", "谢谢您的耐心等待。"),
 }  # fmt: skip
 CLASSES = 32  # frame classes of the aligned text features
+SHARES = (1.0, 0.9375, 0.875, 0.8125, 0.75)  # the estimate's shares of each window's statistics tried
+LOUDNESS = (0.85, 1.18)  # streamed / whole RMS every piece must keep, inside the guard's 0.8-1.25
 
 
 def corpus(voice_key: int, lang: str) -> list[tuple[str, str]]:
@@ -166,6 +175,69 @@ def voice_measured(engine: KokoroEngine, voice: str) -> Measured:
     return reference, pieces
 
 
+def share_sentences(voice_key: int) -> list[str]:
+    """Three full sentences from a third of the English sentences the voice's pieces do not use.
+
+    Not short replies: their loudness turns on the share far more than a sentence's ("Got it, thanks!" in
+    four voices: 1.07-1.34x whole with the estimate alone, 0.76-0.83x at three quarters), so they would set
+    every voice's share, and the lower shares they chose cost more than they gave: with a short reply among
+    these, ``bench.quality``'s warm mean fell from 3.03 to 2.78, am_puck's "Sure thing." from 3.15 to 1.58."""
+    return [t for t in ENGLISH[(voice_key + 1) % 3 :: 3] if len(t) > 50][:3]
+
+
+def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[tuple[float, float]]:
+    """(streamed / whole RMS, PESQ) of the text's first piece streamed at each of ``SHARES``."""
+    split = engine.split
+    assert split is not None
+    spec = engine.parse_voice(voice)
+    reference, silence = engine.memory.reference(spec), engine.memory.silence(spec)
+    assert reference is not None, "the voice is calibrated with the estimator in place"
+    piece = engine.planner.plan(text, "en-us")[0]
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feats = split.features(feeds)
+    frames = split.frames(feats)
+    span = decode_range(split.durations(feats), piece.voiced, frames)
+    whole = split.whole(feats, style)[0][span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME]
+    out = []
+    for share in SHARES:
+        chunks = split.stream(
+            feats, style, engine.window_plan, None, None, None, None, span, silence,
+            replace(reference, share=share),
+        )  # fmt: skip
+        audio = np.concatenate([chunk for chunk, _ in chunks])
+        n = min(len(audio), len(whole))
+        loudness = float(np.sqrt(np.mean(audio[:n] ** 2)) / max(1e-9, np.sqrt(np.mean(whole[:n] ** 2))))
+        out.append((loudness, pesq_score(whole[:n], audio[:n])))
+    return out
+
+
+def chosen_share(scores: list[list[tuple[float, float]]]) -> float:
+    """Of ``SHARES``, the best by mean PESQ over the sentences (``scores[sentence][share]``) among those that
+    keep every sentence within ``LOUDNESS``; if none does, the one whose worst loudness is nearest whole."""
+    lo, hi = LOUDNESS
+    loud = [[s[i][0] for s in scores] for i in range(len(SHARES))]
+    quality = [float(np.mean([s[i][1] for s in scores])) for i in range(len(SHARES))]
+    kept = [i for i in range(len(SHARES)) if all(lo <= r <= hi for r in loud[i])]
+    if kept:
+        return SHARES[max(kept, key=lambda i: quality[i])]
+    return SHARES[min(range(len(SHARES)), key=lambda i: max(abs(np.log(r)) for r in loud[i]))]
+
+
+def measured_shares(engine: KokoroEngine, voices: list[str]) -> dict[str, float]:
+    """Each voice's share of the estimate (``chosen_share``), with ``engine``'s estimator the new fit."""
+    started = time.perf_counter()
+    shares = {}
+    for voice in voices:
+        engine.calibrate(voice)  # the reference, made with the new fit's frame classes and bias
+        key = zlib.crc32(voice.encode())
+        scores = [streamed_against_whole(engine, voice, text) for text in share_sentences(key)]
+        shares[voice] = chosen_share(scores)
+        worst = [max(abs(np.log(s[i][0])) for s in scores) for i in range(len(SHARES))]
+        print(f"{voice}: share {shares[voice]} (worst loudness off by x{np.exp(min(worst)):.2f} at best), "
+              f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    return shares
+
+
 def gathered(engine: KokoroEngine, kept: Path | None) -> dict[str, Measured]:
     """Every stock voice's measurements, those in ``kept`` read from it and the rest added to it."""
     started = time.perf_counter()
@@ -203,11 +275,14 @@ def run(rank: int, ridge: float, out: Path, kept: Path | None, held_out: frozens
     y = speech_estimate.without_text_channels(y, pieces[0][1][0].shape[0])
     sizes = tuple(int(m.shape[1]) for m in pieces[0][2].means)
     estimator = speech_estimate.fit(x, y, centers, sizes, ridge, rank, [v for v, _, _ in pieces])
+    split.estimator = estimator
+    estimator.shares.update(measured_shares(engine, sorted(measurements)))
     path = estimator.save(out / speech_estimate.estimate_name(naming_hash(engine.files.model)))
     took = time.perf_counter() - started
     print(f"fitted on {len(pieces)} pieces of {len(measurements)} voices in {took:.0f} s: {path}")
     return {"voices": len(measurements), "pieces": len(pieces), "held_out_voices": sorted(held_out),
-            "rank": rank, "ridge": ridge, "file": str(path), "bytes": path.stat().st_size}  # fmt: skip
+            "rank": rank, "ridge": ridge, "file": str(path), "bytes": path.stat().st_size,
+            "shares": estimator.shares, "digest": estimator.digest()}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

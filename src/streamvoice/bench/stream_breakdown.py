@@ -3,7 +3,8 @@ once, so streamed and whole share every input (durations, pitch, noise, phase), 
 untrimmed and sample-aligned over the frames the stream decodes: what is left is the decoder's windows.
 
 - **shipped**: the engine's windows, each normalised with one estimate of the whole piece's norm statistics
-  made before the first from what the front made of the piece (``speech_estimate``), nothing of its own;
+  made before the first from what the front made of the piece (``speech_estimate``), blended with a little
+  of its own by the voice's measured share (``SpeechEstimator.shares``);
 - **blended, before the estimate**: the engine's windows as they were before it: the voice's statistics
   from earlier pieces for what is not decoded yet, blended with each window's own;
 - **shipped, context 12**: the same, three times the context on each side of every window;

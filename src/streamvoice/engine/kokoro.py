@@ -294,10 +294,15 @@ class KokoroEngine:
 
     def set_voice_reference(self, name: str, stats: NormStats, summaries: Floats | None) -> None:
         """A stock voice's calibration piece (its speech statistics and frame summaries) as the reference its
-        pieces are estimated from (``speech_estimate``), with the fit's bias for it; None summaries forget it."""
+        pieces are estimated from (``speech_estimate``), with the fit's bias and share for it; None summaries
+        forget it."""
         estimator = self._split.estimator if self._split is not None else None
-        bias = estimator.bias(name) if estimator is not None else None
-        self.memory.set_reference(name, None if summaries is None else Reference(stats, summaries, bias))
+        if summaries is None or estimator is None:
+            self.memory.set_reference(name, None)
+            return
+        self.memory.set_reference(
+            name, Reference(stats, summaries, estimator.bias(name), estimator.share(name))
+        )
 
     def decoder_windows(
         self, said: tuple[tuple[str, str], ...], frames: int, context: int

@@ -17,7 +17,8 @@ computed, not estimated (``with_text_statistics``): estimated, they were where t
 broke, on sentences where every other norm's estimate was close. The map is fitted once per model file by
 ridge regression on ~2,000 pieces of all 54 stock voices, and kept at low rank (the ``basis``):
 ``python -m streamvoice.bench.fit_speech_estimate``. Every window then normalises with this one fixed
-estimate and a quarter of its own statistics (``ESTIMATE_WEIGHT``).
+estimate, blended with a little of its own statistics: the voice's ``share`` of the estimate, measured by the
+same fit (``Reference.share``).
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ PITCH_BINS = (2.5, 6.5, 12)  # log Hz: ~12 to ~665 Hz, in 12 bins
 ENERGY_BINS = (-8.0, 10.0, 12)  # the front's energy track's range over speech
 
 Floats = NDArray[np.float64]
-# The estimate's share of each window's statistics, the window's own the rest. Alone (1.0) it scores best on
-# average (``python -m streamvoice.bench.quality``: PESQ warm 2.95, DNSMOS 0.028 below whole, against 2.56 and
-# 0.048 with a quarter) but left one voice's pieces 1.5-2x louder than whole (af_bella), which the loudness
-# guard refuses (``tests/test_streaming_engine.py``); with a quarter of each window's own, 1.11-1.23x.
-# docs/benchmarks.md 7 and 7b.
-ESTIMATE_WEIGHT = 0.75
+# The estimate's share of each window's statistics (the window's own the rest), for a voice the fit did not
+# measure one for (``SpeechEstimator.shares``). The decoder's loudness follows its norms' variances steeply
+# (1.5% more standard deviation in every norm makes af_bella 10% quieter), so the estimate alone (1.0) left
+# some voices' pieces 1.5-2x louder or 0.75x quieter than whole, and short pieces 1.3x louder; a little of
+# each window's own statistics pulls that back, and too much of it (0.75) costs what the estimate gained.
+# Over 4 voices x 6 sentences outside the fit, PESQ 2.83 / 2.94 / 2.61 at 1.0 / 0.875 / 0.75: docs/benchmarks.md 7b.
+DEFAULT_SHARE = 0.875
 
 
 def frame_summaries(asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating],
@@ -117,12 +119,14 @@ def without_text_channels(targets: Floats, channels: int) -> Floats:
 
 @dataclass(frozen=True)
 class Reference:
-    """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``), and
-    the voice's own bias in the estimator's basis (``SpeechEstimator.bias``; zero for a voice not fitted)."""
+    """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``), the
+    voice's own bias in the estimator's basis (``SpeechEstimator.bias``; zero for a voice not fitted) and its
+    share of the estimate in every window (``SpeechEstimator.share``)."""
 
     stats: NormStats
     summaries: Floats
     bias: Floats | None = None
+    share: float = DEFAULT_SHARE
 
     @functools.cached_property
     def packed(self) -> Floats:
@@ -131,7 +135,8 @@ class Reference:
 
     @staticmethod
     def mixed(parts: list[tuple[Reference, float]]) -> Reference:
-        """A blend's reference: its parts' statistics merged and summaries averaged, by weight."""
+        """A blend's reference: its parts' statistics merged and summaries averaged, by weight; the smallest
+        of their shares (a part that needs its windows' own statistics to keep its loudness still does)."""
         total = sum(weight for _, weight in parts)
         stats: NormStats | None = None
         for ref, weight in parts:
@@ -140,7 +145,7 @@ class Reference:
         summaries = np.sum([ref.summaries * (weight / total) for ref, weight in parts], axis=0)
         biases = [(ref.bias, weight / total) for ref, weight in parts if ref.bias is not None]
         bias = np.sum([b * w for b, w in biases], axis=0) if biases else None
-        return Reference(stats, summaries, bias)
+        return Reference(stats, summaries, bias, min(ref.share for ref, _ in parts))
 
 
 @dataclass(frozen=True)
@@ -157,9 +162,15 @@ class SpeechEstimator:
     # Each fitted voice's mean residual over its pieces, in the basis [R]: how its pieces differ from its
     # greeting beyond what the shared map says (without it one voice's pieces came out 1.5x too loud).
     voices: dict[str, Floats] = field(default_factory=dict)
+    # Each measured voice's share of the estimate in every window: the one, of those the fit tried, whose
+    # windows sounded most like whole pieces while staying as loud (``fit_speech_estimate.shares``).
+    shares: dict[str, float] = field(default_factory=dict)
 
     def bias(self, voice: str) -> Floats | None:
         return self.voices.get(voice)
+
+    def share(self, voice: str) -> float:
+        return self.shares.get(voice, DEFAULT_SHARE)
 
     def summaries(
         self, asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating]
@@ -183,6 +194,8 @@ class SpeechEstimator:
                 offset=self.offset.astype(np.float32), sizes=np.array(self.sizes, dtype=np.int64),
                 voice_names=np.array(sorted(self.voices)),
                 voice_bias=np.array([self.voices[v] for v in sorted(self.voices)], dtype=np.float32).reshape(-1, len(self.basis)),
+                share_names=np.array(sorted(self.shares)),
+                share_values=np.array([self.shares[v] for v in sorted(self.shares)], dtype=np.float64),
             )  # fmt: skip
         return path
 
@@ -195,6 +208,8 @@ class SpeechEstimator:
                 offset=data["offset"].astype(np.float64), sizes=tuple(int(s) for s in data["sizes"]),
                 voices={str(v): b.astype(np.float64) for v, b in zip(data["voice_names"], data["voice_bias"], strict=True)}
                 if "voice_names" in data.files else {},
+                shares={str(v): float(w) for v, w in zip(data["share_names"], data["share_values"], strict=True)}
+                if "share_names" in data.files else {},
             )  # fmt: skip
 
     def digest(self) -> str:

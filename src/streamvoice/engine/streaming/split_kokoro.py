@@ -22,7 +22,7 @@ from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.options import session_providers
 from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.decode_batcher import DecodeBatcher
-from streamvoice.engine.streaming.speech_estimate import ESTIMATE_WEIGHT, Floats, Reference, SpeechEstimator
+from streamvoice.engine.streaming.speech_estimate import Floats, Reference, SpeechEstimator
 from streamvoice.engine.streaming.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
@@ -288,10 +288,9 @@ class SplitKokoro:
         context) replaces ``plan``. ``cap`` limits window sizes as they are decided (``iter_windows``).
 
         With an ``estimator`` and the voice's ``reference``, every window instead normalises with one fixed
-        estimate of the piece's statistics made before the first (``speech_estimate``) and a quarter of its own
-        (``ESTIMATE_WEIGHT``):
-        what the listener hears against the whole piece is ``python -m streamvoice.bench.quality``'s
-        (docs/benchmarks.md 7).
+        estimate of the piece's statistics made before the first (``speech_estimate``), blended with its own
+        by the voice's ``share``: what the listener hears against the whole piece is ``python -m
+        streamvoice.bench.quality``'s (docs/benchmarks.md 7).
         """
         frames = self.frames(feats)
         first, last = span or (0, frames)
@@ -310,8 +309,8 @@ class SplitKokoro:
             left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
             lo, hi = max(0, start - left), min(frames, end + right)
             rest, weight = (
-                (estimate, ESTIMATE_WEIGHT)
-                if estimate is not None
+                (estimate, reference.share)
+                if estimate is not None and reference is not None
                 else window_prior(
                     seen,
                     voice_prior,

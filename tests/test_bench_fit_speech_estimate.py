@@ -1,0 +1,43 @@
+"""How the fit chooses each voice's share of the estimate (``bench.fit_speech_estimate.chosen_share``), and
+that its calibration sentences stay out of the voice's own part of the corpus and out of the benchmarks'."""
+
+from __future__ import annotations
+
+import zlib
+
+from streamvoice.bench import fit_speech_estimate as fit
+from streamvoice.bench.quality import SENTENCES as QUALITY
+from streamvoice.bench.stream_breakdown import SENTENCES as BREAKDOWN
+from tests.test_streaming_engine import CLOSE_TO_WHOLE
+
+
+def scores(per_share: list[tuple[float, float]], sentences: int = 3) -> list[list[tuple[float, float]]]:
+    assert len(per_share) == len(fit.SHARES)
+    return [list(per_share) for _ in range(sentences)]
+
+
+def test_the_best_sounding_share_that_keeps_the_loudness_wins() -> None:
+    # (loudness, PESQ) at each of SHARES, largest first: the estimate alone is best but too loud.
+    got = fit.chosen_share(scores([(1.6, 3.4), (1.1, 3.3), (1.0, 3.1), (0.95, 2.9), (0.9, 2.7)]))
+    assert got == fit.SHARES[1]
+
+
+def test_one_sentence_out_of_bounds_rules_a_share_out() -> None:
+    table = scores([(1.0, 3.5), (1.0, 3.0), (1.0, 2.9), (1.0, 2.8), (1.0, 2.7)])
+    table[2][0] = (0.7, 3.5)  # the estimate alone leaves the short reply too quiet
+    assert fit.chosen_share(table) == fit.SHARES[1]
+
+
+def test_without_a_share_in_bounds_the_loudness_nearest_whole_wins() -> None:
+    got = fit.chosen_share(scores([(2.0, 3.0), (1.7, 3.0), (1.4, 2.0), (1.25, 2.0), (1.3, 3.9)]))
+    assert got == fit.SHARES[3]
+
+
+def test_calibration_sentences_are_outside_the_voices_corpus_and_every_benchmark() -> None:
+    held = set(QUALITY) | set(BREAKDOWN) | set(CLOSE_TO_WHOLE)
+    for voice in ("af_bella", "am_michael", "bf_emma", "jf_alpha"):
+        key = zlib.crc32(voice.encode())
+        chosen = fit.share_sentences(key)
+        assert len(chosen) == 3 and all(len(text) > 50 for text in chosen)
+        own = {text for text, _ in fit.corpus(key, "en-us")}
+        assert not (set(chosen) & own) and not (set(chosen) & held), voice
