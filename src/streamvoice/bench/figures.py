@@ -7,7 +7,7 @@ row below either reads its figure from one of them (``Measured``) or is kept for
 says so and where it came from, until its benchmark is rerun and kept). Both pages are rendered from these
 rows between their markers, and ``pytest tests/test_figures.py`` fails when a page and the files disagree.
 
-    python -m streamvoice.bench.figures [--keep demo transport windows continuity listener]
+    python -m streamvoice.bench.figures [--keep demo transport windows quality continuity listener]
 """
 
 from __future__ import annotations
@@ -95,6 +95,14 @@ def windows_cell(d: dict[str, Any]) -> str:
     )
 
 
+def quality_cell(d: dict[str, Any]) -> str:
+    s = d["summary"]
+    return (
+        f"PESQ **{s['pesq_warm']:.2f}** warm, {s['pesq_first_use']:.2f} on a voice's first piece; DNSMOS "
+        f"{s['dnsmos_streamed']:.2f} streamed vs {s['dnsmos_whole']:.2f} whole, {len(d['voices'])} voices"
+    )
+
+
 def silence_cell(d: dict[str, Any]) -> str:
     rows = _rows(d, "measure")
     lead = rows["leading silence per message, max (ms)"]["value"]
@@ -142,6 +150,13 @@ ROWS: tuple[Row, ...] = (
         "windows",
         windows_cell,
         "python -m streamvoice.bench.windows",
+    ),
+    Measured(
+        "in-piece streaming against the same piece whole, sentences nothing was tuned on",
+        "-",
+        "quality",
+        quality_cell,
+        "python -m streamvoice.bench.quality",
     ),
     Measured(
         "silence before each message's speech / beyond its pause",

@@ -24,9 +24,12 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
 - **exact statistics for norms [0:k]**: the whole piece's statistics for the first ``k`` of the decoder's
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
+- **the estimate at share s**: the shipped stream with every voice's share of the estimate set to ``s`` (1.0:
+  the estimate alone; ``SpeechEstimator.shares`` is what each voice takes);
 - **whole, second front**: the whole piece from a second front run (is the model deterministic?).
 
-PESQ (wide band) of each against the whole piece, per sentence and on average. ``--heard`` adds every
+PESQ (wide band) of each against the whole piece, per sentence and on average, and its loudness (streamed /
+whole RMS over the same samples). ``--heard`` adds every
 language's sentences heard by Whisper base (``heard``): whole, streamed as shipped and blended.
 
     python -m streamvoice.bench.stream_breakdown [--voices af_heart,am_michael,bf_emma,...] [--ks 10,24,40]
@@ -46,6 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.bench.common import table, write_result
+from streamvoice.bench.fit_speech_estimate import SHARES
 from streamvoice.bench.quality import pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
@@ -173,8 +177,13 @@ def breakdown(
     voice_reference = engine.memory.reference(spec)
 
     def shipped(
-        p: WindowPlan, prior: NormStats | None = voice_prior, blend: bool = False
+        p: WindowPlan, prior: NormStats | None = voice_prior, blend: bool = False, share: float | None = None
     ) -> NDArray[np.float32]:
+        estimated = (
+            voice_reference
+            if share is None or voice_reference is None
+            else replace(voice_reference, share=share)
+        )
         chunks = split.stream(
             feats,
             style,
@@ -185,7 +194,7 @@ def breakdown(
             None,
             span,
             silence,
-            None if blend else voice_reference,
+            None if blend else estimated,
         )
         return np.concatenate([audio for audio, _ in chunks])
 
@@ -208,6 +217,10 @@ def breakdown(
             split, feats, style, span, plan, refreshed, refreshed.kept
         ),
         "exact statistics": lambda: windows_with(split, feats, style, span, plan, fixed(exact)),
+        **{
+            f"the estimate at share {share}": lambda share=share: shipped(plan, share=share)  # type: ignore[misc]
+            for share in SHARES
+        },
         "whole, second front": lambda: split.decode(split.features(feeds), style, 0, frames)[0][
             span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
         ],
@@ -227,6 +240,9 @@ def breakdown(
     for name, audio in variants.items():
         n = min(len(reference), len(audio))
         scores[name] = pesq_score(reference[:n], audio[:n])
+        scores[f"{name}: loudness"] = float(
+            np.sqrt(np.mean(audio[:n] ** 2)) / np.sqrt(np.mean(reference[:n] ** 2))
+        )
     return scores
 
 
@@ -280,7 +296,11 @@ def run(
             print(voice, text[:40], {k: round(v, 2) for k, v in rows[-1].items() if isinstance(v, float)})
     names = [k for k in rows[0] if k not in ("voice", "text")] if rows else []
     summary = {
-        name: {"mean": statistics.fmean(r[name] for r in rows), "min": min(r[name] for r in rows)}
+        name: {
+            "mean": statistics.fmean(r[name] for r in rows),
+            "min": min(r[name] for r in rows),
+            "max": max(r[name] for r in rows),
+        }
         for name in names
     }
     return {"voices": voices, "decoder": engine.decoder_graph, "norms": engine.split.norms if engine.split else 0,
@@ -288,10 +308,19 @@ def run(
 
 
 def report(d: dict[str, Any]) -> str:
-    rows = [[name, md_value(s["mean"], 2), md_value(s["min"], 2)] for name, s in d["summary"].items()]
+    rows = [
+        [name, md_value(s["mean"], 2), md_value(s["min"], 2)]
+        for name, s in d["summary"].items() if not name.endswith(": loudness")
+    ]  # fmt: skip
+    loud = [
+        [name.removesuffix(": loudness"), md_value(s["mean"], 2), md_value(s["min"], 2), md_value(s["max"], 2)]
+        for name, s in d["summary"].items() if name.endswith(": loudness")
+    ]  # fmt: skip
     out = md_table(["streamed against the whole piece (same front), PESQ", "mean", "lowest"], rows) + (
         f"\n\n{len(d['rows'])} pieces ({', '.join(d['voices'])}; the {d['decoder']} decoder, {d['norms']} norms).\n"
     )
+    if loud:
+        out += "\n" + md_table(["loudness, streamed / whole RMS", "mean", "lowest", "highest"], loud) + "\n"
     if d.get("heard"):
         heard_rows = [[r["lang"], r["voice"], *(md_value(r[k], 3) for k in ("whole", "shipped", "blended"))]
                       for r in d["heard"]]  # fmt: skip
@@ -319,7 +348,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(
         table(
             [{"variant": k, **v} for k, v in result["summary"].items()],
-            [("variant", "streamed vs whole (same front)"), ("mean", "PESQ mean"), ("min", "lowest")],
+            [
+                ("variant", "streamed vs whole (same front)"),
+                ("mean", "mean"),
+                ("min", "lowest"),
+                ("max", "highest"),
+            ],
         )
     )
     print(f"wrote {write_result('stream_breakdown', result)}")
