@@ -103,8 +103,8 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
 # three voices (both accents, both genders; af_heart is the listener tests') and two sentences each, neither in
 # the speech estimate's fit (``bench.fit_speech_estimate``), from the voice's cached statistics (what a server
 # starts with) and the static-int8 graph every machine derives alike (the shipped ranges). Measured 2026-12-06
-# (AMD EPYC) with each piece's estimated statistics at each voice's measured share: lowest 2.38 (bm_george),
-# voices' means 2.70 (bm_george), 3.22, 3.30; loudness 0.94-1.22 (at three quarters for every voice: lowest
+# (AMD EPYC) with each piece's estimated statistics at each voice's measured share: lowest 2.53 (bm_george),
+# voices' means 2.80 (bm_george), 3.22, 3.27; loudness 0.91-1.22 (at three quarters for every voice: lowest
 # 2.18, means 2.33-3.22; before the estimate: lowest 2.03, means 2.41-2.59). Six pieces: each costs
 # ~2 s of CPU here, ~6 s beside a busy core. What the streamed audio lacks against the whole piece, and why,
 # is ``python -m streamvoice.bench.stream_breakdown``'s (docs/benchmarks.md 7b).
