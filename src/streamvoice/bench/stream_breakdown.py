@@ -219,7 +219,7 @@ def breakdown(
         "exact statistics": lambda: windows_with(split, feats, style, span, plan, fixed(exact)),
         **{
             f"the estimate at share {share}": lambda share=share: shipped(plan, share=share)  # type: ignore[misc]
-            for share in SHARES
+            for share in (1.0, *SHARES)  # 1.0: the estimate alone, which no voice takes
         },
         "whole, second front": lambda: split.decode(split.features(feeds), style, 0, frames)[0][
             span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
