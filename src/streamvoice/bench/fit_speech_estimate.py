@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from streamvoice.bench.common import write_result
-from streamvoice.bench.quality import pesq_score
+from streamvoice.bench.quality import loudness_ratio, pesq_score
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.greeting import calibration_text
 from streamvoice.engine.streaming import speech_estimate
@@ -213,8 +213,7 @@ def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[
         )  # fmt: skip
         audio = np.concatenate([chunk for chunk, _ in chunks])
         n = min(len(audio), len(whole))
-        loudness = float(np.sqrt(np.mean(audio[:n] ** 2)) / max(1e-9, np.sqrt(np.mean(whole[:n] ** 2))))
-        out.append((loudness, pesq_score(whole[:n], audio[:n])))
+        out.append((loudness_ratio(whole, audio), pesq_score(whole[:n], audio[:n])))
     return out
 
 

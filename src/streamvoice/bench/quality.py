@@ -54,6 +54,13 @@ def pesq_score(reference: NDArray[np.float32], degraded: NDArray[np.float32]) ->
     return float(pesq(16_000, ref[:n], deg[:n], "wb"))
 
 
+def loudness_ratio(reference: NDArray[np.float32], degraded: NDArray[np.float32]) -> float:
+    """RMS of ``degraded`` over ``reference``'s, over the samples both have."""
+    n = min(len(reference), len(degraded))
+    whole = float(np.sqrt(np.mean(reference[:n].astype(np.float64) ** 2)))
+    return float(np.sqrt(np.mean(degraded[:n].astype(np.float64) ** 2))) / max(1e-9, whole)
+
+
 def dnsmos(audio: NDArray[np.float32]) -> float:
     from speechmos import dnsmos as model
 

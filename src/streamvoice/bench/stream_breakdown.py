@@ -50,7 +50,7 @@ from numpy.typing import NDArray
 
 from streamvoice.bench.common import table, write_result
 from streamvoice.bench.fit_speech_estimate import SHARES
-from streamvoice.bench.quality import pesq_score
+from streamvoice.bench.quality import loudness_ratio, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import DecoderGraph, EngineOptions
@@ -240,9 +240,7 @@ def breakdown(
     for name, audio in variants.items():
         n = min(len(reference), len(audio))
         scores[name] = pesq_score(reference[:n], audio[:n])
-        scores[f"{name}: loudness"] = float(
-            np.sqrt(np.mean(audio[:n] ** 2)) / np.sqrt(np.mean(reference[:n] ** 2))
-        )
+        scores[f"{name}: loudness"] = loudness_ratio(reference, audio)
     return scores
 
 
