@@ -161,7 +161,7 @@ def test_whole_piece_statistics_make_windows_match_whole_piece_audio(engine: Kok
 @pytest.mark.parametrize("voice", ["af_heart", "am_adam"])
 def test_engine_learns_a_voice_and_streams_it_warm(engine: KokoroEngine, voice: str) -> None:
     spec = engine.parse_voice(voice)
-    engine.set_voice_stats(spec.text, None)
+    engine.set_voice_stats(spec.text, None, None)
     piece = engine.planner.plan("Please bring your passport, or you cannot board the plane.", "en-us")[0]
     whole = engine.synthesize_piece(piece, spec, 1.0, trim=False, learn=False)  # learns nothing
     assert engine.voice_stats(spec.text) is None
@@ -169,7 +169,7 @@ def test_engine_learns_a_voice_and_streams_it_warm(engine: KokoroEngine, voice: 
     cold = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, trim=False)))
     learned = engine.voice_stats(spec.text)
     assert learned is not None and learned.frames == whole.size // 600
-    engine.set_voice_stats(spec.text, None)
+    engine.set_voice_stats(spec.text, None, None)
     assert engine.calibrate(voice) is not None  # what the statistics cache holds for every stock voice
     prior = engine.voice_stats(spec.text)
     assert prior is not None and prior.frames > 20

@@ -54,7 +54,7 @@ def stats(values: Sequence[float]) -> dict[str, float]:
 
 
 def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
-    widths = [max(len(title), *(len(_fmt(r.get(key))) for r in rows)) for key, title in columns]
+    widths = [max([len(title), *(len(_fmt(r.get(key))) for r in rows)]) for key, title in columns]
     head = "  ".join(title.ljust(w) for (_, title), w in zip(columns, widths, strict=True))
     lines = [head, "  ".join("-" * w for w in widths)]
     for r in rows:

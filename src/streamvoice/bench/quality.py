@@ -85,7 +85,7 @@ def run_voice(voice: str) -> dict[str, Any]:
     prepare(engine)  # what a server does at start: every stock voice's statistics, from the cache
     first = compare(engine, voice, SENTENCES[0])
     warm = [compare(engine, voice, text) for text in SENTENCES]
-    engine.set_voice_stats(voice, None)  # the cold path, for reference: no statistics for this voice
+    engine.set_voice_stats(voice, None, None)  # the cold path, for reference: no statistics for this voice
     cold = compare(engine, voice, SENTENCES[0])
     return {"voice": voice, "first_use": first, "warm": warm, "cold": cold}
 
@@ -98,6 +98,13 @@ FIRST_WINDOW_VARIANTS: dict[str, dict[str, Any]] = {
     "lead margin 5 ms, lookahead 0": {"margin_ms": 5.0, "lookahead": 0},
     "lead margin 5 ms, lookahead 2, left context 2": {"margin_ms": 5.0, "lookahead": 2, "lead_context": 2},
     "lead margin 5 ms, lookahead 2, first 8 frames": {"margin_ms": 5.0, "lookahead": 2, "first": 8},
+    "lead margin 5 ms, lookahead 2, left context 3": {"margin_ms": 5.0, "lookahead": 2, "lead_context": 3},
+    "lead margin 5 ms, lookahead 1, left context 2, first 8 frames": {
+        "margin_ms": 5.0,
+        "lookahead": 1,
+        "lead_context": 2,
+        "first": 8,
+    },
 }
 
 
@@ -122,7 +129,7 @@ def first_window(voices: list[str]) -> list[dict[str, Any]]:
     try:
         for voice in voices:
             spec = engine.parse_voice(voice)
-            stats = engine.voice_stats(voice)
+            stats, silence = engine.voice_stats(voice), engine.memory.silence(spec)
             for text in SENTENCES:
                 piece = engine.planner.plan(text, "en-us")[0]
                 wholes: dict[float, NDArray[np.float32]] = {}
@@ -132,7 +139,7 @@ def first_window(voices: list[str]) -> list[dict[str, Any]]:
                         wholes[v["margin_ms"]] = engine.synthesize_piece(piece, spec, 1.0)
                     whole = wholes[v["margin_ms"]]
                     changed = {k: v[k] for k in ("lookahead", "lead_context", "first") if k in v}
-                    engine.set_voice_stats(voice, stats)
+                    engine.set_voice_stats(voice, stats, silence)
                     plan = replace(engine.window_plan, **changed)
                     streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, plan=plan)))
                     scores[name]["pesq"].append(pesq_score(whole, streamed))

@@ -56,7 +56,11 @@ def step_energy(audio: NDArray[np.float32], centre: int, half: int = 120) -> flo
 MODES = ("warm", "cold")  # warm: the voice's statistics are known (after warm-up); cold: its first piece
 
 
-def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats | None) -> dict[str, Any]:
+def measure_piece(
+    engine: KokoroEngine, text: str, mode: str, prior: tuple[NormStats | None, NormStats | None]
+) -> dict[str, Any]:
+    """``prior``: the voice's speech and silence statistics, restored before each warm run (both: the
+    speech estimate counts the silence the trimmed path never decodes)."""
     spec = engine.parse_voice(DEFAULT_VOICE)
     piece = engine.planner.plan(text, "en-us")[0]
     started = time.perf_counter()
@@ -66,7 +70,7 @@ def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats |
     key = None
     if mode == "warm":
         key = DEFAULT_VOICE
-        engine.set_voice_stats(key, prior)  # what it learnt here is undone before the next warm run
+        engine.set_voice_stats(key, *prior)  # what it learnt here is undone before the next warm run
     started = time.perf_counter()
     ready: list[tuple[float, int]] = []  # (seconds since start, samples so far) per chunk
     parts = []
@@ -78,7 +82,7 @@ def measure_piece(engine: KokoroEngine, text: str, mode: str, prior: NormStats |
     windowed = np.concatenate(parts)
     # The served path: only the frames around the speech, its silences trimmed (the same voice state).
     if mode == "warm":
-        engine.set_voice_stats(DEFAULT_VOICE, prior)
+        engine.set_voice_stats(DEFAULT_VOICE, *prior)
     started = time.perf_counter()
     trimmed: list[tuple[float, int]] = []
     total = 0
@@ -112,7 +116,7 @@ def _timing(ready: list[tuple[float, int]], prefix: str) -> dict[str, float]:
 def _cold_piece(engine: KokoroEngine, piece: Any, spec: Any) -> Any:
     """A voice's first piece without statistics (what the statistics cache avoids for stock voices)."""
     saved = engine.voice_stats(spec.text), engine.memory.silence(spec)
-    engine.set_voice_stats(spec.text, None)
+    engine.set_voice_stats(spec.text, None, None)
     try:
         yield from engine.stream_piece(piece, spec, 1.0)
     finally:
@@ -199,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not engine.streams_in_piece:
         raise SystemExit("in-piece streaming is off for this model (see the log); nothing to compare")
     warm_up(engine, (DEFAULT_VOICE,))  # what the server does at start-up
-    prior = engine.voice_stats(DEFAULT_VOICE)
+    prior = engine.voice_stats(DEFAULT_VOICE), engine.memory.silence(engine.parse_voice(DEFAULT_VOICE))
     runs: list[dict[str, Any]] = []
     for _ in range(args.trials):
         for text in SENTENCES:
