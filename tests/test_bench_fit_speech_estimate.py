@@ -53,16 +53,12 @@ def test_calibration_sentences_are_outside_the_voices_corpus_and_every_benchmark
         assert not (set(chosen) & own) and not (set(chosen) & held), voice
 
 
-def test_a_voice_of_another_language_is_measured_on_its_own_languages_sentences() -> None:
+def test_the_sentences_heard_per_language_are_outside_the_fit_and_cover_every_language() -> None:
     from streamvoice.bench.languages import SENTENCES as SAID
     from streamvoice.bench.stream_breakdown import HEARD_MORE, HEARD_VOICES
 
-    heard = {text for _, _, texts in SAID.values() for text in texts} | {
-        t for m in HEARD_MORE.values() for t in m
-    }
-    for lang, own in fit.SHARE_OWN_LANGUAGE.items():
-        chosen = fit.share_sentences(zlib.crc32(b"any"), lang)
-        assert chosen == list(own) and len(chosen) == 6, lang
-        corpus = {text for text, _ in fit.corpus(0, lang)}
-        assert not (set(chosen) & corpus) and not (set(chosen) & heard), lang
-    assert set(fit.SHARE_OWN_LANGUAGE) | {"en-us", "en-gb"} == set(HEARD_VOICES)  # every language we speak
+    fitted = {text for lang in SAID for key in range(3) for text, _ in fit.corpus(key, lang)}
+    for lang, (first, _, texts) in SAID.items():
+        assert HEARD_VOICES[lang][0] == first, lang  # the voice the language's other benchmarks hear
+        assert HEARD_MORE[lang] and not (set(texts) | set(HEARD_MORE[lang])) & fitted, lang
+    assert set(HEARD_VOICES) == set(HEARD_MORE) == set(SAID)
