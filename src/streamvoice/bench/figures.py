@@ -7,7 +7,7 @@ row below either reads its figure from one of them (``Measured``) or is kept for
 says so and where it came from, until its benchmark is rerun and kept). Both pages are rendered from these
 rows between their markers, and ``pytest tests/test_figures.py`` fails when a page and the files disagree.
 
-    python -m streamvoice.bench.figures [--keep demo transport windows quality continuity listener]
+    python -m streamvoice.bench.figures [--keep demo transport windows quality served_quality continuity listener]
 """
 
 from __future__ import annotations
@@ -103,6 +103,15 @@ def quality_cell(d: dict[str, Any]) -> str:
     )
 
 
+def served_quality_cell(d: dict[str, Any]) -> str:
+    at = next(r for r in d["rows"] if r["listeners"] == d["capacity"])
+    return (
+        f"DNSMOS **{at['dnsmos_served']:.2f}** served vs {at['dnsmos_bare']:.2f} the bare engine's stream and "
+        f"{at['dnsmos_whole']:.2f} whole, PESQ {at['pesq']:.2f}: {at['listeners']} listeners (the capacity "
+        f"measured), {at['sentences']} sentences"
+    )
+
+
 def silence_cell(d: dict[str, Any]) -> str:
     rows = _rows(d, "measure")
     lead = rows["leading silence per message, max (ms)"]["value"]
@@ -157,6 +166,13 @@ ROWS: tuple[Row, ...] = (
         "quality",
         quality_cell,
         "python -m streamvoice.bench.quality",
+    ),
+    Measured(
+        "what a listener hears with the server full, against the bare engine",
+        "-",
+        "served_quality",
+        served_quality_cell,
+        "python -m streamvoice.bench.served_quality",
     ),
     Measured(
         "silence before each message's speech / beyond its pause",

@@ -3,8 +3,7 @@
 ``bench.quality`` scores the engine's stream against its whole pieces one piece at a time, with the machine
 to itself. A served listener's windows are also cut short whenever other listeners need the model (a call
 cannot be interrupted, so ``WindowPlan.iter_windows`` caps each by the others' deadlines): at saturation a
-piece is decoded in more, smaller windows, each normalised with less of its own context. This benchmark hears
-the difference.
+piece is decoded in more, smaller windows, so more seams. This benchmark hears the difference.
 
 A server as shipped (deadline scheduling, the admission queue on its measured capacity) on loopback takes K
 listeners at once, each sending ``bench.quality``'s six held-out sentences in each of its six voices, as 36
