@@ -185,9 +185,8 @@ def share_sentences(voice_key: int) -> list[str]:
     (three alone chose am_michael's and af_nicole's shares 0.2-0.5 PESQ below the best on eight others).
 
     English for every voice: measured on six sentences of each voice's own language instead, 12 of the 26
-    voices not English took lower shares (their pieces louder than whole there), Whisper heard every language
-    alike either way, and Italian's "347 812 5590" lost a "cinque" (``tests/test_locales_heard.py``) at
-    if_sara's lower share: docs/benchmarks.md 7b.
+    voices not English took lower shares (their pieces louder than whole there), and Whisper heard every
+    language alike either way, within 0.006 (docs/benchmarks.md 7b).
 
     Not short replies: their loudness turns on the share far more than a sentence's ("Got it, thanks!" in
     four voices: 1.07-1.34x whole with the estimate alone, 0.76-0.83x at three quarters), so they would set
