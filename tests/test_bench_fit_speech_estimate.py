@@ -3,6 +3,7 @@ that its calibration sentences stay out of the voice's own part of the corpus an
 
 from __future__ import annotations
 
+import math
 import zlib
 
 from streamvoice.bench import fit_speech_estimate as fit
@@ -11,32 +12,43 @@ from streamvoice.bench.stream_breakdown import SENTENCES as BREAKDOWN
 from tests.test_streaming_engine import CLOSE_TO_WHOLE
 
 
-def scores(per_share: list[tuple[float, float]], sentences: int = 3) -> list[list[tuple[float, float]]]:
+def scores(per_share: list[tuple[tuple[float, ...], float]]) -> list[list[tuple[float, float]]]:
+    """``chosen_share``'s table from each share's loudness on every sentence and its PESQ."""
     assert len(per_share) == len(fit.SHARES)
-    return [list(per_share) for _ in range(sentences)]
+    sentences = len(per_share[0][0])
+    return [[(loud[k], pesq) for loud, pesq in per_share] for k in range(sentences)]
 
 
-def test_the_best_sounding_share_that_keeps_the_loudness_wins() -> None:
-    # (loudness, PESQ) at each of SHARES, largest first: the largest is best but too loud.
-    got = fit.chosen_share(scores([(1.6, 3.4), (1.1, 3.3), (1.0, 3.1), (0.95, 2.9)]))
-    assert got == fit.SHARES[1]
+def test_a_voice_loud_by_one_factor_takes_the_best_sounding_share_and_a_gain() -> None:
+    # Every sentence equally loud at each share: the gain takes the factor out, so the sound decides.
+    got = fit.chosen_share(
+        scores([((1.6,) * 3, 3.4), ((1.1,) * 3, 3.3), ((1.0,) * 3, 3.1), ((0.95,) * 3, 2.9)])
+    )
+    assert got[0] == fit.SHARES[0]
+    assert math.isclose(got[1], 1 / 1.6)
 
 
-def test_one_sentence_out_of_bounds_rules_a_share_out() -> None:
-    table = scores([(1.0, 3.5), (1.0, 3.0), (1.0, 2.9), (1.0, 2.8)])
-    table[2][0] = (0.7, 3.5)  # the largest share leaves one sentence too quiet
-    assert fit.chosen_share(table) == fit.SHARES[1]
+def test_a_spread_no_gain_takes_out_rules_a_share_out() -> None:
+    # The best sounding share leaves one sentence at 0.7 and one at 1.3 of whole: no one gain mends both.
+    table = scores([((0.7, 1.0, 1.3), 3.5), ((1.2, 1.25, 1.3), 3.0), ((1.0,) * 3, 2.9), ((1.0,) * 3, 2.8)])
+    share, gain = fit.chosen_share(table)
+    assert share == fit.SHARES[1]
+    assert all(0.85 <= r * gain <= 1.18 for r in (1.2, 1.25, 1.3))
 
 
 def test_without_a_share_in_the_tight_bounds_the_guards_bounds_decide() -> None:
-    # None keeps 0.85-1.18; two keep the guard's 0.8-1.25, and the better sounding of those wins.
-    got = fit.chosen_share(scores([(1.24, 3.1), (1.22, 2.9), (1.3, 3.5), (0.7, 3.6)]))
-    assert got == fit.SHARES[0]
+    # None keeps 0.85-1.18 once gained; two keep the guard's 0.8-1.25, and the better sounding of those wins.
+    got = fit.chosen_share(
+        scores([((1.0, 1.45), 3.1), ((1.0, 1.45), 2.9), ((0.6, 1.5), 3.5), ((0.5, 1.0), 3.6)])
+    )
+    assert got[0] == fit.SHARES[0]
 
 
 def test_without_a_share_in_any_bounds_the_loudness_nearest_whole_wins() -> None:
-    got = fit.chosen_share(scores([(1.7, 3.0), (1.4, 2.0), (1.3, 2.0), (1.35, 3.9)]))
-    assert got == fit.SHARES[2]
+    got = fit.chosen_share(
+        scores([((0.5, 1.5), 3.0), ((0.6, 1.5), 2.0), ((0.7, 1.5), 2.0), ((0.5, 2.0), 3.9)])
+    )
+    assert got[0] == fit.SHARES[2]
 
 
 def test_no_voice_takes_the_estimate_alone() -> None:

@@ -3,11 +3,14 @@ references, and that a stream normalises every window with the one estimate (iss
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.streaming import speech_estimate
@@ -58,9 +61,11 @@ def test_the_fit_recovers_a_low_rank_linear_map_and_keeps_it_through_its_file(tm
     want = packed(reference.stats) + probe @ true + 0.3
     np.testing.assert_allclose(got, want, atol=1e-4)  # the basis is applied in float32
     estimator.shares.update(af_bella=0.8, am_adam=1.0)
+    estimator.gains.update(af_bella=0.83)
     loaded = SpeechEstimator.load(estimator.save(tmp_path / "e.npz"))
     assert loaded.shares == {"af_bella": 0.8, "am_adam": 1.0}
     assert loaded.share("bf_emma") == speech_estimate.DEFAULT_SHARE  # a voice the fit measured no share for
+    assert loaded.gains == {"af_bella": 0.83} and loaded.gain("am_adam") == 1.0
     again = loaded.estimate(reference, probe, 25.0)
     assert again.frames == 25.0
     np.testing.assert_allclose(packed(again), want, atol=2e-2)  # the basis is kept as float16
@@ -69,14 +74,28 @@ def test_the_fit_recovers_a_low_rank_linear_map_and_keeps_it_through_its_file(tm
 
 def test_a_blends_reference_weighs_its_parts() -> None:
     rng = np.random.default_rng(2)
-    a, b = Reference(stats(rng), np.zeros(3), share=1.0), Reference(stats(rng), np.ones(3), share=0.8)
+    a = Reference(stats(rng), np.zeros(3), share=1.0, gain=0.5)
+    b = Reference(stats(rng), np.ones(3), share=0.8, gain=2.0)
     mixed = Reference.mixed([(a, 3.0), (b, 1.0)])
     np.testing.assert_allclose(mixed.summaries, [0.25, 0.25, 0.25])
     assert mixed.share == 0.8  # the part that needs its windows' own statistics still gets them
+    assert math.isclose(mixed.gain, 0.5**0.75 * 2.0**0.25)  # the gains' geometric mean, by weight
     want = NormStats.merge(a.stats.weighted(7.5), b.stats.weighted(2.5))
     assert want is not None
     np.testing.assert_allclose(mixed.stats.means[0], want.means[0])
     np.testing.assert_allclose(mixed.stats.variances[1], want.variances[1])
+
+
+def test_a_short_reply_takes_the_default_share_and_no_gain() -> None:
+    """A voice's share and gain are measured on sentences; a short reply's loudness answers the share more
+    steeply, so it takes the default share (or its voice's, if lower) and no gain."""
+    rng = np.random.default_rng(3)
+    high = Reference(stats(rng), np.zeros(3), share=0.9375, gain=0.8)
+    low = Reference(stats(rng), np.zeros(3), share=0.75, gain=1.2)
+    short = speech_estimate.SHORT_PIECE_FRAMES - 1
+    assert high.blend(short) == (speech_estimate.DEFAULT_SHARE, 1.0)
+    assert low.blend(short) == (0.75, 1.0)
+    assert high.blend(short + 1) == (0.9375, 0.8) and low.blend(400) == (0.75, 1.2)
 
 
 def test_a_model_file_without_a_fit_has_no_estimator(tmp_path: Path) -> None:
@@ -112,6 +131,30 @@ def test_every_window_normalises_with_the_one_estimate(
     assert engine.voice_stats("am_michael") is calibrated
 
 
+def test_a_voices_gain_scales_its_stream_and_nothing_else(engine: KokoroEngine) -> None:
+    """The gain takes a voice's loudness at its share out (``SpeechEstimator.gains``): the same windows, every
+    sample scaled by it."""
+    split = engine.split
+    assert split is not None
+    spec = engine.parse_voice("af_bella")
+    reference = engine.memory.reference(spec)
+    assert reference is not None
+    piece = engine.planner.plan("Two tickets for the late show on Friday, please.", "en-us")[0]
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feats = split.features(feeds)
+    span = decode_range(split.durations(feats), piece.voiced, split.frames(feats))
+    assert span[1] - span[0] >= speech_estimate.SHORT_PIECE_FRAMES  # a sentence: its voice's gain applies
+
+    def streamed(gain: float) -> NDArray[np.float32]:
+        chunks = split.stream(feats, style, engine.window_plan, None, None, None, None, span,
+                              engine.memory.silence(spec), replace(reference, gain=gain))  # fmt: skip
+        return np.concatenate([audio for audio, _ in chunks])
+
+    one, half = streamed(1.0), streamed(0.5)
+    assert len(one) == len(half) and np.abs(one).max() > 0.01
+    np.testing.assert_allclose(half, 0.5 * one, rtol=1e-5, atol=1e-7)
+
+
 def test_the_first_norms_first_channels_are_the_aligned_text_features(engine: KokoroEngine) -> None:
     """What ``with_text_statistics`` relies on: decoded, the first norm's first channels have the statistics
     of the front's aligned text features (within the static-int8 decoder's rounding of its input)."""
@@ -136,3 +179,32 @@ def test_the_first_norms_first_channels_are_the_aligned_text_features(engine: Ko
         computed.means[0].reshape(-1)[channels:], decoded.means[0].reshape(-1)[channels:]
     )
     assert computed.means[1] is decoded.means[1]
+
+
+def test_the_short_replies_bench_scores_every_rule_on_the_same_windows(
+    engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench.stream_breakdown --short-replies``: each rule's loudness is its share's, times its gain, and
+    the shipped rule is the default share without a gain for a reply."""
+    from streamvoice.bench import stream_breakdown
+
+    monkeypatch.setattr(stream_breakdown, "SHORT_REPLIES", ("Will do.",))
+    got = stream_breakdown.short_replies(engine, ["am_puck"])
+    (piece,) = got["pieces"]
+    assert piece["speech_frames"] < speech_estimate.SHORT_PIECE_FRAMES
+    reference = engine.memory.reference(engine.parse_voice("am_puck"))
+    assert reference is not None
+    shipped, voice_gained, voice_plain = (
+        piece[name]
+        for name in (
+            "as shipped (Reference.blend)",
+            "the voice's share and gain",
+            "the voice's share, no gain",
+        )
+    )
+    assert voice_gained[1] == voice_plain[1] and math.isclose(
+        voice_gained[0], voice_plain[0] * reference.gain
+    )
+    if reference.share == speech_estimate.DEFAULT_SHARE:
+        assert shipped == voice_plain
+    assert [row["rule"] for row in got["rows"]] == list(stream_breakdown.REPLY_RULES)

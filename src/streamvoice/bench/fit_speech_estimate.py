@@ -8,9 +8,11 @@ benchmarks or tests is in the corpus, so what they measure of the estimate is me
 saw; ``--hold-out`` leaves voices out too (what a voice it never heard, or a blend, gets). ~15 minutes on
 2 cores; ``--kept`` keeps the measurements so that a fit with other settings takes a minute.
 
-Then each voice's share of the estimate in every window (``SpeechEstimator.shares``) is measured on six
-full sentences outside its own part of the corpus: streamed at each of ``SHARES`` against whole, the share whose
-windows score best by PESQ while every piece stays within ``LOUDNESS`` of whole (~20 minutes more).
+Then each voice's share of the estimate in every window (``SpeechEstimator.shares``) and its stream's gain
+(``SpeechEstimator.gains``) are measured on six full sentences outside its own part of the corpus: streamed
+at each of ``SHARES`` against whole, each share with the gain that brings its pieces to whole's loudness on
+average, the share whose windows score best by PESQ while every piece, gained, stays within ``LOUDNESS`` of
+whole (~20 minutes more).
 
     python -m streamvoice.bench.fit_speech_estimate [--out DIR] [--rank 64] [--ridge 100] [--hold-out V,..]
     python -m streamvoice.bench.fit_speech_estimate --shares-only [--voices V,..]  # the shares alone
@@ -131,8 +133,8 @@ CLASSES = 32  # frame classes of the aligned text features
 # the window corrects it (ef_dora's "Tengo veinticinco manzanas": PESQ 1.1 against whole and heard as
 # "...comenzanas" at 1.0, 2.04 and heard right at 0.875), which three or six sentences cannot rule out.
 SHARES = (0.9375, 0.875, 0.8125, 0.75)
-# Streamed / whole RMS every sentence must keep: this if any share does, else the guard's own bounds
-# (``tests/test_streaming_engine.py``), else the share whose worst sentence is nearest whole wins.
+# Streamed / whole RMS every sentence must keep once gained: this if any share does, else the guard's own
+# bounds (``tests/test_streaming_engine.py``), else the share whose worst sentence is nearest whole wins.
 LOUDNESS = ((0.85, 1.18), (0.8, 1.25))
 
 
@@ -196,24 +198,28 @@ def share_sentences(voice_key: int) -> list[str]:
     return [text for third in thirds for text in [t for t in third if len(t) > 50][:3]]
 
 
-def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[tuple[float, float]]:
-    """(streamed / whole RMS, PESQ) of the text's first piece streamed at each of ``SHARES``."""
+def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[tuple[float, float]] | None:
+    """(streamed / whole RMS, PESQ) of the text's longest piece streamed at each of ``SHARES``; None if that
+    piece is shorter than a sentence (``SHORT_PIECE_FRAMES``: such a piece takes the default share and no
+    gain, ``Reference.blend``, so a share is measured on sentences alone)."""
     split = engine.split
     assert split is not None
     spec = engine.parse_voice(voice)
     reference, silence = engine.memory.reference(spec), engine.memory.silence(spec)
     assert reference is not None, "the voice is calibrated with the estimator in place"
-    piece = engine.planner.plan(text, "en-us")[0]
+    piece = max(engine.planner.plan(text, "en-us"), key=lambda p: len(p.tokens))
     feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
     feats = split.features(feeds)
     frames = split.frames(feats)
     span = decode_range(split.durations(feats), piece.voiced, frames)
+    if span[1] - span[0] < speech_estimate.SHORT_PIECE_FRAMES:
+        return None
     whole = split.whole(feats, style)[0][span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME]
     out = []
     for share in SHARES:
         chunks = split.stream(
             feats, style, engine.window_plan, None, None, None, None, span, silence,
-            replace(reference, share=share),
+            replace(reference, share=share, gain=1.0),
         )  # fmt: skip
         audio = np.concatenate([chunk for chunk, _ in chunks])
         n = min(len(audio), len(whole))
@@ -221,17 +227,21 @@ def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[
     return out
 
 
-def chosen_share(scores: list[list[tuple[float, float]]]) -> float:
-    """Of ``SHARES``, the best by mean PESQ over the sentences (``scores[sentence][share]``) among those that
-    keep every sentence within the first ``LOUDNESS`` bounds any share keeps; if none keeps even the last,
-    the one whose worst loudness is nearest whole."""
-    loud = [[s[i][0] for s in scores] for i in range(len(SHARES))]
+def chosen_share(scores: list[list[tuple[float, float]]]) -> tuple[float, float]:
+    """Of ``SHARES``, each with its gain (whole over streamed RMS, the geometric mean over the sentences of
+    ``scores[sentence][share]``), the best by mean PESQ among those that keep every sentence, gained, within
+    the first ``LOUDNESS`` bounds any share keeps; if none keeps even the last, the one whose worst gained
+    loudness is nearest whole. Returns (share, gain)."""
+    gains = [float(np.exp(-np.mean([np.log(s[i][0]) for s in scores]))) for i in range(len(SHARES))]
+    loud = [[s[i][0] * gains[i] for s in scores] for i in range(len(SHARES))]
     quality = [float(np.mean([s[i][1] for s in scores])) for i in range(len(SHARES))]
     for lo, hi in LOUDNESS:
         kept = [i for i in range(len(SHARES)) if all(lo <= r <= hi for r in loud[i])]
         if kept:
-            return SHARES[max(kept, key=lambda i: quality[i])]
-    return SHARES[min(range(len(SHARES)), key=lambda i: max(abs(np.log(r)) for r in loud[i]))]
+            best = max(kept, key=lambda i: quality[i])
+            return SHARES[best], gains[best]
+    best = min(range(len(SHARES)), key=lambda i: max(abs(np.log(r)) for r in loud[i]))
+    return SHARES[best], gains[best]
 
 
 def voice_language(engine: KokoroEngine, voice: str) -> str:
@@ -240,18 +250,21 @@ def voice_language(engine: KokoroEngine, voice: str) -> str:
     return lang if engine.g2p.installed(lang) else "en-us"
 
 
-def measured_shares(engine: KokoroEngine, voices: list[str]) -> dict[str, float]:
-    """Each voice's share of the estimate (``chosen_share``), with ``engine``'s estimator the new fit."""
+def measured_shares(engine: KokoroEngine, voices: list[str]) -> dict[str, tuple[float, float]]:
+    """Each voice's share of the estimate and its gain (``chosen_share``), with ``engine``'s estimator the
+    new fit."""
     started = time.perf_counter()
     shares = {}
     for voice in voices:
         engine.calibrate(voice)  # the reference, made with the new fit's frame classes and bias
-        scores = [
+        measured = [
             streamed_against_whole(engine, voice, t) for t in share_sentences(zlib.crc32(voice.encode()))
         ]
-        shares[voice] = chosen_share(scores)
-        worst = [max(abs(np.log(s[i][0])) for s in scores) for i in range(len(SHARES))]
-        print(f"{voice}: share {shares[voice]} (worst loudness off by x{np.exp(min(worst)):.2f} at best), "
+        scores = [s for s in measured if s is not None]
+        share, gain = shares[voice] = chosen_share(scores)
+        at = SHARES.index(share)
+        loud = ", ".join(f"{s[at][0] * gain:.2f}" for s in scores)
+        print(f"{voice}: share {share}, gain {gain:.3f} ({len(scores)} sentences, gained loudness {loud}), "
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
     return shares
 
@@ -294,13 +307,15 @@ def run(rank: int, ridge: float, out: Path, kept: Path | None, held_out: frozens
     sizes = tuple(int(m.shape[1]) for m in pieces[0][2].means)
     estimator = speech_estimate.fit(x, y, centers, sizes, ridge, rank, [v for v, _, _ in pieces])
     split.estimator = estimator
-    estimator.shares.update(measured_shares(engine, sorted(measurements)))
+    measured = measured_shares(engine, sorted(measurements))
+    estimator.shares.update({v: share for v, (share, _) in measured.items()})
+    estimator.gains.update({v: gain for v, (_, gain) in measured.items()})
     path = estimator.save(out / speech_estimate.estimate_name(naming_hash(engine.files.model)))
     took = time.perf_counter() - started
     print(f"fitted on {len(pieces)} pieces of {len(measurements)} voices in {took:.0f} s: {path}")
     return {"voices": len(measurements), "pieces": len(pieces), "held_out_voices": sorted(held_out),
             "rank": rank, "ridge": ridge, "file": str(path), "bytes": path.stat().st_size,
-            "shares": estimator.shares, "digest": estimator.digest()}  # fmt: skip
+            "shares": estimator.shares, "gains": estimator.gains, "digest": estimator.digest()}  # fmt: skip
 
 
 def reshare(out: Path, voices: list[str]) -> dict[str, Any]:
@@ -311,10 +326,12 @@ def reshare(out: Path, voices: list[str]) -> dict[str, Any]:
     assert split is not None and split.norms, "the shares are measured on the split decoder's windows"
     path = out / speech_estimate.estimate_name(naming_hash(engine.files.model))
     split.estimator = speech_estimate.SpeechEstimator.load(path)
-    shares = measured_shares(engine, voices or sorted(engine.voice_names))
-    split.estimator.shares.update(shares)
+    measured = measured_shares(engine, voices or sorted(engine.voice_names))
+    split.estimator.shares.update({v: share for v, (share, _) in measured.items()})
+    split.estimator.gains.update({v: gain for v, (_, gain) in measured.items()})
     split.estimator.save(path)
-    return {"file": str(path), "shares": shares, "digest": split.estimator.digest()}
+    return {"file": str(path), "shares": split.estimator.shares, "gains": split.estimator.gains,
+            "digest": split.estimator.digest()}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

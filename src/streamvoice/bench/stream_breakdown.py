@@ -30,9 +30,14 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
 
 PESQ (wide band) of each against the whole piece, per sentence and on average, and its loudness (streamed /
 whole RMS over the same samples). ``--heard`` adds every
-language's sentences heard by Whisper base (``heard``): whole, streamed as shipped and blended.
+language's sentences heard by Whisper base (``heard``): whole, whole 5 ms later, streamed as shipped, blended,
+and with exact statistics.
 
     python -m streamvoice.bench.stream_breakdown [--voices af_heart,am_michael,bf_emma,...] [--ks 10,24,40]
+    python -m streamvoice.bench.stream_breakdown --short-replies --voices af_heart,af_bella,...
+
+``--short-replies`` measures how short replies blend instead (``short_replies``): a voice's share and gain are
+measured on sentences, and a short reply's loudness answers the share far more steeply.
 
 The last three default voices are held out of the speech estimate's fit (``fit_speech_estimate``).
 """
@@ -54,11 +59,14 @@ from streamvoice.bench.quality import loudness_ratio, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import DecoderGraph, EngineOptions
+from streamvoice.engine.planning import Piece
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade, window_prior
 from streamvoice.engine.surgery.norm_stats import NormStats
-from streamvoice.engine.timing import decode_range
+from streamvoice.engine.timing import decode_range, trim_whole
+from streamvoice.engine.voices import VoiceSpec
 
 # Sentences no window size or statistic was tuned on (held out from bench.quality's and the tests', and from
 # the speech estimate's fit: ``fit_speech_estimate``).
@@ -269,11 +277,95 @@ HEARD_MORE = {
 }  # fmt: skip
 
 
+# ``heard``'s columns: whole pieces, the same 5 ms later, the stream as shipped, the blended stream (the
+# estimate off) and the windows normalised with each piece's exact statistics (no estimate's residual).
+HEARD_COLUMNS = ("whole", "whole, 5 ms later", "shipped", "blended", "exact statistics")
+HEARD_LABELS = {"whole": "CER whole", "whole, 5 ms later": "CER whole 5 ms later", "shipped": "CER streamed",
+                "blended": "CER blended", "exact statistics": "CER exact statistics"}  # fmt: skip
+
+
+def exact_statistics_stream(engine: KokoroEngine, piece: Piece, spec: VoiceSpec) -> NDArray[np.float32]:
+    """The piece's speech in the engine's windows, each normalised with the whole piece's own statistics
+    (the ceiling of any estimate), trimmed as the engine trims a whole piece."""
+    split = engine.split
+    assert split is not None
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feats = split.features(feeds)
+    frames = split.frames(feats)
+    span = decode_range(split.durations(feats), piece.voiced, frames)
+    exact = split.decode(feats, style, 0, frames)[1]
+    return trim_whole(windows_with(split, feats, style, span, engine.window_plan, fixed(exact)))[0]
+
+
+# Short replies in none of the estimate's fit, its shares' sentences or ``bench.quality`` but the first two.
+SHORT_REPLIES = ("Got it, thanks!", "Sure thing.", "One moment, please.", "You're welcome.", "That works for me.",
+                 "Great, see you then!", "No worries.", "Will do.")  # fmt: skip
+# How a short reply may blend, each a (share, gain) from the voice's reference and the piece's speech frames.
+REPLY_RULES: dict[str, Callable[[Reference, int], tuple[float, float]]] = {
+    "as shipped (Reference.blend)": lambda ref, frames: ref.blend(frames),
+    "the voice's share and gain": lambda ref, frames: (ref.share, ref.gain),
+    "the voice's share, no gain": lambda ref, frames: (ref.share, 1.0),
+    "0.8125, no gain": lambda ref, frames: (0.8125, 1.0),
+}
+LOUDNESS_BOUNDS = (0.8, 1.25)  # the guard's (``tests/test_streaming_engine.py``)
+
+
+def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
+    """``SHORT_REPLIES`` in each voice, the speech streamed in the engine's windows at every share a rule in
+    ``REPLY_RULES`` can pick (no gain, no ``Reference.blend``), against the same speech decoded whole: each
+    rule's loudness (streamed / whole RMS, gained) and PESQ over the pieces, and how many leave
+    ``LOUDNESS_BOUNDS``."""
+    split = engine.split
+    assert split is not None and split.estimator is not None, "short replies measure the estimate's blend"
+    pieces = []
+    for voice in voices:
+        spec = engine.parse_voice(voice)
+        reference, silence = engine.memory.reference(spec), engine.memory.silence(spec)
+        assert reference is not None
+        for text in SHORT_REPLIES:
+            piece = engine.planner.plan(text, "en-us")[0]
+            feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+            feats = split.features(feeds)
+            frames = split.frames(feats)
+            span = decode_range(split.durations(feats), piece.voiced, frames)
+            whole = split.decode(feats, style, 0, frames)[0][
+                span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
+            ]
+            estimate = split.estimate(feats, span, reference, silence)
+            speech = span[1] - span[0]
+            at: dict[float, tuple[float, float]] = {}  # (loudness, PESQ) at each share, no gain
+            row: dict[str, Any] = {"voice": voice, "text": text, "speech_frames": speech}
+            for name, rule in REPLY_RULES.items():
+                share, gain = rule(reference, speech)
+                if share not in at:
+                    prior_at = fixed_at(estimate, share)
+                    audio = windows_with(split, feats, style, span, engine.window_plan, prior_at)
+                    at[share] = (loudness_ratio(whole, audio), pesq_score(whole, audio))
+                row[name] = (at[share][0] * gain, at[share][1])
+            pieces.append(row)
+            print(pieces[-1], flush=True)
+    lo, hi = LOUDNESS_BOUNDS
+    rows = [
+        {"rule": name, "pesq": statistics.fmean(p[name][1] for p in pieces),
+         "pesq_min": min(p[name][1] for p in pieces),
+         "loudness_lowest": min(p[name][0] for p in pieces), "loudness_highest": max(p[name][0] for p in pieces),
+         "out_of_bounds": sum(not lo <= p[name][0] <= hi for p in pieces)}
+        for name in REPLY_RULES
+    ]  # fmt: skip
+    return {"voices": voices, "replies": SHORT_REPLIES, "pieces": pieces, "rows": rows}
+
+
+def fixed_at(stats: NormStats | None, share: float) -> PriorAt:
+    """Every window blends ``stats`` at ``share`` with its own."""
+    return lambda lo, hi: (stats, share)
+
+
 def heard(engine: KokoroEngine) -> list[dict[str, Any]]:
     """Every language's sentences (``bench.languages``' and ``HEARD_MORE``, none in the estimate's fit or its
-    share sentences) in each of its ``HEARD_VOICES``, heard by Whisper base with the language forced: the
-    whole pieces, the stream as shipped and the blended stream (the estimate off), each as the character
-    error rate against the text, per voice and over the language. Mandarin and Hindi are written by Whisper
+    share sentences) in each of its ``HEARD_VOICES``, heard by Whisper base with the language forced: each of
+    ``HEARD_COLUMNS`` as the character error rate against the text, per voice and over the language. The
+    whole pieces 5 ms later are the judge's own spread on the same audio, and the exact statistics' windows
+    what is left without the estimate's residual. Mandarin and Hindi are written by Whisper
     base in other scripts (``bench.languages``), so for them only the difference between the columns says
     anything."""
     from streamvoice.bench.asr import Transcriber
@@ -284,14 +376,19 @@ def heard(engine: KokoroEngine) -> list[dict[str, Any]]:
     assert split is not None
     asr, estimator, rows = Transcriber.load(), split.estimator, []
     for lang, (_, whisper, texts) in SAID.items():
-        per_language: dict[str, list[float]] = {"whole": [], "shipped": [], "blended": []}
+        per_language: dict[str, list[float]] = {name: [] for name in HEARD_COLUMNS}
         for voice in HEARD_VOICES[lang]:
             spec = engine.parse_voice(voice)
             stats, silence = engine.voice_stats(voice), engine.memory.silence(spec)
-            said: dict[str, list[float]] = {"whole": [], "shipped": [], "blended": []}
+            said: dict[str, list[float]] = {name: [] for name in HEARD_COLUMNS}
             for text in [*texts, *HEARD_MORE[lang]]:
                 pieces = engine.planner.plan(text, lang)
                 audio = {"whole": np.concatenate([engine.synthesize_piece(p, spec, 1.0) for p in pieces])}
+                # The judge's own spread: the same whole pieces, 5 ms later (Whisper's frames fall elsewhere).
+                audio["whole, 5 ms later"] = np.concatenate([np.zeros(120, np.float32), audio["whole"]])
+                audio["exact statistics"] = np.concatenate(
+                    [exact_statistics_stream(engine, p, spec) for p in pieces]
+                )
                 for name, fit in (("shipped", estimator), ("blended", None)):
                     split.estimator = fit
                     engine.set_voice_stats(voice, stats, silence)  # each from the voice's cached statistics
@@ -355,13 +452,10 @@ def report(d: dict[str, Any]) -> str:
     if loud:
         out += "\n" + md_table(["loudness, streamed / whole RMS", "mean", "lowest", "highest"], loud) + "\n"
     if d.get("heard"):
-        heard_rows = [[r["lang"], r["voice"], *(md_value(r[k], 3) for k in ("whole", "shipped", "blended"))]
+        heard_rows = [[r["lang"], r["voice"], *(md_value(r[k], 3) for k in HEARD_COLUMNS if k in r)]
                       for r in d["heard"]]  # fmt: skip
-        out += (
-            "\n"
-            + md_table(["language", "voice", "CER whole", "CER streamed", "CER blended"], heard_rows)
-            + "\n"
-        )
+        columns = [HEARD_LABELS[k] for k in HEARD_COLUMNS if k in d["heard"][0]]
+        out += "\n" + md_table(["language", "voice", *columns], heard_rows) + "\n"
     return out
 
 
@@ -374,13 +468,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--decoder", choices=["static-int8", "exported"], help="default: the engine's")
     parser.add_argument("--heard", action="store_true", help="also every language heard by Whisper base")
     parser.add_argument("--only", help="these variants alone (names as the table prints them, ';' between)")
+    parser.add_argument("--short-replies", action="store_true", help="short replies' loudness by rule, alone")
     args = parser.parse_args(argv)
     voices = [v for v in args.voices.split(",") if v]
+    if args.short_replies:
+        engine = KokoroEngine.load(options=EngineOptions(decoder=args.decoder))
+        prepare(engine)
+        replies = short_replies(engine, voices)
+        print(table(replies["rows"], [("rule", "short replies blend at"), ("pesq", "PESQ"), ("pesq_min", "lowest"),
+                                      ("loudness_lowest", "loudness lowest"), ("loudness_highest", "highest"),
+                                      ("out_of_bounds", f"outside {LOUDNESS_BOUNDS}")]))  # fmt: skip
+        print(f"wrote {write_result('short_replies', replies)}")
+        return replies
     only = frozenset(args.only.split(";")) if args.only else None
     result = run(voices, [int(k) for k in args.ks.split(",") if k], args.decoder, args.heard, only)
     if result["heard"]:
-        print(table(result["heard"], [("lang", "language"), ("voice", "voice"), ("whole", "CER whole"),
-                                      ("shipped", "CER streamed"), ("blended", "CER blended")]))  # fmt: skip
+        labels = [(k, HEARD_LABELS[k]) for k in HEARD_COLUMNS]
+        print(table(result["heard"], [("lang", "language"), ("voice", "voice"), *labels]))
     print(
         table(
             [{"variant": k, **v} for k, v in result["summary"].items()],

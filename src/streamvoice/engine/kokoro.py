@@ -294,14 +294,15 @@ class KokoroEngine:
 
     def set_voice_reference(self, name: str, stats: NormStats, summaries: Floats | None) -> None:
         """A stock voice's calibration piece (its speech statistics and frame summaries) as the reference its
-        pieces are estimated from (``speech_estimate``), with the fit's bias and share for it; None summaries
-        forget it."""
+        pieces are estimated from (``speech_estimate``), with the fit's bias, share and gain for it; None
+        summaries forget it."""
         estimator = self._split.estimator if self._split is not None else None
         if summaries is None or estimator is None:
             self.memory.set_reference(name, None)
             return
         self.memory.set_reference(
-            name, Reference(stats, summaries, estimator.bias(name), estimator.share(name))
+            name,
+            Reference(stats, summaries, estimator.bias(name), estimator.share(name), estimator.gain(name)),
         )
 
     def decoder_windows(

@@ -47,6 +47,12 @@ Floats = NDArray[np.float64]
 # each window's own statistics pulls that back, and too much of it (0.75) costs what the estimate gained.
 # Over 4 voices x 6 sentences outside the fit, PESQ 2.83 / 2.94 / 2.61 at 1.0 / 0.875 / 0.75: docs/benchmarks.md 7b.
 DEFAULT_SHARE = 0.875
+# A voice's share and gain are measured on full sentences (``fit_speech_estimate``: 3 s and more), and a short
+# reply's loudness answers the share far more steeply: over 6 voices x 8 replies of 28-67 speech frames, at
+# 0.9375 with the voices' gains 13 came out of 0.8-1.25x of whole (am_puck's "Will do." 1.74x), at 0.875
+# without a gain 4, at the shares chosen before the gains 9 (docs/benchmarks.md 7). So a piece of fewer speech
+# frames than this takes ``DEFAULT_SHARE`` (or its voice's, if lower) and no gain.
+SHORT_PIECE_FRAMES = 80  # 2 s
 
 
 def frame_summaries(asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating],
@@ -120,13 +126,22 @@ def without_text_channels(targets: Floats, channels: int) -> Floats:
 @dataclass(frozen=True)
 class Reference:
     """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``), the
-    voice's own bias in the estimator's basis (``SpeechEstimator.bias``; zero for a voice not fitted) and its
-    share of the estimate in every window (``SpeechEstimator.share``)."""
+    voice's own bias in the estimator's basis (``SpeechEstimator.bias``; zero for a voice not fitted), its
+    share of the estimate in every window (``SpeechEstimator.share``) and the gain its stream takes at that
+    share (``SpeechEstimator.gain``)."""
 
     stats: NormStats
     summaries: Floats
     bias: Floats | None = None
     share: float = DEFAULT_SHARE
+    gain: float = 1.0
+
+    def blend(self, speech_frames: int) -> tuple[float, float]:
+        """(share, gain) for a piece of ``speech_frames``: the voice's measured pair for a sentence, the
+        default share and no gain for a short reply (``SHORT_PIECE_FRAMES``)."""
+        if speech_frames < SHORT_PIECE_FRAMES:
+            return min(self.share, DEFAULT_SHARE), 1.0
+        return self.share, self.gain
 
     @functools.cached_property
     def packed(self) -> Floats:
@@ -136,7 +151,8 @@ class Reference:
     @staticmethod
     def mixed(parts: list[tuple[Reference, float]]) -> Reference:
         """A blend's reference: its parts' statistics merged and summaries averaged, by weight; the smallest
-        of their shares (a part that needs its windows' own statistics to keep its loudness still does)."""
+        of their shares (a part that needs its windows' own statistics to keep its loudness still does); their
+        gains' weighted geometric mean."""
         total = sum(weight for _, weight in parts)
         stats: NormStats | None = None
         for ref, weight in parts:
@@ -145,7 +161,8 @@ class Reference:
         summaries = np.sum([ref.summaries * (weight / total) for ref, weight in parts], axis=0)
         biases = [(ref.bias, weight / total) for ref, weight in parts if ref.bias is not None]
         bias = np.sum([b * w for b, w in biases], axis=0) if biases else None
-        return Reference(stats, summaries, bias, min(ref.share for ref, _ in parts))
+        gain = float(np.exp(sum(np.log(ref.gain) * weight / total for ref, weight in parts)))
+        return Reference(stats, summaries, bias, min(ref.share for ref, _ in parts), gain)
 
 
 @dataclass(frozen=True)
@@ -165,12 +182,21 @@ class SpeechEstimator:
     # Each measured voice's share of the estimate in every window: the one, of those the fit tried, whose
     # windows sounded most like whole pieces while staying as loud (``fit_speech_estimate.shares``).
     shares: dict[str, float] = field(default_factory=dict)
+    # Each measured voice's stream gain at its share: its whole pieces' loudness over its streams' (geometric
+    # mean over the sentences its share was measured on). The decoder's loudness follows the norms' variances
+    # steeply, and an estimate off by a few percent in them leaves a voice's every piece louder or quieter by
+    # about one factor (af_bella 1.2x at 0.9375): the gain takes that factor out, so the share is chosen for
+    # how the windows sound and not to pull the loudness back (``fit_speech_estimate.chosen_share``).
+    gains: dict[str, float] = field(default_factory=dict)
 
     def bias(self, voice: str) -> Floats | None:
         return self.voices.get(voice)
 
     def share(self, voice: str) -> float:
         return self.shares.get(voice, DEFAULT_SHARE)
+
+    def gain(self, voice: str) -> float:
+        return self.gains.get(voice, 1.0)
 
     def summaries(
         self, asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating]
@@ -196,6 +222,8 @@ class SpeechEstimator:
                 voice_bias=np.array([self.voices[v] for v in sorted(self.voices)], dtype=np.float32).reshape(-1, len(self.basis)),
                 share_names=np.array(sorted(self.shares)),
                 share_values=np.array([self.shares[v] for v in sorted(self.shares)], dtype=np.float64),
+                gain_names=np.array(sorted(self.gains)),
+                gain_values=np.array([self.gains[v] for v in sorted(self.gains)], dtype=np.float64),
             )  # fmt: skip
         return path
 
@@ -210,6 +238,8 @@ class SpeechEstimator:
                 if "voice_names" in data.files else {},
                 shares={str(v): float(w) for v, w in zip(data["share_names"], data["share_values"], strict=True)}
                 if "share_names" in data.files else {},
+                gains={str(v): float(g) for v, g in zip(data["gain_names"], data["gain_values"], strict=True)}
+                if "gain_names" in data.files else {},
             )  # fmt: skip
 
     def digest(self) -> str:

@@ -289,14 +289,15 @@ class SplitKokoro:
 
         With an ``estimator`` and the voice's ``reference``, every window instead normalises with one fixed
         estimate of the piece's statistics made before the first (``speech_estimate``), blended with its own
-        by the voice's ``share``: what the listener hears against the whole piece is ``python -m
-        streamvoice.bench.quality``'s (docs/benchmarks.md 7).
+        by the voice's ``share``, its audio scaled by the voice's ``gain`` (``Reference.blend``): what the listener hears against
+        the whole piece is ``python -m streamvoice.bench.quality``'s (docs/benchmarks.md 7).
         """
         frames = self.frames(feats)
         first, last = span or (0, frames)
         estimate = (
             self.estimate(feats, (first, last), reference, silence) if reference and self.norms else None
         )
+        share, gain = reference.blend(last - first) if reference is not None else (0.0, 1.0)
         if estimate is not None:
             remember = None  # the voice's statistics stay its reference's
         elif voice_prior is None or not self.norms:
@@ -309,8 +310,8 @@ class SplitKokoro:
             left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
             lo, hi = max(0, start - left), min(frames, end + right)
             rest, weight = (
-                (estimate, reference.share)
-                if estimate is not None and reference is not None
+                (estimate, share)
+                if estimate is not None
                 else window_prior(
                     seen,
                     voice_prior,
@@ -323,6 +324,8 @@ class SplitKokoro:
                 )
             )
             audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
+            if estimate is not None and gain != 1.0:
+                audio = audio * np.float32(gain)  # the voice's loudness at its share, taken out
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
             keep_to = (end - lo) * SAMPLES_PER_FRAME
