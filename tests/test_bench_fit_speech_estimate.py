@@ -74,3 +74,11 @@ def test_the_sentences_heard_per_language_are_outside_the_fit_and_cover_every_la
         assert HEARD_VOICES[lang][0] == first, lang  # the voice the language's other benchmarks hear
         assert HEARD_MORE[lang] and not (set(texts) | set(HEARD_MORE[lang])) & fitted, lang
     assert set(HEARD_VOICES) == set(HEARD_MORE) == set(SAID)
+
+
+def test_the_short_replies_measured_are_outside_the_fit() -> None:
+    from streamvoice.bench.stream_breakdown import SHORT_REPLIES
+
+    fitted = {text for key in range(3) for text, _ in fit.corpus(key, "en-us")}
+    assert not set(SHORT_REPLIES) & fitted
+    assert not set(SHORT_REPLIES) & {t for key in range(3) for t in fit.share_sentences(key)}

@@ -49,8 +49,9 @@ Floats = NDArray[np.float64]
 DEFAULT_SHARE = 0.875
 # A voice's share and gain are measured on full sentences (``fit_speech_estimate``: 3 s and more), and a short
 # reply's loudness answers the share far more steeply: over 6 voices x 8 replies of 28-67 speech frames, at
-# 0.9375 with the voices' gains 13 came out of 0.8-1.25x of whole (am_puck's "Will do." 1.74x), at 0.875
-# without a gain 4, at the shares chosen before the gains 9 (docs/benchmarks.md 7). So a piece of fewer speech
+# the voices' shares and gains 14 came out of 0.8-1.25x of whole (am_puck's "Will do." 1.87x, af_bella's
+# "You're welcome." 0.69x), at 0.875 without a gain 4, at the shares chosen before the gains 9 (``python -m
+# streamvoice.bench.stream_breakdown --short-replies``, docs/benchmarks.md 7). So a piece of fewer speech
 # frames than this takes ``DEFAULT_SHARE`` (or its voice's, if lower) and no gain.
 SHORT_PIECE_FRAMES = 80  # 2 s
 
