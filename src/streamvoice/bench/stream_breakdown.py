@@ -25,7 +25,8 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
 - **the estimate at share s**: the shipped stream with every voice's share of the estimate set to ``s`` (1.0:
-  the estimate alone; ``SpeechEstimator.shares`` is what each voice takes);
+  the estimate alone; ``SpeechEstimator.shares`` is what each voice takes), with the voice's gain; a piece of
+  under 2 s of speech takes the default share whatever ``s`` is (``Reference.blend``);
 - **whole, second front**: the whole piece from a second front run (is the model deterministic?).
 
 PESQ (wide band) of each against the whole piece, per sentence and on average, and its loudness (streamed /

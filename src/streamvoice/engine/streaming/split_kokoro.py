@@ -289,9 +289,9 @@ class SplitKokoro:
 
         With an ``estimator`` and the voice's ``reference``, every window instead normalises with one fixed
         estimate of the piece's statistics made before the first (``speech_estimate``), blended with its own
-        by the voice's ``share``, its audio scaled by the voice's ``gain`` (``Reference.blend``): what the listener hears against
-        the whole piece is ``python -m streamvoice.bench.quality``'s (docs/benchmarks.md 7).
-        """
+        by the voice's ``share``, its audio scaled by the voice's ``gain`` (``Reference.blend``): what the
+        listener hears against the whole piece is ``python -m streamvoice.bench.quality``'s
+        (docs/benchmarks.md 7)."""
         frames = self.frames(feats)
         first, last = span or (0, frames)
         estimate = (
