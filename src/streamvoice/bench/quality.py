@@ -208,14 +208,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "dnsmos_whole": statistics.fmean(r["dnsmos_whole"] for r in rows),
     }
     summary["dnsmos_drop"] = summary["dnsmos_whole"] - summary["dnsmos_streamed"]
-    warm = [(r["voice"], w) for r in results for w in r["warm"]]
+    warm = [w for r in results for w in r["warm"]]
     for suffix in ("", "_aligned"):
-        drops = [w[f"dnsmos_whole{suffix}"] - w[f"dnsmos_streamed{suffix}"] for _, w in warm]
+        drops = [w[f"dnsmos_whole{suffix}"] - w[f"dnsmos_streamed{suffix}"] for w in warm]
         summary[f"dnsmos_drop{suffix or '_single'}_mean"] = statistics.fmean(drops)
         summary[f"dnsmos_drop{suffix or '_single'}_worst"] = max(drops)
         summary[f"sentences_over_0_10{suffix}"] = sum(d > 0.10 for d in drops)
-    summary["loudness_lowest"] = min(w["loudness"] for _, w in warm)
-    summary["loudness_highest"] = max(w["loudness"] for _, w in warm)
+    summary["loudness_lowest"] = min(w["loudness"] for w in warm)
+    summary["loudness_highest"] = max(w["loudness"] for w in warm)
     print(
         f"Streamed vs whole-piece audio ({len(SENTENCES)} sentences per voice; PESQ wide band, DNSMOS overall)\n"
     )

@@ -136,9 +136,9 @@ def windows_with(
     return np.concatenate(out)
 
 
-def fixed(stats: NormStats) -> PriorAt:
-    """Every window normalised with ``stats`` alone."""
-    return lambda lo, hi: (stats, 1.0)
+def fixed(stats: NormStats | None, share: float = 1.0) -> PriorAt:
+    """Every window blends ``stats`` at ``share`` with its own (1.0: ``stats`` alone)."""
+    return lambda lo, hi: (stats, share)
 
 
 def blended(stats: NormStats, frames: int) -> PriorAt:
@@ -339,7 +339,7 @@ def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
             for name, rule in REPLY_RULES.items():
                 share, gain = rule(reference, speech)
                 if share not in at:
-                    prior_at = fixed_at(estimate, share)
+                    prior_at = fixed(estimate, share)
                     audio = windows_with(split, feats, style, span, engine.window_plan, prior_at)
                     at[share] = (loudness_ratio(whole, audio), pesq_score(whole, audio))
                 row[name] = (at[share][0] * gain, at[share][1])
@@ -354,11 +354,6 @@ def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
         for name in REPLY_RULES
     ]  # fmt: skip
     return {"voices": voices, "replies": SHORT_REPLIES, "pieces": pieces, "rows": rows}
-
-
-def fixed_at(stats: NormStats | None, share: float) -> PriorAt:
-    """Every window blends ``stats`` at ``share`` with its own."""
-    return lambda lo, hi: (stats, share)
 
 
 def heard(engine: KokoroEngine) -> list[dict[str, Any]]:
