@@ -1,10 +1,10 @@
 """A piece's decoder statistics, estimated from what the front made of it before any of it is decoded.
 
 Each decoder window normalises with the whole piece's instance-norm statistics (its silences included, as
-the model normalises a whole piece), which no stream knows before it has decoded the piece. The voice's
-statistics from another piece are far from this one's (streamed-vs-whole PESQ 1.74 with them alone), and
-blending them with each window's own statistics, as the engine did, only partly mends it (2.69): ``python
--m streamvoice.bench.stream_breakdown``, docs/benchmarks.md 7b. But a piece's statistics are time averages of what each of its frames contributes, and what a frame
+the model normalises a whole piece), which no stream knows before it has decoded the piece. The voice's statistics from another piece are far from this one's
+(streamed-vs-whole PESQ 1.74 with them alone), and blending them with each window's own statistics, as the
+engine did, only partly mends it (2.69): ``python -m streamvoice.bench.stream_breakdown``, docs/benchmarks.md
+7b. But a piece's statistics are time averages of what each of its frames contributes, and what a frame
 contributes follows from what the front says about it: which sound it is (the aligned text features,
 classed), its pitch and its energy. So the estimate is the voice's reference piece (the calibration greeting,
 decoded whole) moved by a linear map of how this piece's frame summaries (over all its frames, the model's
