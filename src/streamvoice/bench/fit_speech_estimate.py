@@ -250,23 +250,24 @@ def voice_language(engine: KokoroEngine, voice: str) -> str:
     return lang if engine.g2p.installed(lang) else "en-us"
 
 
-def measured_shares(engine: KokoroEngine, voices: list[str]) -> dict[str, tuple[float, float]]:
-    """Each voice's share of the estimate and its gain (``chosen_share``), with ``engine``'s estimator the
-    new fit."""
+def measure_shares(engine: KokoroEngine, voices: list[str]) -> None:
+    """Each voice's share of the estimate and its gain (``chosen_share``), kept in ``engine``'s estimator
+    (the new fit)."""
+    estimator = engine.split.estimator if engine.split is not None else None
+    assert estimator is not None, "shares are measured for the fit in the engine"
     started = time.perf_counter()
-    shares = {}
     for voice in voices:
         engine.calibrate(voice)  # the reference, made with the new fit's frame classes and bias
         measured = [
             streamed_against_whole(engine, voice, t) for t in share_sentences(zlib.crc32(voice.encode()))
         ]
         scores = [s for s in measured if s is not None]
-        share, gain = shares[voice] = chosen_share(scores)
+        share, gain = chosen_share(scores)
+        estimator.shares[voice], estimator.gains[voice] = share, gain
         at = SHARES.index(share)
         loud = ", ".join(f"{s[at][0] * gain:.2f}" for s in scores)
         print(f"{voice}: share {share}, gain {gain:.3f} ({len(scores)} sentences, gained loudness {loud}), "
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
-    return shares
 
 
 def gathered(engine: KokoroEngine, kept: Path | None) -> dict[str, Measured]:
@@ -307,9 +308,7 @@ def run(rank: int, ridge: float, out: Path, kept: Path | None, held_out: frozens
     sizes = tuple(int(m.shape[1]) for m in pieces[0][2].means)
     estimator = speech_estimate.fit(x, y, centers, sizes, ridge, rank, [v for v, _, _ in pieces])
     split.estimator = estimator
-    measured = measured_shares(engine, sorted(measurements))
-    estimator.shares.update({v: share for v, (share, _) in measured.items()})
-    estimator.gains.update({v: gain for v, (_, gain) in measured.items()})
+    measure_shares(engine, sorted(measurements))
     path = estimator.save(out / speech_estimate.estimate_name(naming_hash(engine.files.model)))
     took = time.perf_counter() - started
     print(f"fitted on {len(pieces)} pieces of {len(measurements)} voices in {took:.0f} s: {path}")
@@ -326,9 +325,7 @@ def reshare(out: Path, voices: list[str]) -> dict[str, Any]:
     assert split is not None and split.norms, "the shares are measured on the split decoder's windows"
     path = out / speech_estimate.estimate_name(naming_hash(engine.files.model))
     split.estimator = speech_estimate.SpeechEstimator.load(path)
-    measured = measured_shares(engine, voices or sorted(engine.voice_names))
-    split.estimator.shares.update({v: share for v, (share, _) in measured.items()})
-    split.estimator.gains.update({v: gain for v, (_, gain) in measured.items()})
+    measure_shares(engine, voices or sorted(engine.voice_names))
     split.estimator.save(path)
     return {"file": str(path), "shares": split.estimator.shares, "gains": split.estimator.gains,
             "digest": split.estimator.digest()}  # fmt: skip

@@ -49,7 +49,7 @@ import argparse
 import statistics
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -104,6 +104,26 @@ class EstimateAlone:
 
     def kept(self, stats: NormStats, frames: int) -> None:
         self.seen = NormStats.merge(self.seen, stats.weighted(float(frames)))
+
+
+class Fronted(NamedTuple):
+    """A piece through the front once: the front's inputs and outputs, the style row, its frames and the
+    frames a stream decodes (``decode_range``)."""
+
+    feeds: dict[str, Any]
+    feats: dict[str, Any]
+    style: NDArray[np.float32]
+    frames: int
+    span: tuple[int, int]
+
+
+def fronted(engine: KokoroEngine, piece: Piece, spec: VoiceSpec) -> Fronted:
+    split = engine.split
+    assert split is not None, "the breakdown needs the split decoder (in-piece streaming on)"
+    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
+    feats = split.features(feeds)
+    frames = split.frames(feats)
+    return Fronted(feeds, feats, style, frames, decode_range(split.durations(feats), piece.voiced, frames))
 
 
 def windows_with(
@@ -174,10 +194,7 @@ def breakdown(
     assert split is not None, "the breakdown needs the split decoder (in-piece streaming on)"
     spec = engine.parse_voice(voice)
     piece = engine.planner.plan(text, "en-us")[0]
-    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
-    feats = split.features(feeds)
-    frames = split.frames(feats)
-    span = decode_range(split.durations(feats), piece.voiced, frames)
+    feeds, feats, style, frames, span = fronted(engine, piece, spec)
     whole, exact = split.decode(feats, style, 0, frames)
     reference = whole[span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME]
     voice_prior, silence = engine.memory.get(spec), engine.memory.silence(spec)
@@ -290,10 +307,7 @@ def exact_statistics_stream(engine: KokoroEngine, piece: Piece, spec: VoiceSpec)
     (the ceiling of any estimate), trimmed as the engine trims a whole piece."""
     split = engine.split
     assert split is not None
-    feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
-    feats = split.features(feeds)
-    frames = split.frames(feats)
-    span = decode_range(split.durations(feats), piece.voiced, frames)
+    _, feats, style, frames, span = fronted(engine, piece, spec)
     exact = split.decode(feats, style, 0, frames)[1]
     return trim_whole(windows_with(split, feats, style, span, engine.window_plan, fixed(exact)))[0]
 
@@ -325,10 +339,7 @@ def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
         assert reference is not None
         for text in SHORT_REPLIES:
             piece = engine.planner.plan(text, "en-us")[0]
-            feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
-            feats = split.features(feeds)
-            frames = split.frames(feats)
-            span = decode_range(split.durations(feats), piece.voiced, frames)
+            _, feats, style, frames, span = fronted(engine, piece, spec)
             whole = split.decode(feats, style, 0, frames)[0][
                 span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
             ]
