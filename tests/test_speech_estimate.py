@@ -86,18 +86,6 @@ def test_a_blends_reference_weighs_its_parts() -> None:
     np.testing.assert_allclose(mixed.stats.variances[1], want.variances[1])
 
 
-def test_a_short_reply_takes_the_default_share_and_no_gain() -> None:
-    """A voice's share and gain are measured on sentences; a short reply's loudness answers the share more
-    steeply, so it takes the default share (or its voice's, if lower) and no gain."""
-    rng = np.random.default_rng(3)
-    high = Reference(stats(rng), np.zeros(3), share=0.9375, gain=0.8)
-    low = Reference(stats(rng), np.zeros(3), share=0.75, gain=1.2)
-    short = speech_estimate.SHORT_PIECE_FRAMES - 1
-    assert high.blend(short) == (speech_estimate.DEFAULT_SHARE, 1.0)
-    assert low.blend(short) == (0.75, 1.0)
-    assert high.blend(short + 1) == (0.9375, 0.8) and low.blend(400) == (0.75, 1.2)
-
-
 def test_a_model_file_without_a_fit_has_no_estimator(tmp_path: Path) -> None:
     assert speech_estimate.shipped("0" * 64, tmp_path) is None
 
@@ -143,7 +131,6 @@ def test_a_voices_gain_scales_its_stream_and_nothing_else(engine: KokoroEngine) 
     feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
     feats = split.features(feeds)
     span = decode_range(split.durations(feats), piece.voiced, split.frames(feats))
-    assert span[1] - span[0] >= speech_estimate.SHORT_PIECE_FRAMES  # a sentence: its voice's gain applies
 
     def streamed(gain: float) -> NDArray[np.float32]:
         chunks = split.stream(feats, style, engine.window_plan, None, None, None, None, span,
@@ -184,27 +171,49 @@ def test_the_first_norms_first_channels_are_the_aligned_text_features(engine: Ko
 def test_the_short_replies_bench_scores_every_rule_on_the_same_windows(
     engine: KokoroEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``bench.stream_breakdown --short-replies``: each rule's loudness is its share's, times its gain, and
-    the shipped rule is the default share without a gain for a reply."""
+    """``bench.stream_breakdown --short-replies``: each rule's loudness is its share's, times its gain; the
+    DNSMOS drop is scored on the gained audio, PESQ on the share's."""
     from streamvoice.bench import stream_breakdown
 
     monkeypatch.setattr(stream_breakdown, "SHORT_REPLIES", ("Will do.",))
     got = stream_breakdown.short_replies(engine, ["am_puck"])
     (piece,) = got["pieces"]
-    assert piece["speech_frames"] < speech_estimate.SHORT_PIECE_FRAMES
+    assert piece["speech_frames"] < 80  # under 2 s of speech
     reference = engine.memory.reference(engine.parse_voice("am_puck"))
-    assert reference is not None
-    shipped, voice_gained, voice_plain = (
-        piece[name]
-        for name in (
-            "as shipped (Reference.blend)",
-            "the voice's share and gain",
-            "the voice's share, no gain",
-        )
+    assert reference is not None and reference.gain != 1.0
+    voice_gained, voice_plain = (
+        piece[name] for name in ("as shipped: the voice's share and gain", "the voice's share, no gain")
     )
     assert voice_gained[1] == voice_plain[1] and math.isclose(
         voice_gained[0], voice_plain[0] * reference.gain
     )
-    if reference.share == speech_estimate.DEFAULT_SHARE:
-        assert shipped == voice_plain
+    assert voice_gained[2] != voice_plain[2]  # DNSMOS hears the level
     assert [row["rule"] for row in got["rows"]] == list(stream_breakdown.REPLY_RULES)
+
+
+def test_a_voices_reference_is_its_greeting_decoded_whole_and_the_cache_keeps_it(
+    engine: KokoroEngine, tmp_path: Path
+) -> None:
+    """The estimate is of whole pieces, silences and all, so a voice's reference is its greeting decoded
+    whole: more frames than its speech, and other statistics. The statistics cache keeps the two apart."""
+    from streamvoice.engine.streaming import voice_stats_cache
+
+    name = "bf_emma"
+    calibrated = engine.calibrate(name)
+    assert calibrated is not None
+    speech, silence = calibrated
+    reference = engine.memory.stock_reference(name)
+    assert reference is not None and silence is not None
+    assert reference.stats.frames > speech.frames + silence.frames - 1
+    assert not np.allclose(packed(reference.stats), packed(speech))
+    path = voice_stats_cache.save(engine, tmp_path / voice_stats_cache.cache_name(engine))
+    engine.set_voice_reference(name, None)
+    engine.set_voice_stats(name, None, None)
+    assert voice_stats_cache.load(engine, path) == len(engine.voice_names)
+    again = engine.memory.stock_reference(name)
+    assert again is not None and (again.share, again.gain) == (reference.share, reference.gain)
+    np.testing.assert_allclose(packed(again.stats), packed(reference.stats))
+    np.testing.assert_allclose(again.summaries, reference.summaries)
+    speech_again = engine.voice_stats(name)
+    assert speech_again is not None
+    np.testing.assert_allclose(packed(speech_again), packed(speech))

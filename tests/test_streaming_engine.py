@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamvoice.audio.levels import trailing_silence_ms
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.streaming.windows import WindowPlan, crossfade
+from streamvoice.engine.timing import RELEASE_MS
 from streamvoice.model_files import ModelFiles
 
 SENTENCE = "The museum opens at nine in the morning, and the guided tours start every half hour after that."
@@ -97,6 +99,21 @@ def test_windows_concatenate_to_the_whole_piece_length(engine: KokoroEngine, tex
         if len(piece.tokens) > 40:
             assert len(chunks) > 2  # it really streamed
             assert chunks[0].size < whole.size / 3
+
+
+@pytest.mark.parametrize("cap", [3, 8, 12])
+def test_every_capped_split_of_a_short_reply_ends_with_its_release(engine: KokoroEngine, cap: int) -> None:
+    """A server under load caps windows (``iter_windows``), so a reply's sound may end at one window's edge
+    and decay in the next, which is all below the audible threshold: the release still follows it. Before
+    the trim carried its release across chunks, af_heart's "and then" ended 5 ms after its sound at 12
+    frames (the listener test's pause, in CI) and 38 of 728 (voice, reply, cap) did so: ad hoc over 8
+    voices, 13 replies and caps 3-16."""
+    spec = engine.parse_voice("af_heart")
+    for text in ("and then", "No worries.", "Great, see you then!", "so"):
+        [piece] = engine.planner.plan(text, "en-us")
+        audio = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, cap=lambda: cap)))
+        tail = trailing_silence_ms(audio, 24_000)
+        assert tail is not None and abs(tail - RELEASE_MS) <= 5, (text, tail)
 
 
 # The streamed bar, guarded per sentence (issue #66: a mean over four let one sentence fall to 1.9 unseen), on

@@ -51,6 +51,18 @@ def test_trimmed_piece_cuts_silence_and_reports_its_start() -> None:
     assert first == starts[0] and len(whole) == len(out)
 
 
+@pytest.mark.parametrize("silent_chunks", [[200], [10, 200], [10, 10, 10, 200]])
+def test_a_release_that_starts_at_a_chunk_end_goes_on_in_the_chunks_after(silent_chunks: list[int]) -> None:
+    # The sound lasts to the end of one window and decays in the next ones, which are all below the threshold.
+    chunks = [(tone(300), False)] + [
+        (silence(ms), i == len(silent_chunks) - 1) for i, ms in enumerate(silent_chunks)
+    ]
+    out = np.concatenate(list(TrimmedPiece(iter(chunks), 0)))
+    assert len(out) == 24 * 300 + int(24 * RELEASE_MS)
+    whole, _ = trim_whole(np.concatenate([c for c, _ in chunks]))
+    assert len(whole) == len(out)
+
+
 def test_pause_after_follows_the_punctuation() -> None:
     assert pause_after("Hello there") == "none"
     assert pause_after("Hello there,") == "clause"

@@ -133,6 +133,10 @@ CLASSES = 32  # frame classes of the aligned text features
 # the window corrects it (ef_dora's "Tengo veinticinco manzanas": PESQ 1.1 against whole and heard as
 # "...comenzanas" at 1.0, 2.04 and heard right at 0.875), which three or six sentences cannot rule out.
 SHARES = (0.9375, 0.875, 0.8125, 0.75)
+# A share is measured on sentences: a text whose longest piece has fewer speech frames is skipped (two share
+# texts were two short sentences each). Short replies take the same share and gain, and are judged apart
+# (``bench.stream_breakdown --short-replies``).
+SENTENCE_FRAMES = 80  # 2 s
 # Streamed / whole RMS every sentence must keep once gained: this if any share does, else the guard's own
 # bounds (``tests/test_streaming_engine.py``), else the share whose worst sentence is nearest whole wins.
 LOUDNESS = ((0.85, 1.18), (0.8, 1.25))
@@ -152,7 +156,7 @@ def measured(
     engine: KokoroEngine, voice: str, text: str, lang: str, whole_greeting: bool = False
 ) -> list[tuple[Raw, NormStats]]:
     """Each piece of ``text`` in ``voice`` (the first alone for a greeting, as ``calibrate`` measures it):
-    its speech's front outputs and statistics."""
+    its front outputs and its statistics, decoded whole (silences and all, as the decoder normalises it)."""
     split = engine.split
     assert split is not None
     spec = engine.parse_voice(voice)
@@ -161,9 +165,8 @@ def measured(
     for piece in pieces[:1] if whole_greeting else pieces:
         feeds, style = engine.feeds(piece.tokens, engine.style_pack(spec), 1.0)
         feats = split.features(feeds)
-        a, b = decode_range(split.durations(feats), piece.voiced, split.frames(feats))
-        stats = split.decode(feats, style, a, b)[1]
-        asr, f0, n = split.tracks(feats, (a, b))
+        stats = split.whole(feats, style)[1]
+        asr, f0, n = split.tracks(feats)
         out.append(((asr.astype(np.float32), f0, n), stats))
     return out
 
@@ -200,8 +203,7 @@ def share_sentences(voice_key: int) -> list[str]:
 
 def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[tuple[float, float]] | None:
     """(streamed / whole RMS, PESQ) of the text's longest piece streamed at each of ``SHARES``; None if that
-    piece is shorter than a sentence (``SHORT_PIECE_FRAMES``: such a piece takes the default share and no
-    gain, ``Reference.blend``, so a share is measured on sentences alone)."""
+    piece is shorter than a sentence (``SENTENCE_FRAMES``)."""
     split = engine.split
     assert split is not None
     spec = engine.parse_voice(voice)
@@ -212,7 +214,7 @@ def streamed_against_whole(engine: KokoroEngine, voice: str, text: str) -> list[
     feats = split.features(feeds)
     frames = split.frames(feats)
     span = decode_range(split.durations(feats), piece.voiced, frames)
-    if span[1] - span[0] < speech_estimate.SHORT_PIECE_FRAMES:
+    if span[1] - span[0] < SENTENCE_FRAMES:
         return None
     whole = split.whole(feats, style)[0][span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME]
     out = []

@@ -25,8 +25,7 @@ untrimmed and sample-aligned over the frames the stream decodes: what is left is
   norms, the voice's estimate for the rest (every window at the estimate alone): which layers the error
   lives in;
 - **the estimate at share s**: the shipped stream with every voice's share of the estimate set to ``s`` (1.0:
-  the estimate alone; ``SpeechEstimator.shares`` is what each voice takes), with the voice's gain; a piece of
-  under 2 s of speech takes the default share whatever ``s`` is (``Reference.blend``);
+  the estimate alone; ``SpeechEstimator.shares`` is what each voice takes), with the voice's gain;
 - **whole, second front**: the whole piece from a second front run (is the model deterministic?).
 
 PESQ (wide band) of each against the whole piece, per sentence and on average, and its loudness (streamed /
@@ -56,12 +55,12 @@ from numpy.typing import NDArray
 
 from streamvoice.bench.common import table, write_result
 from streamvoice.bench.fit_speech_estimate import SHARES
-from streamvoice.bench.quality import loudness_ratio, pesq_score
+from streamvoice.bench.quality import dnsmos_over_alignments, loudness_ratio, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import DecoderGraph, EngineOptions
 from streamvoice.engine.planning import Piece
-from streamvoice.engine.streaming.speech_estimate import Reference
+from streamvoice.engine.streaming.speech_estimate import DEFAULT_SHARE, Reference
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_stats_cache import prepare
 from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade, window_prior
@@ -315,27 +314,28 @@ def exact_statistics_stream(engine: KokoroEngine, piece: Piece, spec: VoiceSpec)
 # Short replies in none of the estimate's fit, its shares' sentences or ``bench.quality`` but the first two.
 SHORT_REPLIES = ("Got it, thanks!", "Sure thing.", "One moment, please.", "You're welcome.", "That works for me.",
                  "Great, see you then!", "No worries.", "Will do.")  # fmt: skip
-# How a short reply may blend, each a (share, gain) from the voice's reference and the piece's speech frames.
-REPLY_RULES: dict[str, Callable[[Reference, int], tuple[float, float]]] = {
-    "as shipped (Reference.blend)": lambda ref, frames: ref.blend(frames),
-    "the voice's share and gain": lambda ref, frames: (ref.share, ref.gain),
-    "the voice's share, no gain": lambda ref, frames: (ref.share, 1.0),
-    "0.8125, no gain": lambda ref, frames: (0.8125, 1.0),
+# How a short reply may blend, each a (share, gain) from the voice's reference.
+REPLY_RULES: dict[str, Callable[[Reference], tuple[float, float]]] = {
+    "as shipped: the voice's share and gain": lambda ref: (ref.share, ref.gain),
+    "the voice's share, no gain": lambda ref: (ref.share, 1.0),
+    "the default share 0.875, no gain (the rule before)": lambda ref: (DEFAULT_SHARE, 1.0),
+    "0.8125, no gain": lambda ref: (0.8125, 1.0),
 }
 LOUDNESS_BOUNDS = (0.8, 1.25)  # the guard's (``tests/test_streaming_engine.py``)
 
 
 def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
     """``SHORT_REPLIES`` in each voice, the speech streamed in the engine's windows at every share a rule in
-    ``REPLY_RULES`` can pick (no gain, no ``Reference.blend``), against the same speech decoded whole: each
-    rule's loudness (streamed / whole RMS, gained) and PESQ over the pieces, and how many leave
-    ``LOUDNESS_BOUNDS``."""
+    ``REPLY_RULES`` can pick, against the same speech decoded whole: each rule's
+    loudness (streamed / whole RMS, gained), PESQ (not gained) and DNSMOS drop (whole less streamed, each the mean over
+    ``quality.ALIGNMENTS``' leads, gained) over the pieces, and how many leave ``LOUDNESS_BOUNDS`` or drop
+    by more than 0.10."""
     split = engine.split
     assert split is not None and split.estimator is not None, "short replies measure the estimate's blend"
     pieces = []
     for voice in voices:
         spec = engine.parse_voice(voice)
-        reference, silence = engine.memory.reference(spec), engine.memory.silence(spec)
+        reference = engine.memory.reference(spec)
         assert reference is not None
         for text in SHORT_REPLIES:
             piece = engine.planner.plan(text, "en-us")[0]
@@ -343,17 +343,22 @@ def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
             whole = split.decode(feats, style, 0, frames)[0][
                 span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME
             ]
-            estimate = split.estimate(feats, span, reference, silence)
+            whole_dnsmos = dnsmos_over_alignments(whole)
+            estimate = split.estimate(feats, reference)
             speech = span[1] - span[0]
-            at: dict[float, tuple[float, float]] = {}  # (loudness, PESQ) at each share, no gain
+            at: dict[float, tuple[NDArray[np.float32], float, float]] = {}  # audio, loudness, PESQ; no gain
+            drops: dict[tuple[float, float], float] = {}  # DNSMOS drop at each (share, gain)
             row: dict[str, Any] = {"voice": voice, "text": text, "speech_frames": speech}
             for name, rule in REPLY_RULES.items():
-                share, gain = rule(reference, speech)
+                share, gain = rule(reference)
                 if share not in at:
                     prior_at = fixed(estimate, share)
                     audio = windows_with(split, feats, style, span, engine.window_plan, prior_at)
-                    at[share] = (loudness_ratio(whole, audio), pesq_score(whole, audio))
-                row[name] = (at[share][0] * gain, at[share][1])
+                    at[share] = (audio, loudness_ratio(whole, audio), pesq_score(whole, audio))
+                audio, loudness, quality = at[share]
+                if (share, gain) not in drops:
+                    drops[share, gain] = whole_dnsmos - dnsmos_over_alignments(audio * np.float32(gain))
+                row[name] = (loudness * gain, quality, drops[share, gain])
             pieces.append(row)
             print(pieces[-1], flush=True)
     lo, hi = LOUDNESS_BOUNDS
@@ -361,7 +366,10 @@ def short_replies(engine: KokoroEngine, voices: list[str]) -> dict[str, Any]:
         {"rule": name, "pesq": statistics.fmean(p[name][1] for p in pieces),
          "pesq_min": min(p[name][1] for p in pieces),
          "loudness_lowest": min(p[name][0] for p in pieces), "loudness_highest": max(p[name][0] for p in pieces),
-         "out_of_bounds": sum(not lo <= p[name][0] <= hi for p in pieces)}
+         "out_of_bounds": sum(not lo <= p[name][0] <= hi for p in pieces),
+         "dnsmos_drop": statistics.fmean(p[name][2] for p in pieces),
+         "dnsmos_drop_worst": max(p[name][2] for p in pieces),
+         "dnsmos_over_0_10": sum(p[name][2] > 0.10 for p in pieces)}
         for name in REPLY_RULES
     ]  # fmt: skip
     return {"voices": voices, "replies": SHORT_REPLIES, "pieces": pieces, "rows": rows}
@@ -484,7 +492,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         replies = short_replies(engine, voices)
         print(table(replies["rows"], [("rule", "short replies blend at"), ("pesq", "PESQ"), ("pesq_min", "lowest"),
                                       ("loudness_lowest", "loudness lowest"), ("loudness_highest", "highest"),
-                                      ("out_of_bounds", f"outside {LOUDNESS_BOUNDS}")]))  # fmt: skip
+                                      ("out_of_bounds", f"outside {LOUDNESS_BOUNDS}"),
+                                      ("dnsmos_drop", "DNSMOS drop"), ("dnsmos_drop_worst", "worst"),
+                                      ("dnsmos_over_0_10", "over 0.10")]))  # fmt: skip
         print(f"wrote {write_result('short_replies', replies)}")
         return replies
     only = frozenset(args.only.split(";")) if args.only else None

@@ -34,7 +34,7 @@ from streamvoice.engine.options import (
 )
 from streamvoice.engine.planning import Piece, Planner
 from streamvoice.engine.streaming import speech_estimate
-from streamvoice.engine.streaming.speech_estimate import Floats, Reference
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_memory import VoiceMemory
 from streamvoice.engine.streaming.windows import WindowCap, WindowPlan
@@ -287,22 +287,24 @@ class KokoroEngine:
             lang = "en-us"
         piece = self.planner.plan(calibration_text(lang), lang)[0]  # the greeting's first sentence
         feeds, style = self.feeds(piece.tokens, self.style_pack(spec), 1.0)
-        speech, silence, summaries = split.piece_statistics(feeds, style, piece.voiced)
+        speech, silence, reference = split.piece_statistics(feeds, style, piece.voiced)
         self.set_voice_stats(name, speech, silence)
-        self.set_voice_reference(name, speech, summaries)
+        self.set_voice_reference(name, reference)
         return speech, silence
 
-    def set_voice_reference(self, name: str, stats: NormStats, summaries: Floats | None) -> None:
-        """A stock voice's calibration piece (its speech statistics and frame summaries) as the reference its
-        pieces are estimated from (``speech_estimate``), with the fit's bias, share and gain for it; None
-        summaries forget it."""
+    def set_voice_reference(self, name: str, reference: Reference | None) -> None:
+        """A stock voice's calibration piece (the whole piece's statistics and frame summaries) as the
+        reference its pieces are estimated from (``speech_estimate``), given the fit's bias, share and gain
+        for it; None forgets it."""
         estimator = self._split.estimator if self._split is not None else None
-        if summaries is None or estimator is None:
+        if reference is None or estimator is None:
             self.memory.set_reference(name, None)
             return
         self.memory.set_reference(
             name,
-            Reference(stats, summaries, estimator.bias(name), estimator.share(name), estimator.gain(name)),
+            replace(
+                reference, bias=estimator.bias(name), share=estimator.share(name), gain=estimator.gain(name)
+            ),
         )
 
     def decoder_windows(
@@ -368,8 +370,8 @@ class KokoroEngine:
             prior=prior,
             silence=self.memory.silence(voice) if known else None,
             remember=self.memory.recorder(voice) if known else None,
-            # The estimate is of a voice's speech (``speech_estimate``): a piece decoded with its silences, or
-            # of a voice sent down the cold path (no statistics), goes without.
+            # The estimate's shares and gains were measured on trimmed pieces (``speech_estimate``): a piece
+            # decoded with its silences, or of a voice sent down the cold path (no statistics), goes without.
             reference=self.memory.reference(voice) if known and trim and prior is not None else None,
             cap=cap,
             deadline=deadline,

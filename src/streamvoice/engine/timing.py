@@ -90,13 +90,23 @@ RELEASE = round(SAMPLE_RATE * RELEASE_MS / 1000)
 FADE = round(SAMPLE_RATE * FADE_MS / 1000)
 
 
-def cut_tail(audio: NDArray[np.float32]) -> NDArray[np.float32]:
-    """The piece's last chunk, ending ``RELEASE_MS`` after its last audible block, faded at the cut."""
+def _release_cut(audio: NDArray[np.float32], released: int) -> tuple[int, int]:
+    """Where a chunk's kept audio ends: ``RELEASE_MS`` after its last audible block or, with none in it, the
+    rest of a release that began ``released`` samples ago in an earlier chunk; and the release's length there.
+    """
     loud = _loud_blocks(audio)
-    if loud.size == 0:
-        return audio[:0]
-    end = min(len(audio), (int(loud[-1]) + 1) * BLOCK + RELEASE)
-    out = audio[:end].copy()
+    if loud.size:
+        start, released = (int(loud[-1]) + 1) * BLOCK, 0
+    else:
+        start = 0
+    keep = min(len(audio), start + max(0, RELEASE - released))
+    return keep, released + keep - start
+
+
+def cut_tail(audio: NDArray[np.float32], released: int = RELEASE) -> NDArray[np.float32]:
+    """The piece's last chunk, ending ``RELEASE_MS`` after its last audible block, faded at the cut;
+    ``released`` as in ``_release_cut`` (by default a chunk without audible sound is cut whole)."""
+    out = audio[: _release_cut(audio, released)[0]].copy()
     fade = min(FADE, len(out))
     out[len(out) - fade :] *= np.linspace(1.0, 0.0, fade, dtype=np.float32)
     return out
@@ -120,8 +130,10 @@ class TrimmedPiece:
         position = self.first_sample  # model sample of the next chunk's first sample
         started = False
         # Silence at the end of a chunk is held back until the next chunk shows whether speech follows:
-        # the piece's last audible sound may come before its last chunk.
+        # the piece's last audible sound may come before its last chunk, or end at a chunk's very end and
+        # decay in the next (``released``: samples yielded since the last audible block).
         held = np.zeros(0, dtype=np.float32)
+        released = 0
         for audio, last in self.chunks:
             chunk = audio
             if not started:
@@ -137,13 +149,9 @@ class TrimmedPiece:
                     self.on_start(position)
             chunk = np.concatenate([held, chunk]) if held.size else chunk
             if last:
-                chunk, held = cut_tail(chunk), held[:0]
+                chunk, held = cut_tail(chunk, released), held[:0]
             else:
-                loud = _loud_blocks(chunk)
-                keep = (
-                    len(chunk) if loud.size == 0 else min(len(chunk), (int(loud[-1]) + 1) * BLOCK + RELEASE)
-                )
-                keep = keep if loud.size else 0
+                keep, released = _release_cut(chunk, released)
                 chunk, held = chunk[:keep], chunk[keep:]
             if chunk.size:
                 yield chunk

@@ -1,13 +1,14 @@
-"""A piece's speech statistics, estimated from what the front made of it before any of it is decoded.
+"""A piece's decoder statistics, estimated from what the front made of it before any of it is decoded.
 
-Each decoder window normalises with the whole piece's instance-norm statistics, which no stream knows
-before it has decoded the piece. The voice's statistics from another piece are far from this one's
-(streamed-vs-whole PESQ 1.74 with them alone), and blending them with each window's own statistics, as the
-engine did, only partly mends it (2.69): ``python -m streamvoice.bench.stream_breakdown``, docs/benchmarks.md
-7b. But a piece's statistics are time averages of what each of its frames contributes, and what a frame
+Each decoder window normalises with the whole piece's instance-norm statistics (its silences included, as
+the model normalises a whole piece), which no stream knows before it has decoded the piece. The voice's
+statistics from another piece are far from this one's (streamed-vs-whole PESQ 1.74 with them alone), and
+blending them with each window's own statistics, as the engine did, only partly mends it (2.69): ``python
+-m streamvoice.bench.stream_breakdown``, docs/benchmarks.md 7b. But a piece's statistics are time averages of what each of its frames contributes, and what a frame
 contributes follows from what the front says about it: which sound it is (the aligned text features,
-classed), its pitch and its energy. So the estimate is the voice's reference piece (the calibration greeting)
-moved by a linear map of how this piece's frame summaries differ from the reference's:
+classed), its pitch and its energy. So the estimate is the voice's reference piece (the calibration greeting,
+decoded whole) moved by a linear map of how this piece's frame summaries (over all its frames, the model's
+silences among them) differ from the reference's:
 
     stats(piece) = stats(reference) + offset + (f(piece) - f(reference) - mu) / sd @ weights @ basis
 
@@ -15,7 +16,11 @@ over the means and the log variances of every norm's channels, but the first nor
 the aligned text features themselves (the decoder's input, before any layer), so their statistics are
 computed, not estimated (``with_text_statistics``): estimated, they were where the streams that broke
 broke, on sentences where every other norm's estimate was close. The map is fitted once per model file by
-ridge regression on ~2,000 pieces of all 54 stock voices, and kept at low rank (the ``basis``):
+ridge regression on ~2,000 pieces of all 54 stock voices, and kept at low rank (the ``basis``). It targets
+the whole piece's statistics directly: the speech's and the silence's each decoded alone and merged, as it
+did before, cannot be the whole piece's, because within the whole piece the silence's frames move every
+norm the speech passes through (on "Got it, thanks!", af_bella's speech and silence each exact and merged
+streamed at PESQ 2.61 against 3.18 with the whole piece's, docs/benchmarks.md 7):
 ``python -m streamvoice.bench.fit_speech_estimate``. Every window then normalises with this one fixed
 estimate, blended with a little of its own statistics: the voice's ``share`` of the estimate, measured by the
 same fit (``Reference.share``).
@@ -47,13 +52,6 @@ Floats = NDArray[np.float64]
 # each window's own statistics pulls that back, and too much of it (0.75) costs what the estimate gained.
 # Over 4 voices x 6 sentences outside the fit, PESQ 2.83 / 2.94 / 2.61 at 1.0 / 0.875 / 0.75: docs/benchmarks.md 7b.
 DEFAULT_SHARE = 0.875
-# A voice's share and gain are measured on full sentences (``fit_speech_estimate``: 3 s and more), and a short
-# reply's loudness answers the share far more steeply: over 6 voices x 8 replies of 28-67 speech frames, at
-# the voices' shares and gains 14 came out of 0.8-1.25x of whole (am_puck's "Will do." 1.87x, af_bella's
-# "You're welcome." 0.69x), at 0.875 without a gain 4, at the shares chosen before the gains 9 (``python -m
-# streamvoice.bench.stream_breakdown --short-replies``, docs/benchmarks.md 7). So a piece of fewer speech
-# frames than this takes ``DEFAULT_SHARE`` (or its voice's, if lower) and no gain.
-SHORT_PIECE_FRAMES = 80  # 2 s
 
 
 def frame_summaries(asr: NDArray[np.floating], f0: NDArray[np.floating], n: NDArray[np.floating],
@@ -126,7 +124,7 @@ def without_text_channels(targets: Floats, channels: int) -> Floats:
 
 @dataclass(frozen=True)
 class Reference:
-    """A voice's reference piece: its speech statistics and its frame summaries (``frame_summaries``), the
+    """A voice's reference piece: its whole statistics and its frame summaries (``frame_summaries``), the
     voice's own bias in the estimator's basis (``SpeechEstimator.bias``; zero for a voice not fitted), its
     share of the estimate in every window (``SpeechEstimator.share``) and the gain its stream takes at that
     share (``SpeechEstimator.gain``)."""
@@ -136,13 +134,6 @@ class Reference:
     bias: Floats | None = None
     share: float = DEFAULT_SHARE
     gain: float = 1.0
-
-    def blend(self, speech_frames: int) -> tuple[float, float]:
-        """(share, gain) for a piece of ``speech_frames``: the voice's measured pair for a sentence, the
-        default share and no gain for a short reply (``SHORT_PIECE_FRAMES``)."""
-        if speech_frames < SHORT_PIECE_FRAMES:
-            return min(self.share, DEFAULT_SHARE), 1.0
-        return self.share, self.gain
 
     @functools.cached_property
     def packed(self) -> Floats:
@@ -205,8 +196,7 @@ class SpeechEstimator:
         return frame_summaries(asr, f0, n, self.centers)
 
     def estimate(self, reference: Reference, summaries: Floats, frames: float) -> NormStats:
-        """The piece's speech statistics (counted as ``frames``), from its summaries and the voice's
-        reference."""
+        """The piece's statistics (counted as ``frames``), from its summaries and the voice's reference."""
         x = (summaries - reference.summaries - self.mu) / self.sd
         coefficients = x @ self.weights + (reference.bias if reference.bias is not None else 0.0)
         moved = reference.packed + self.offset + coefficients.astype(np.float32) @ self.basis

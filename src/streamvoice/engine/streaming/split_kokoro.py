@@ -22,7 +22,7 @@ from streamvoice.engine.graphs import Decoded, Decoding, Inputs, RunStop
 from streamvoice.engine.options import session_providers
 from streamvoice.engine.streaming import speech_estimate
 from streamvoice.engine.streaming.decode_batcher import DecodeBatcher
-from streamvoice.engine.streaming.speech_estimate import Floats, Reference, SpeechEstimator
+from streamvoice.engine.streaming.speech_estimate import Reference, SpeechEstimator
 from streamvoice.engine.streaming.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
@@ -175,47 +175,37 @@ class SplitKokoro:
 
     def piece_statistics(
         self, feeds: dict[str, NDArray[Any]], style: NDArray[np.float32], voiced: tuple[int, int]
-    ) -> tuple[NormStats, NormStats | None, Floats | None]:
-        """A piece decoded whole and cold: its norms' statistics over the speech (``voiced`` tokens), over
-        the model's leading silence (None when it has none), and its speech's frame summaries (None without
-        an ``estimator``)."""
+    ) -> tuple[NormStats, NormStats | None, Reference | None]:
+        """A piece decoded cold: its norms' statistics over the speech (``voiced`` tokens) and over the
+        model's leading silence (None when it has none), each decoded alone; and, with an ``estimator``, the
+        piece as a reference for it (decoded whole: statistics and frame summaries of every frame)."""
         feats = self.features(feeds)
         first, last = decode_range(self.durations(feats), voiced, self.frames(feats))
         speech = self.decode(feats, style, first, last)[1]
         silence = self.decode(feats, style, 0, first)[1] if first > 0 else None
-        return speech, silence, self.summaries(feats, (first, last))
-
-    def summaries(self, feats: dict[str, NDArray[Any]], span: tuple[int, int]) -> Floats | None:
-        """What ``estimator`` reads of the frames ``span`` (None without one)."""
-        return None if self.estimator is None else self.estimator.summaries(*self.tracks(feats, span))
+        reference = None
+        if self.estimator is not None:
+            reference = Reference(self.whole(feats, style)[1], self.estimator.summaries(*self.tracks(feats)))
+        return speech, silence, reference
 
     def tracks(
-        self, feats: dict[str, NDArray[Any]], span: tuple[int, int]
+        self, feats: dict[str, NDArray[Any]], span: tuple[int, int] | None = None
     ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-        """The front's outputs over the frames ``span``: aligned text features [C, T], pitch and energy [2T]."""
-        bd, (a, b) = self.boundary, span
+        """The front's outputs over the frames ``span`` (default all): aligned text features [C, T], pitch
+        and energy [2T]."""
+        bd, (a, b) = self.boundary, span or (0, self.frames(feats))
         return feats[bd.asr][0, :, a:b], feats[bd.f0][0, 2 * a : 2 * b], feats[bd.noise][0, 2 * a : 2 * b]
 
-    def estimate(
-        self,
-        feats: dict[str, NDArray[Any]],
-        span: tuple[int, int],
-        reference: Reference,
-        silence: NormStats | None,
-    ) -> NormStats | None:
-        """The whole piece's statistics before any of it is decoded: the speech's estimated from its frame
-        summaries, the voice's silence for the frames outside ``span`` (None without an estimator)."""
+    def estimate(self, feats: dict[str, NDArray[Any]], reference: Reference) -> NormStats | None:
+        """The whole piece's statistics, silences and all, before any of it is decoded, from the frame
+        summaries of all its frames (None without an estimator)."""
         if self.estimator is None:
             return None
-        tracks = self.tracks(feats, span)
-        spoken = span[1] - span[0]
-        silent = self.frames(feats) - spoken
-        speech = speech_estimate.with_text_statistics(
-            self.estimator.estimate(reference, self.estimator.summaries(*tracks), float(spoken)), tracks[0]
+        tracks = self.tracks(feats)
+        estimate = self.estimator.estimate(
+            reference, self.estimator.summaries(*tracks), float(self.frames(feats))
         )
-        return NormStats.merge(
-            speech, silence.weighted(float(silent)) if silence is not None and silent else None
-        )
+        return speech_estimate.with_text_statistics(estimate, tracks[0])
 
     def window_feeds(
         self,
@@ -289,15 +279,13 @@ class SplitKokoro:
 
         With an ``estimator`` and the voice's ``reference``, every window instead normalises with one fixed
         estimate of the piece's statistics made before the first (``speech_estimate``), blended with its own
-        by the voice's ``share``, its audio scaled by the voice's ``gain`` (``Reference.blend``): what the
+        by the voice's ``share``, its audio scaled by the voice's ``gain``: what the
         listener hears against the whole piece is ``python -m streamvoice.bench.quality``'s
         (docs/benchmarks.md 7)."""
         frames = self.frames(feats)
         first, last = span or (0, frames)
-        estimate = (
-            self.estimate(feats, (first, last), reference, silence) if reference and self.norms else None
-        )
-        share, gain = reference.blend(last - first) if reference is not None else (0.0, 1.0)
+        estimate = self.estimate(feats, reference) if reference and self.norms else None
+        share, gain = (reference.share, reference.gain) if reference is not None else (0.0, 1.0)
         if estimate is not None:
             remember = None  # the voice's statistics stay its reference's
         elif voice_prior is None or not self.norms:
@@ -328,7 +316,9 @@ class SplitKokoro:
                 audio = audio * np.float32(gain)  # the voice's loudness at its share, taken out
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
-            keep_to = (end - lo) * SAMPLES_PER_FRAME
+            # The last window keeps its right context too: the model's decay into silence after the span,
+            # which the trim cuts at its release (``timing.cut_tail``) as it cuts a whole piece.
+            keep_to = (end - lo if end < last else hi - lo) * SAMPLES_PER_FRAME
             body = audio[keep_from:keep_to]
             if tail is not None:
                 # Blend the held-back tail of the last window with this window's view of the same samples.

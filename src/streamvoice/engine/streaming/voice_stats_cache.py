@@ -21,11 +21,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import KokoroEngine
+from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
-FORMAT = 3  # bump when calibration changes: old files then no longer match
+FORMAT = 4  # bump when calibration changes: old files then no longer match
 
 
 def cache_name(engine: KokoroEngine) -> str:
@@ -73,13 +74,12 @@ def save(engine: KokoroEngine, path: Path) -> Path:
     shapes: list[tuple[int, ...]] | None = None
     for name, (speech, silence) in known.items():
         reference = engine.memory.stock_reference(name)
-        speech = reference.stats if reference is not None else speech  # as calibrated, whatever pieces taught
         shapes = shapes or [m.shape for m in speech.means]
-        arrays[f"{name}.speech.mean"], arrays[f"{name}.speech.var"] = _pack(speech)
-        arrays[f"{name}.speech.frames"] = np.array([speech.frames])
-        if silence is not None:
-            arrays[f"{name}.silence.mean"], arrays[f"{name}.silence.var"] = _pack(silence)
-            arrays[f"{name}.silence.frames"] = np.array([silence.frames])
+        parts = {"speech": speech, "silence": silence, "reference": reference.stats if reference else None}
+        for part, stats in parts.items():
+            if stats is not None:
+                arrays[f"{name}.{part}.mean"], arrays[f"{name}.{part}.var"] = _pack(stats)
+                arrays[f"{name}.{part}.frames"] = np.array([stats.frames])
         if reference is not None:
             arrays[f"{name}.summaries"] = reference.summaries
     if shapes is None:
@@ -98,25 +98,20 @@ def load(engine: KokoroEngine, path: Path) -> int:
     """Set every voice the file holds; how many."""
     with np.load(path) as data:
         shapes = [(1, int(c), 1) for c in data["shapes"]]
+
+        def stats(key: str) -> NormStats | None:
+            if f"{key}.mean" not in data.files:
+                return None
+            return _unpack(data[f"{key}.mean"], data[f"{key}.var"], shapes, float(data[f"{key}.frames"][0]))
+
         names = {key.split(".")[0] for key in data.files if key.endswith(".speech.mean")}
-        count = 0
         for name in sorted(names & engine.voice_names):
-            speech = _unpack(
-                data[f"{name}.speech.mean"], data[f"{name}.speech.var"], shapes,
-                float(data[f"{name}.speech.frames"][0]),
-            )  # fmt: skip
-            silence = None
-            if f"{name}.silence.mean" in data.files:
-                silence = _unpack(
-                    data[f"{name}.silence.mean"], data[f"{name}.silence.var"], shapes,
-                    float(data[f"{name}.silence.frames"][0]),
-                )  # fmt: skip
-            engine.set_voice_stats(name, speech, silence)
-            if f"{name}.summaries" in data.files:
+            engine.set_voice_stats(name, stats(f"{name}.speech"), stats(f"{name}.silence"))
+            whole = stats(f"{name}.reference")
+            if whole is not None and f"{name}.summaries" in data.files:
                 summaries = np.asarray(data[f"{name}.summaries"], dtype=np.float64)
-                engine.set_voice_reference(name, speech, summaries)
-            count += 1
-    return count
+                engine.set_voice_reference(name, Reference(whole, summaries))
+        return len(names & engine.voice_names)
 
 
 def calibrate_all(engine: KokoroEngine, out: Path | None = None) -> Path | None:
