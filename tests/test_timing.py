@@ -12,6 +12,7 @@ from streamvoice.engine.timing import (
     LEAD_MARGIN_MS,
     RELEASE_MS,
     SOUND_LEAD_MS,
+    TAIL_FRAMES,
     TrimmedPiece,
     decode_range,
     pause_samples,
@@ -25,7 +26,10 @@ from tests.test_levels import silence, tone
 
 def test_decode_range_skips_the_models_silences() -> None:
     durations = np.array([14, 2, 3, 2, 5, 7, 1])  # pad, "a", "b", " ", "c", ".", pad
-    assert decode_range(durations, (0, 4), 34) == (14 - LEAD_FRAMES, 14 + 12 + 1)  # pad, voiced, one more
+    assert decode_range(durations, (0, 4), 34) == (
+        14 - LEAD_FRAMES,
+        14 + 12 + TAIL_FRAMES,
+    )  # pad, voiced, a few more
     assert decode_range(None, (0, 4), 34) == (0, 34)  # an export without durations: everything
 
 

@@ -316,9 +316,7 @@ class SplitKokoro:
                 audio = audio * np.float32(gain)  # the voice's loudness at its share, taken out
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
-            # The last window keeps its right context too: the model's decay into silence after the span,
-            # which the trim cuts at its release (``timing.cut_tail``) as it cuts a whole piece.
-            keep_to = (end - lo if end < last else hi - lo) * SAMPLES_PER_FRAME
+            keep_to = (end - lo) * SAMPLES_PER_FRAME
             body = audio[keep_from:keep_to]
             if tail is not None:
                 # Blend the held-back tail of the last window with this window's view of the same samples.
