@@ -120,10 +120,10 @@ def test_every_capped_split_of_a_short_reply_ends_with_its_release(engine: Kokor
 # The streamed bar, guarded per sentence (issue #66: a mean over four let one sentence fall to 1.9 unseen), on
 # three voices (both accents, both genders; af_heart is the listener tests') and two sentences each, neither in
 # the speech estimate's fit (``bench.fit_speech_estimate``), from the voice's cached statistics (what a server
-# starts with) and the static-int8 graph every machine derives alike (the shipped ranges). Measured 2026-12-06
-# (AMD EPYC) with each piece's estimated statistics at each voice's measured share: lowest 2.53 (bm_george),
-# voices' means 2.80 (bm_george), 3.22, 3.27; loudness 0.91-1.22 (at three quarters for every voice: lowest
-# 2.18, means 2.33-3.22; before the estimate: lowest 2.03, means 2.41-2.59). Six pieces: each costs
+# starts with) and the static-int8 graph every machine derives alike (the shipped ranges). Measured 2026-12-07
+# (Intel Xeon, commit 3914f47) with the whole-piece estimate at each voice's share and gain: lowest 2.64
+# (bm_george), voices' means 2.96 (bm_george), 3.46, 3.62; loudness 0.96-1.08 (the speech-only estimate on
+# 2026-12-06: lowest 2.53, means 2.80-3.27; before any estimate: lowest 2.03, means 2.41-2.59). Six pieces: each costs
 # ~2 s of CPU here, ~6 s beside a busy core. What the streamed audio lacks against the whole piece, and why,
 # is ``python -m streamvoice.bench.stream_breakdown``'s (docs/benchmarks.md 7b).
 CLOSE_TO_WHOLE = (
