@@ -28,7 +28,7 @@ from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 from streamvoice.protocol import SAMPLE_RATE, Pauses
 
 LEAD_FRAMES = 4  # decode from 100 ms before the first phoneme: 90% of onsets start less than 80 ms early
-TAIL_FRAMES = 3  # and three past its predicted end: a slow decay (af_nicole's "so") lasts that long
+TAIL_FRAMES = 3  # and three past its predicted end, for a slow decay (af_nicole's "so"; docs/benchmarks.md 7)
 # Silence kept before the first audible block: the listener hears it as latency. The 5 ms fade-in at the cut
 # covers it, and what lies before the block is below -50 dBFS (streamed-vs-whole PESQ unchanged from 20 ms).
 LEAD_MARGIN_MS = 5.0
