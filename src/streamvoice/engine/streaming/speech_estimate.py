@@ -4,11 +4,11 @@ Each decoder window normalises with the whole piece's instance-norm statistics (
 the model normalises a whole piece), which no stream knows before it has decoded the piece. The voice's
 statistics from another piece are far from this one's (streamed-vs-whole PESQ 1.74 with them alone), and
 blending them with each window's own statistics, as the engine did, only partly mends it (2.69): ``python
--m streamvoice.bench.stream_breakdown``, docs/benchmarks.md 7b. But a piece's statistics are time averages of what each of its frames contributes, and what a frame
-contributes follows from what the front says about it: which sound it is (the aligned text features,
-classed), its pitch and its energy. So the estimate is the voice's reference piece (the calibration greeting,
-decoded whole) moved by a linear map of how this piece's frame summaries (over all its frames, the model's
-silences among them) differ from the reference's:
+-m streamvoice.bench.stream_breakdown``, docs/benchmarks.md 7b. But a piece's statistics are time averages
+of what each of its frames contributes, and what a frame contributes follows from what the front says
+about it: which sound it is (the aligned text features, classed), its pitch and its energy. So the estimate
+is the voice's reference piece (the calibration greeting, decoded whole) moved by a linear map of how this
+piece's frame summaries (over all its frames, the model's silences among them) differ from the reference's:
 
     stats(piece) = stats(reference) + offset + (f(piece) - f(reference) - mu) / sd @ weights @ basis
 
@@ -16,14 +16,14 @@ over the means and the log variances of every norm's channels, but the first nor
 the aligned text features themselves (the decoder's input, before any layer), so their statistics are
 computed, not estimated (``with_text_statistics``): estimated, they were where the streams that broke
 broke, on sentences where every other norm's estimate was close. The map is fitted once per model file by
-ridge regression on ~2,000 pieces of all 54 stock voices, and kept at low rank (the ``basis``). It targets
-the whole piece's statistics directly: the speech's and the silence's each decoded alone and merged, as it
-did before, cannot be the whole piece's, because within the whole piece the silence's frames move every
-norm the speech passes through (on "Got it, thanks!", af_bella's speech and silence each exact and merged
-streamed at PESQ 2.61 against 3.18 with the whole piece's, docs/benchmarks.md 7):
-``python -m streamvoice.bench.fit_speech_estimate``. Every window then normalises with this one fixed
-estimate, blended with a little of its own statistics: the voice's ``share`` of the estimate, measured by the
-same fit (``Reference.share``).
+ridge regression on ~2,000 pieces of all 54 stock voices, and kept at low rank (the ``basis``): ``python -m
+streamvoice.bench.fit_speech_estimate``. It targets the whole piece's statistics directly: the speech's and
+the silence's, each decoded alone and merged, as it did before, cannot be the whole piece's, because within
+the whole piece the silence's frames move every norm the speech passes through (on "Got it, thanks!",
+af_bella's speech and silence each exact and merged streamed at PESQ 2.61 against 3.18 with the whole
+piece's, docs/benchmarks.md 7). Every window then normalises with this one fixed estimate, blended with a
+little of its own statistics: the voice's ``share`` of the estimate, measured by the same fit
+(``Reference.share``).
 """
 
 from __future__ import annotations
