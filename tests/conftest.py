@@ -151,6 +151,15 @@ def transcriber(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
 
 
 @pytest.fixture(scope="session")
+def float32_transcriber(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Whisper base in float32, for a test where one word decides: CTranslate2's int8 kernels differ by
+    CPU, so int8 hears the same clip differently on an Intel Xeon and an AMD EPYC (docs/benchmarks.md 7b)."""
+    from streamvoice.bench.asr import Transcriber
+
+    return Transcriber.load(tmp_path_factory.mktemp("whisper32"), worker_threads(), "float32")
+
+
+@pytest.fixture(scope="session")
 def local_llm():  # type: ignore[no-untyped-def]
     """The embedded default language model: llama.cpp in-process with Gemma 3 270M. One thread at normal
     priority: the shipped default (two threads at nice 10, so the speech model wins a shared CPU) starves

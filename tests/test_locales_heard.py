@@ -20,20 +20,17 @@ import pytest
 
 from streamvoice.bench.spoken_values import VALUES, heard_right, read_right
 from streamvoice.engine import KokoroEngine
-from tests.helpers import worker_threads
 
 CASES = [(lang, value) for lang, (_, _, values) in VALUES.items() for value in values]
 
 
 @pytest.fixture(scope="module")
-def heard(engine: KokoroEngine, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], str]:
+def heard(engine: KokoroEngine, float32_transcriber: Any) -> Callable[[str, str], str]:
     """What Whisper heard of each sentence: a language's sentences are heard in one pass (joined by a second
     of silence, each word back to its sentence by its time), since Whisper pads every pass to 30 s. In
     float32: every digit counts here, and int8's kernels hear the same audio differently by CPU (Italian's
     "347 812 5590" lost a "cinque" on an Intel Xeon only: ``Transcriber.load``)."""
-    from streamvoice.bench.asr import Transcriber
-
-    transcriber = Transcriber.load(tmp_path_factory.mktemp("whisper"), worker_threads(), "float32")
+    transcriber = float32_transcriber
     by_lang: dict[str, dict[str, str]] = {}
 
     def of(lang: str, text: str) -> str:

@@ -60,6 +60,19 @@ def test_capped_windows_tile_every_frame_and_respect_the_cap(frames: int, caps: 
     assert len(spans) >= len(uncapped)  # a cap only ever shortens windows, never merges them
 
 
+def test_a_window_of_wide_from_frames_or_more_takes_the_wide_context() -> None:
+    """Context costs a window its decoding time, so the first window keeps its own margins (onset), small
+    windows (a loaded server's) keep ``context``, and only wide windows, where two frames more a side are
+    under a tenth of the call, take ``wide_context``."""
+    plan = WindowPlan()
+    assert plan.wide_context > plan.context
+    margins = [plan.margins(a, b) for a, b in plan.windows(400)]
+    assert margins[0] == (plan.lead_context, plan.lookahead)
+    for (a, b), (left, right) in zip(plan.windows(400)[1:], margins[1:], strict=True):
+        assert left == right == (plan.wide_context if b - a >= plan.wide_from else plan.context)
+    assert plan.margins(10, 10 + plan.wide_from - 1) == (plan.context, plan.context)
+
+
 def test_crossfade_of_identical_renditions_is_the_signal() -> None:
     x = np.sin(np.linspace(0, 60, 240)).astype(np.float32) + 0.1 * np.random.default_rng(0).normal(
         size=240
@@ -163,16 +176,29 @@ def test_windowed_audio_stays_close_to_whole(engine: KokoroEngine) -> None:
 
 
 @pytest.mark.slow
-def test_windowed_speech_transcribes_like_whole(engine: KokoroEngine, transcriber) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("voice", "lang", "text"),
+    [
+        ("af_heart", "en-us", SENTENCE),
+        # "au" starts two frames into the third window: with four frames of left context it was heard
+        # "Nous allons marcher" (``WindowPlan.wide_context``). One word decides, so float32 hears it.
+        ("ff_siwis", "fr-fr", "Nous allons au marché demain matin."),
+    ],
+)
+def test_windowed_speech_transcribes_like_whole(  # type: ignore[no-untyped-def]
+    engine: KokoroEngine, float32_transcriber, voice: str, lang: str, text: str
+) -> None:
+    transcriber = float32_transcriber
     from streamvoice.bench.wer import word_error_rate
 
-    spec = engine.parse_voice("af_heart")
-    piece = engine.planner.plan(SENTENCE, "en-us")[0]
+    spec = engine.parse_voice(voice)
+    piece = engine.planner.plan(text, lang)[0]
     whole = engine.synthesize_piece(piece, spec, 1.0)
     windowed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
-    wer_whole = word_error_rate(SENTENCE, transcriber.transcribe(whole))
-    wer_windowed = word_error_rate(SENTENCE, transcriber.transcribe(windowed))
-    assert wer_windowed <= wer_whole + 0.05
+    language = lang.split("-")[0]
+    wer_whole = word_error_rate(text, transcriber.transcribe(whole, language=language))
+    wer_windowed = word_error_rate(text, transcriber.transcribe(windowed, language=language))
+    assert wer_windowed <= wer_whole + 0.05, (text, wer_whole, wer_windowed)
 
 
 def test_graph_that_cannot_split_falls_back(

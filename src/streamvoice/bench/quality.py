@@ -11,7 +11,11 @@ block, the first window's size and its context on each side): each warm piece st
 against the whole piece trimmed alike, PESQ over the piece, the log-spectral distance of its first 300 ms, and
 Whisper's word error rate on the streamed audio; what heard onset buys with them is ``bench.engine``'s.
 
-Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...] [--first-window]``
+``--later-windows`` compares the context of the windows after the first (``LATER_WINDOW_VARIANTS``): each
+voice's sentences and two longer ones, and two sentences in French and two in Spanish (``bench.languages``'),
+streamed warm and uncapped, PESQ against the whole piece and the DNSMOS drop over ``ALIGNMENTS``.
+
+Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...] [--first-window | --later-windows]``
 """
 
 from __future__ import annotations
@@ -171,6 +175,54 @@ def first_window(voices: list[str]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+LATER_WINDOW_VARIANTS: dict[str, dict[str, int]] = {
+    "context 4 everywhere (before)": {"wide_context": 4},
+    "context 6 in windows of 30+ frames (shipped)": {"wide_context": 6, "wide_from": 30},
+    "context 8 in windows of 30+ frames": {"wide_context": 8, "wide_from": 30},
+}
+# Longer than ``SENTENCES``' short replies, so that a piece has windows past the second.
+LONGER = (
+    "Please hold while I check the order status and the shipping date for you.",
+    "I found three flights that leave before noon, and the cheapest one is two hundred dollars.",
+)
+OTHER_LANGUAGES = (("fr-fr", "ff_siwis"), ("es", "ef_dora"))
+
+
+def later_windows(voices: list[str]) -> list[dict[str, Any]]:
+    """Each ``LATER_WINDOW_VARIANTS`` plan on every voice's ``SENTENCES`` and ``LONGER``, and on
+    ``OTHER_LANGUAGES``' sentences of ``bench.languages``: streamed (warm, uncapped) against the whole piece."""
+    from dataclasses import replace
+
+    from streamvoice.bench.languages import SENTENCES as SAID
+
+    engine = KokoroEngine.load()
+    prepare(engine)
+    items = [(v, text, "en-us") for v in voices for text in (*SENTENCES, *LONGER)]
+    items += [(voice, text, lang) for lang, voice in OTHER_LANGUAGES for text in SAID[lang][2]]
+    wholes = []
+    for voice, text, lang in items:
+        spec, piece = engine.parse_voice(voice), engine.planner.plan(text, lang)[0]
+        whole = engine.synthesize_piece(piece, spec, 1.0)
+        wholes.append((spec, piece, whole, dnsmos_over_alignments(whole)))
+    rows: list[dict[str, Any]] = []
+    for name, changed in LATER_WINDOW_VARIANTS.items():
+        plan = replace(engine.window_plan, **changed)
+        pesqs: list[float] = []
+        drops: list[float] = []
+        for spec, piece, whole, whole_dnsmos in wholes:
+            streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, plan=plan)))
+            pesqs.append(pesq_score(whole, streamed))
+            drops.append(whole_dnsmos - dnsmos_over_alignments(streamed))
+        rows.append({"variant": name, "pesq": statistics.fmean(pesqs), "pesq_min": min(pesqs),
+                     "dnsmos_drop": statistics.fmean(drops), "over_0_10": sum(d > 0.10 for d in drops),
+                     "pesq_each": pesqs, "dnsmos_drop_each": drops})  # fmt: skip
+        print(
+            f"{name}: PESQ {statistics.fmean(pesqs):.3f}, DNSMOS drop {statistics.fmean(drops):.3f}",
+            flush=True,
+        )
+    return rows
+
+
 def mean(rows: list[dict[str, float]], key: str) -> float:
     return statistics.fmean(r[key] for r in rows)
 
@@ -179,7 +231,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--voices", default=",".join(VOICES))
     parser.add_argument("--first-window", action="store_true", help="compare the first window's margins")
+    parser.add_argument("--later-windows", action="store_true", help="compare later windows' context")
     args = parser.parse_args(argv)
+    if args.later_windows:
+        rows = later_windows([v.strip() for v in args.voices.split(",") if v.strip()])
+        print(table(rows, [("variant", "later windows"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),
+                           ("dnsmos_drop", "DNSMOS drop"), ("over_0_10", "pieces over 0.10")]))  # fmt: skip
+        print(
+            f"\nwrote {write_result('quality_later_windows', {'rows': rows, 'items': len(rows[0]['pesq_each'])})}"
+        )
+        return {"rows": rows}
     if args.first_window:
         rows = first_window([v.strip() for v in args.voices.split(",") if v.strip()])
         print(table(rows, [("variant", "first window"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),

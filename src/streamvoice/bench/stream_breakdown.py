@@ -137,7 +137,7 @@ def windows_with(
     ctx, out, tail = plan.context, [], None
     for offset_start, offset_end in plan.iter_windows(last - first):
         start, end = first + offset_start, first + offset_end
-        left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
+        left, right = plan.margins(offset_start, offset_end)
         lo, hi = max(0, start - left), min(frames, end + right)
         audio, stats = split.decode(feats, style, lo, hi, *prior_at(lo, hi))
         if kept is not None:

@@ -295,7 +295,7 @@ class SplitKokoro:
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
         for offset_start, offset_end in plan.iter_windows(last - first, cap):
             start, end = first + offset_start, first + offset_end
-            left, right = (plan.lead_context, plan.lookahead) if offset_start == 0 else (ctx, ctx)
+            left, right = plan.margins(offset_start, offset_end)
             lo, hi = max(0, start - left), min(frames, end + right)
             rest, weight = (
                 (estimate, share)

@@ -47,6 +47,12 @@ class WindowPlan:
     # whole piece ~2.8 vs ~2.5 with two; with six, later windows fall behind playback): the plans compared
     # are in docs/benchmarks.md (python -m streamvoice.bench.quality and .listener).
     context: int = 4
+    # A window of ``wide_from`` frames or more takes ``wide_context`` instead: two frames more a side cost it
+    # under 10% of its decoding, and mend a word the stream lost at its start (ff_siwis's "au marché" heard
+    # "marcher" at 4, word for word at 6; streamed-vs-whole PESQ +0.02 and DNSMOS drop 0.035 to 0.023 over 52
+    # held-out pieces in 8 voices, docs/benchmarks.md 7d).
+    wide_context: int = 6
+    wide_from: int = 30
     # Right context of the first window: its end is crossfaded with the second window's view of the same
     # samples, so two frames are enough (streamed-vs-whole PESQ 2.16 with 2 or 4, 2.15 with 1, 2.11 with 0:
     # six voices x six sentences, ``python -m streamvoice.bench.quality --first-window``, docs/benchmarks.md
@@ -54,6 +60,15 @@ class WindowPlan:
     lookahead: int = 2
     lead_context: int = 4  # left context of the first window (the model's silence before the speech)
     crossfade: int = 240  # samples (10 ms) blended at each seam
+
+    def margins(self, start: int, end: int) -> tuple[int, int]:
+        """Frames of context computed and thrown away left and right of the window ``start:end`` (offsets
+        into the decoded span): the first window's own, then ``context``, or ``wide_context`` for a window
+        of ``wide_from`` frames or more."""
+        if start == 0:
+            return self.lead_context, self.lookahead
+        side = self.wide_context if end - start >= self.wide_from else self.context
+        return side, side
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
         return list(self.iter_windows(frames))
