@@ -44,13 +44,14 @@ class WindowPlan:
     # Frames of context on each side, computed and discarded. A trimmed piece's windows are all speech,
     # and short pieces ("Sure thing.") drift from the whole-piece audio with too little context; each extra
     # frame costs every window its decoding time. Four is the measured balance on 2 cores (PESQ against the
-    # whole piece ~2.8 vs ~2.5 with two; with six, later windows fall behind playback): the plans compared
-    # are in docs/benchmarks.md (python -m streamvoice.bench.quality and .listener).
+    # whole piece ~2.8 vs ~2.5 with two; with six in every window, later windows fell behind playback when
+    # that was measured): the plans compared are in docs/benchmarks.md (python -m streamvoice.bench.quality
+    # and .listener).
     context: int = 4
     # A window of ``wide_from`` frames or more takes ``wide_context`` instead: two frames more a side cost it
     # under 10% of its decoding, and mend a word the stream lost at its start (ff_siwis's "au marché" heard
     # "marcher" at 4, word for word at 6; streamed-vs-whole PESQ +0.02 and DNSMOS drop 0.035 to 0.023 over 52
-    # held-out pieces in 8 voices, docs/benchmarks.md 7d).
+    # held-out pieces in 8 voices: python -m streamvoice.bench.quality --later-windows, docs/benchmarks.md 7d).
     wide_context: int = 6
     wide_from: int = 30
     # Right context of the first window: its end is crossfaded with the second window's view of the same
