@@ -30,14 +30,13 @@ def heard(engine: KokoroEngine, float32_transcriber: Any) -> Callable[[str, str]
     of silence, each word back to its sentence by its time), since Whisper pads every pass to 30 s. In
     float32: every digit counts here, and int8's kernels hear the same audio differently by CPU (Italian's
     "347 812 5590" lost a "cinque" on an Intel Xeon only: ``Transcriber.load``)."""
-    transcriber = float32_transcriber
     by_lang: dict[str, dict[str, str]] = {}
 
     def of(lang: str, text: str) -> str:
         if lang not in by_lang:
             voice, whisper_lang, values = VALUES[lang]
             clips = [engine.synthesize(v.text, voice, lang=lang) for v in values]
-            texts = transcriber.transcribe_parts(clips, language=whisper_lang)
+            texts = float32_transcriber.transcribe_parts(clips, language=whisper_lang)
             by_lang[lang] = {v.text: t for v, t in zip(values, texts, strict=True)}
         return by_lang[lang][text]
 

@@ -233,8 +233,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--first-window", action="store_true", help="compare the first window's margins")
     parser.add_argument("--later-windows", action="store_true", help="compare later windows' context")
     args = parser.parse_args(argv)
+    voices = [v.strip() for v in args.voices.split(",") if v.strip()]
     if args.later_windows:
-        rows = later_windows([v.strip() for v in args.voices.split(",") if v.strip()])
+        rows = later_windows(voices)
         print(table(rows, [("variant", "later windows"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),
                            ("dnsmos_drop", "DNSMOS drop"), ("over_0_10", "pieces over 0.10")]))  # fmt: skip
         print(
@@ -242,12 +243,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         return {"rows": rows}
     if args.first_window:
-        rows = first_window([v.strip() for v in args.voices.split(",") if v.strip()])
+        rows = first_window(voices)
         print(table(rows, [("variant", "first window"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),
                            ("lsd_first_300ms", "LSD first 300 ms dB"), ("wer", "WER streamed")]))  # fmt: skip
         print(f"\nwrote {write_result('quality_first_window', {'rows': rows, 'sentences': SENTENCES})}")
         return {"rows": rows}
-    results = [run_voice(v.strip()) for v in args.voices.split(",") if v.strip()]
+    results = [run_voice(v) for v in voices]
     rows = []
     for r in results:
         rows.append(
