@@ -15,7 +15,12 @@ Whisper's word error rate on the streamed audio; what heard onset buys with them
 voice's sentences and two longer ones, and two sentences in French and two in Spanish (``bench.languages``'),
 streamed warm and uncapped, PESQ against the whole piece and the DNSMOS drop over ``ALIGNMENTS``.
 
-Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...] [--first-window | --later-windows]``
+``--sentence-leads N`` asks whether each warm sentence's DNSMOS drop is the stream's or the judge's: each clip
+scored at N leads 1 ms apart, the drop per sentence with its standard error over the leads, and the judge's own
+drop between the whole piece and the same piece 5 ms later, scored alike (``every_sentence``).
+
+Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...] [--first-window | --later-windows |
+--sentence-leads 12]``
 """
 
 from __future__ import annotations
@@ -223,6 +228,45 @@ def later_windows(voices: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def every_sentence(voices: list[str], leads: int) -> dict[str, Any]:
+    """Each voice's ``SENTENCES``, warm: DNSMOS of the streamed piece, the whole piece and the whole piece 5 ms
+    later, each at ``leads`` leads 1 ms apart. Per sentence the drop (whole less streamed, paired lead by lead)
+    and its standard error, and the judge's null (whole less whole 5 ms later), so a sentence's drop over 0.10
+    can be told from the judge's spread (0.10 sd per sentence at one lead: docs/benchmarks.md 7)."""
+    engine = KokoroEngine.load()
+    prepare(engine)
+    shifts = [24 * i for i in range(leads)]
+
+    def scores(audio: NDArray[np.float32]) -> NDArray[np.float64]:
+        return np.array([dnsmos(np.concatenate([np.zeros(n, np.float32), audio])) for n in shifts])
+
+    rows: list[dict[str, Any]] = []
+    for voice in voices:
+        spec = engine.parse_voice(voice)
+        for text in SENTENCES:
+            piece = engine.planner.plan(text, "en-us")[0]
+            streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
+            whole = engine.synthesize_piece(piece, spec, 1.0)
+            at_whole = scores(whole)
+            drop = at_whole - scores(streamed)
+            null = at_whole - scores(np.concatenate([np.zeros(120, np.float32), whole]))
+            rows.append({"voice": voice, "text": text, "drop": float(drop.mean()),
+                         "se": float(drop.std(ddof=1) / np.sqrt(leads)), "null": float(null.mean()),
+                         "loudness": loudness_ratio(whole, streamed), "pesq": pesq_score(whole, streamed)})  # fmt: skip
+            print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)
+    summary = {
+        "leads": leads,
+        "drop_mean": statistics.fmean(r["drop"] for r in rows),
+        "drop_worst": max(r["drop"] for r in rows),
+        "over_0_10": sum(r["drop"] > 0.10 for r in rows),
+        "over_0_10_by_2_se": sum(r["drop"] - 2 * r["se"] > 0.10 for r in rows),
+        "null_mean": statistics.fmean(r["null"] for r in rows),
+        "null_worst": max(abs(r["null"]) for r in rows),
+        "se_mean": statistics.fmean(r["se"] for r in rows),
+    }
+    return {"rows": rows, "summary": summary, "sentences": SENTENCES}
+
+
 def mean(rows: list[dict[str, float]], key: str) -> float:
     return statistics.fmean(r[key] for r in rows)
 
@@ -232,8 +276,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--voices", default=",".join(VOICES))
     parser.add_argument("--first-window", action="store_true", help="compare the first window's margins")
     parser.add_argument("--later-windows", action="store_true", help="compare later windows' context")
+    parser.add_argument("--sentence-leads", type=int, default=0, metavar="N",
+                        help="each sentence's DNSMOS drop over N leads 1 ms apart, with the judge's own")  # fmt: skip
     args = parser.parse_args(argv)
     voices = [v.strip() for v in args.voices.split(",") if v.strip()]
+    if args.sentence_leads:
+        if args.sentence_leads < 2:
+            parser.error("--sentence-leads takes 2 or more leads (a standard error needs two)")
+        result = every_sentence(voices, args.sentence_leads)
+        worst = sorted(result["rows"], key=lambda r: -r["drop"])[:10]
+        print(table(worst, [("voice", "voice"), ("text", "sentence"), ("drop", "DNSMOS drop"), ("se", "se"),
+                            ("null", "whole vs 5 ms later"), ("loudness", "loudness"), ("pesq", "PESQ")]))  # fmt: skip
+        m = result["summary"]
+        print(
+            f"\n{len(result['rows'])} sentences, {m['leads']} leads each: drop {m['drop_mean']:.3f} on average, "
+            f"worst {m['drop_worst']:.3f}; {m['over_0_10']} over 0.10, {m['over_0_10_by_2_se']} by more than "
+            f"two standard errors (mean se {m['se_mean']:.3f}); the judge against itself {m['null_mean']:.3f} "
+            f"on average, worst {m['null_worst']:.3f}"
+        )
+        print(f"\nwrote {write_result('quality_every_sentence', result)}")
+        return result
     if args.later_windows:
         rows = later_windows(voices)
         print(table(rows, [("variant", "later windows"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),
