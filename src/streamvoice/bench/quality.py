@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -83,8 +84,13 @@ def dnsmos(audio: NDArray[np.float32]) -> float:
 ALIGNMENTS = (0, 24, 60, 120, 240)
 
 
+def dnsmos_at_leads(audio: NDArray[np.float32], leads: Sequence[int]) -> NDArray[np.float64]:
+    """DNSMOS of the clip with each of ``leads`` samples of silence before it."""
+    return np.array([dnsmos(np.concatenate([np.zeros(n, np.float32), audio])) for n in leads])
+
+
 def dnsmos_over_alignments(audio: NDArray[np.float32]) -> float:
-    return statistics.fmean(dnsmos(np.concatenate([np.zeros(n, np.float32), audio])) for n in ALIGNMENTS)
+    return statistics.fmean(dnsmos_at_leads(audio, ALIGNMENTS))
 
 
 def compare(engine: KokoroEngine, voice: str, text: str) -> dict[str, float]:
@@ -236,10 +242,6 @@ def every_sentence(voices: list[str], leads: int) -> dict[str, Any]:
     engine = KokoroEngine.load()
     prepare(engine)
     shifts = [24 * i for i in range(leads)]
-
-    def scores(audio: NDArray[np.float32]) -> NDArray[np.float64]:
-        return np.array([dnsmos(np.concatenate([np.zeros(n, np.float32), audio])) for n in shifts])
-
     rows: list[dict[str, Any]] = []
     for voice in voices:
         spec = engine.parse_voice(voice)
@@ -247,9 +249,9 @@ def every_sentence(voices: list[str], leads: int) -> dict[str, Any]:
             piece = engine.planner.plan(text, "en-us")[0]
             streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
             whole = engine.synthesize_piece(piece, spec, 1.0)
-            at_whole = scores(whole)
-            drop = at_whole - scores(streamed)
-            null = at_whole - scores(np.concatenate([np.zeros(120, np.float32), whole]))
+            at_whole = dnsmos_at_leads(whole, shifts)
+            drop = at_whole - dnsmos_at_leads(streamed, shifts)
+            null = at_whole - dnsmos_at_leads(np.concatenate([np.zeros(120, np.float32), whole]), shifts)
             rows.append({"voice": voice, "text": text, "drop": float(drop.mean()),
                          "se": float(drop.std(ddof=1) / np.sqrt(leads)), "null": float(null.mean()),
                          "loudness": loudness_ratio(whole, streamed), "pesq": pesq_score(whole, streamed)})  # fmt: skip
