@@ -14,13 +14,16 @@ Whisper's word error rate on the streamed audio; what heard onset buys with them
 ``--later-windows`` compares the context of the windows after the first (``LATER_WINDOW_VARIANTS``): each
 voice's sentences and two longer ones, and two sentences in French and two in Spanish (``bench.languages``'),
 streamed warm and uncapped, PESQ against the whole piece and the DNSMOS drop over ``ALIGNMENTS``.
+``--second-window`` compares the second window's size (``SECOND_WINDOW_VARIANTS``) alike, on the sentences,
+the longer ones and ``bench.stream_breakdown``'s short replies, short pieces and longer ones apart: a larger
+second window takes a short reply's whole rest in one window, so the reply has one seam instead of two.
 
 ``--sentence-leads N`` asks whether each warm sentence's DNSMOS drop is the stream's or the judge's: each clip
 scored at N leads 1 ms apart, the drop per sentence with its standard error over the leads, and the judge's own
 drop between the whole piece and the same piece 5 ms later, scored alike (``every_sentence``).
 
 Run: ``python -m streamvoice.bench.quality [--voices af_heart,am_michael,...] [--first-window | --later-windows |
---sentence-leads 12]``
+--second-window | --sentence-leads 12]``
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from streamvoice.bench.common import table, write_result
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.streaming.voice_stats_cache import prepare
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME
 from streamvoice.protocol import SAMPLE_RATE
 
 VOICES = ("af_heart", "af_bella", "am_michael", "bf_emma", "bm_george", "am_puck")
@@ -199,24 +203,53 @@ LONGER = (
 OTHER_LANGUAGES = (("fr-fr", "ff_siwis"), ("es", "ef_dora"))
 
 
+SECOND_WINDOW_VARIANTS: dict[str, dict[str, int]] = {
+    "second window 16 frames (shipped)": {},
+    "second window 24 frames": {"second": 24},
+    "second window 32 frames": {"second": 32},
+}
+# A short reply's frames: under this many, a larger second window takes the whole rest of the piece.
+SHORT_PIECE_FRAMES = 58
+
+
 def later_windows(voices: list[str]) -> list[dict[str, Any]]:
     """Each ``LATER_WINDOW_VARIANTS`` plan on every voice's ``SENTENCES`` and ``LONGER``, and on
     ``OTHER_LANGUAGES``' sentences of ``bench.languages``: streamed (warm, uncapped) against the whole piece."""
-    from dataclasses import replace
-
     from streamvoice.bench.languages import SENTENCES as SAID
+
+    items = [(v, text, "en-us") for v in voices for text in (*SENTENCES, *LONGER)]
+    items += [(voice, text, lang) for lang, voice in OTHER_LANGUAGES for text in SAID[lang][2]]
+    return compare_plans(items, LATER_WINDOW_VARIANTS)
+
+
+def second_window(voices: list[str]) -> list[dict[str, Any]]:
+    """Each ``SECOND_WINDOW_VARIANTS`` plan on every voice's ``SENTENCES``, ``LONGER`` and
+    ``stream_breakdown.SHORT_REPLIES``: whether a larger second window (a short reply's whole rest) sounds
+    closer to whole, for short pieces and longer ones apart."""
+    from streamvoice.bench.stream_breakdown import SHORT_REPLIES
+
+    texts = dict.fromkeys((*SENTENCES, *LONGER, *SHORT_REPLIES))  # the replies in both, once
+    return compare_plans([(v, text, "en-us") for v in voices for text in texts], SECOND_WINDOW_VARIANTS)
+
+
+def compare_plans(
+    items: list[tuple[str, str, str]], variants: dict[str, dict[str, int]]
+) -> list[dict[str, Any]]:
+    """Each of ``variants`` (changes to the engine's window plan) on every (voice, text, language) of
+    ``items``: streamed (warm, uncapped) against the whole piece, PESQ and DNSMOS drop over ``ALIGNMENTS``,
+    on every piece and on pieces of at most ``SHORT_PIECE_FRAMES`` frames and longer ones apart."""
+    from dataclasses import replace
 
     engine = KokoroEngine.load()
     prepare(engine)
-    items = [(v, text, "en-us") for v in voices for text in (*SENTENCES, *LONGER)]
-    items += [(voice, text, lang) for lang, voice in OTHER_LANGUAGES for text in SAID[lang][2]]
     wholes = []
     for voice, text, lang in items:
         spec, piece = engine.parse_voice(voice), engine.planner.plan(text, lang)[0]
         whole = engine.synthesize_piece(piece, spec, 1.0)
         wholes.append((spec, piece, whole, dnsmos_over_alignments(whole)))
+    short = [len(whole) <= SHORT_PIECE_FRAMES * SAMPLES_PER_FRAME for _, _, whole, _ in wholes]
     rows: list[dict[str, Any]] = []
-    for name, changed in LATER_WINDOW_VARIANTS.items():
+    for name, changed in variants.items():
         plan = replace(engine.window_plan, **changed)
         pesqs: list[float] = []
         drops: list[float] = []
@@ -224,9 +257,17 @@ def later_windows(voices: list[str]) -> list[dict[str, Any]]:
             streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0, plan=plan)))
             pesqs.append(pesq_score(whole, streamed))
             drops.append(whole_dnsmos - dnsmos_over_alignments(streamed))
-        rows.append({"variant": name, "pesq": statistics.fmean(pesqs), "pesq_min": min(pesqs),
-                     "dnsmos_drop": statistics.fmean(drops), "over_0_10": sum(d > 0.10 for d in drops),
-                     "pesq_each": pesqs, "dnsmos_drop_each": drops})  # fmt: skip
+        row = {"variant": name, "pesq": statistics.fmean(pesqs), "pesq_min": min(pesqs),
+               "dnsmos_drop": statistics.fmean(drops), "over_0_10": sum(d > 0.10 for d in drops),
+               "pesq_each": pesqs, "dnsmos_drop_each": drops, "short_each": short}  # fmt: skip
+        for part, keep in (("short", True), ("longer", False)):
+            chosen = [i for i, s in enumerate(short) if s == keep]
+            row[f"{part}_pieces"] = len(chosen)
+            row[f"{part}_pesq"] = statistics.fmean(pesqs[i] for i in chosen) if chosen else float("nan")
+            row[f"{part}_dnsmos_drop"] = (
+                statistics.fmean(drops[i] for i in chosen) if chosen else float("nan")
+            )
+        rows.append(row)
         print(
             f"{name}: PESQ {statistics.fmean(pesqs):.3f}, DNSMOS drop {statistics.fmean(drops):.3f}",
             flush=True,
@@ -278,6 +319,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--voices", default=",".join(VOICES))
     parser.add_argument("--first-window", action="store_true", help="compare the first window's margins")
     parser.add_argument("--later-windows", action="store_true", help="compare later windows' context")
+    parser.add_argument("--second-window", action="store_true", help="compare the second window's size")
     parser.add_argument("--sentence-leads", type=int, default=0, metavar="N",
                         help="each sentence's DNSMOS drop over N leads 1 ms apart, with the judge's own")  # fmt: skip
     args = parser.parse_args(argv)
@@ -298,12 +340,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         print(f"\nwrote {write_result('quality_every_sentence', result)}")
         return result
-    if args.later_windows:
-        rows = later_windows(voices)
-        print(table(rows, [("variant", "later windows"), ("pesq", "PESQ streamed vs whole"), ("pesq_min", "min"),
-                           ("dnsmos_drop", "DNSMOS drop"), ("over_0_10", "pieces over 0.10")]))  # fmt: skip
+    if args.later_windows or args.second_window:
+        name = "later_windows" if args.later_windows else "second_window"
+        rows = later_windows(voices) if args.later_windows else second_window(voices)
+        print(table(rows, [("variant", name.replace("_", " ")), ("pesq", "PESQ streamed vs whole"),
+                           ("pesq_min", "min"), ("dnsmos_drop", "DNSMOS drop"), ("over_0_10", "pieces over 0.10"),
+                           ("short_pesq", "PESQ short"), ("short_dnsmos_drop", "drop short"),
+                           ("longer_pesq", "PESQ longer"), ("longer_dnsmos_drop", "drop longer")]))  # fmt: skip
         print(
-            f"\nwrote {write_result('quality_later_windows', {'rows': rows, 'items': len(rows[0]['pesq_each'])})}"
+            f"\nshort: pieces of at most {SHORT_PIECE_FRAMES} frames ({rows[0]['short_pieces']}), longer: the rest "
+            f"({rows[0]['longer_pieces']})"
+        )
+        print(
+            f"\nwrote {write_result(f'quality_{name}', {'rows': rows, 'items': len(rows[0]['pesq_each'])})}"
         )
         return {"rows": rows}
     if args.first_window:
