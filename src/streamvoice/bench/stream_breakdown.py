@@ -63,7 +63,7 @@ from streamvoice.engine.planning import Piece
 from streamvoice.engine.streaming.speech_estimate import DEFAULT_SHARE, Reference
 from streamvoice.engine.streaming.split_kokoro import SplitKokoro
 from streamvoice.engine.streaming.voice_stats_cache import prepare
-from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowPlan, crossfade, window_prior
+from streamvoice.engine.streaming.windows import SAMPLES_PER_FRAME, WindowBlend, WindowPlan, window_prior
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.engine.timing import decode_range, trim_whole
 from streamvoice.engine.voices import VoiceSpec
@@ -80,29 +80,26 @@ SENTENCES = (
     "Thank you for calling. Goodbye!",
     "The interest rate on this savings account is two point five percent.",
 )
-PriorAt = Callable[[int, int], tuple[NormStats | None, float]]
 
 
 class EstimateAlone:
     """The shipped estimate (``window_prior``) used alone by every window: what the frames kept so far said
-    (``seen``, fed back after each window), the voice's statistics for the rest."""
+    (``seen``), the voice's statistics for the rest."""
 
     def __init__(
         self, voice: NormStats | None, silence: NormStats | None, frames: int, span: tuple[int, int]
     ):
         self.voice, self.silence, self.frames, self.span = voice, silence, frames, span
-        self.seen: NormStats | None = None
 
-    def __call__(self, lo: int, hi: int) -> tuple[NormStats | None, float]:
+    def __call__(
+        self, lo: int, hi: int, start: int, end: int, seen: NormStats | None
+    ) -> tuple[NormStats | None, float]:
         first, last = self.span
         rest, _ = window_prior(
-            self.seen, self.voice, self.frames, 0, hi - lo, self.seen is None, self.silence,
+            seen, self.voice, self.frames, 0, hi - lo, seen is None, self.silence,
             self.frames - (last - first),
         )  # fmt: skip
         return rest, 1.0
-
-    def kept(self, stats: NormStats, frames: int) -> None:
-        self.seen = NormStats.merge(self.seen, stats.weighted(float(frames)))
 
 
 class Fronted(NamedTuple):
@@ -127,42 +124,21 @@ def fronted(engine: KokoroEngine, piece: Piece, spec: VoiceSpec) -> Fronted:
 
 def windows_with(
     split: SplitKokoro, feats: dict[str, Any], style: NDArray[np.float32], span: tuple[int, int], plan: WindowPlan,
-    prior_at: PriorAt, kept: Callable[[NormStats, int], None] | None = None,
+    blend: WindowBlend,
 ) -> NDArray[np.float32]:  # fmt: skip
-    """The span decoded in ``plan``'s windows and joined as the engine joins them, each window normalised
-    with ``prior_at(lo, hi)`` (statistics, their weight); ``kept`` told each window's statistics and the
-    frames it kept."""
-    frames = split.frames(feats)
-    first, last = span
-    ctx, out, tail = plan.context, [], None
-    for offset_start, offset_end in plan.iter_windows(last - first):
-        start, end = first + offset_start, first + offset_end
-        left, right = plan.margins(offset_start, offset_end)
-        lo, hi = max(0, start - left), min(frames, end + right)
-        audio, stats = split.decode(feats, style, lo, hi, *prior_at(lo, hi))
-        if kept is not None:
-            kept(stats, end - start)
-        keep_from, keep_to = (start - lo) * SAMPLES_PER_FRAME, (end - lo) * SAMPLES_PER_FRAME
-        body = audio[keep_from:keep_to]
-        if tail is not None:
-            body = np.concatenate([crossfade(tail, audio[keep_from - len(tail) : keep_from]), body])
-        if end >= last:
-            out.append(body)
-            break
-        hold = min(plan.crossfade, len(body), ctx * SAMPLES_PER_FRAME)
-        tail = body[len(body) - hold :].copy() if hold else None
-        out.append(body[: len(body) - hold])
-    return np.concatenate(out)
+    """The span decoded in ``plan``'s windows and joined as the engine joins them (``SplitKokoro.decode_windows``,
+    the engine's own loop), each window normalised with what ``blend`` says."""
+    return np.concatenate([audio for audio, _, _ in split.decode_windows(feats, style, plan, blend, span)])
 
 
-def fixed(stats: NormStats | None, share: float = 1.0) -> PriorAt:
+def fixed(stats: NormStats | None, share: float = 1.0) -> WindowBlend:
     """Every window blends ``stats`` at ``share`` with its own (1.0: ``stats`` alone)."""
-    return lambda lo, hi: (stats, share)
+    return lambda lo, hi, start, end, seen: (stats, share)
 
 
-def blended(stats: NormStats, frames: int) -> PriorAt:
+def blended(stats: NormStats, frames: int) -> WindowBlend:
     """Every window blends ``stats`` (counted as the piece's ``frames``) with its own computed frames."""
-    return lambda lo, hi: (stats, frames / (frames + hi - lo))
+    return lambda lo, hi, start, end, seen: (stats, frames / (frames + hi - lo))
 
 
 def with_silence(
@@ -234,12 +210,12 @@ def breakdown(
         "exact statistics, blended": lambda: windows_with(
             split, feats, style, span, plan, blended(exact, frames)
         ),
-        "the estimate alone": lambda: windows_with(split, feats, style, span, plan, alone, alone.kept),
+        "the estimate alone": lambda: windows_with(split, feats, style, span, plan, alone),
         "its speech's statistics and the voice's silence, alone": lambda: windows_with(
             split, feats, style, span, plan, fixed(with_silence(speech_stats, silence, span, frames))
         ),
         "the same, refreshed by the kept windows' statistics": lambda: windows_with(
-            split, feats, style, span, plan, refreshed, refreshed.kept
+            split, feats, style, span, plan, refreshed
         ),
         "exact statistics": lambda: windows_with(split, feats, style, span, plan, fixed(exact)),
         **{

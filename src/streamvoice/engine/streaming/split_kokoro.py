@@ -26,6 +26,7 @@ from streamvoice.engine.streaming.speech_estimate import Reference, SpeechEstima
 from streamvoice.engine.streaming.windows import (
     COLD_PLAN,
     SAMPLES_PER_FRAME,
+    WindowBlend,
     WindowCap,
     WindowPlan,
     crossfade,
@@ -286,34 +287,47 @@ class SplitKokoro:
         first, last = span or (0, frames)
         estimate = self.estimate(feats, reference) if reference and self.norms else None
         share, gain = (reference.share, reference.gain) if reference is not None else (0.0, 1.0)
+        blend: WindowBlend
         if estimate is not None:
             remember = None  # the voice's statistics stay its reference's
-        elif voice_prior is None or not self.norms:
-            plan = cold_plan or COLD_PLAN
-        ctx, xf = plan.context, plan.crossfade
+            blend = lambda lo, hi, start, end, seen: (estimate, share)  # noqa: E731
+        else:
+            if voice_prior is None or not self.norms:
+                plan = cold_plan or COLD_PLAN
+            silent = frames - (last - first)
+            blend = lambda lo, hi, start, end, seen: window_prior(  # noqa: E731
+                seen, voice_prior, frames, end - start, hi - lo, start == 0, silence, silent
+            )
+        scale = gain if estimate is not None else 1.0  # the voice's loudness at its share, taken out
+        for audio, done, seen in self.decode_windows(feats, style, plan, blend, (first, last), cap, scale):
+            if done and remember is not None and seen is not None and self.norms:
+                remember(seen)
+            yield audio, done
+
+    def decode_windows(
+        self,
+        feats: dict[str, NDArray[Any]],
+        style: NDArray[np.float32],
+        plan: WindowPlan,
+        blend: WindowBlend,
+        span: tuple[int, int],
+        cap: WindowCap | None = None,
+        gain: float = 1.0,
+    ) -> Iterator[tuple[NDArray[np.float32], bool, NormStats | None]]:
+        """Frames ``span`` in ``plan``'s windows, each normalised with what ``blend`` says, joined: one chunk
+        per decoder call, whether it is the last, and the statistics of the frames kept so far. The one window
+        loop: ``stream`` runs it with the engine's statistics, ``bench.stream_breakdown`` with others."""
+        frames = self.frames(feats)
+        first, last = span
         seen: NormStats | None = None  # statistics of the frames kept so far
         tail: NDArray[np.float32] | None = None  # end of the previous window, held back for the crossfade
         for offset_start, offset_end in plan.iter_windows(last - first, cap):
             start, end = first + offset_start, first + offset_end
             left, right = plan.margins(offset_start, offset_end)
             lo, hi = max(0, start - left), min(frames, end + right)
-            rest, weight = (
-                (estimate, share)
-                if estimate is not None
-                else window_prior(
-                    seen,
-                    voice_prior,
-                    frames,
-                    end - start,
-                    hi - lo,
-                    start == 0,
-                    silence,
-                    frames - (last - first),
-                )
-            )
-            audio, window_stats = self.decode(feats, style, lo, hi, rest, weight)
-            if estimate is not None and gain != 1.0:
-                audio = audio * np.float32(gain)  # the voice's loudness at its share, taken out
+            audio, window_stats = self.decode(feats, style, lo, hi, *blend(lo, hi, start, end, seen))
+            if gain != 1.0:
+                audio = audio * np.float32(gain)
             seen = NormStats.merge(seen, window_stats.weighted(float(end - start)))
             keep_from = (start - lo) * SAMPLES_PER_FRAME
             keep_to = (end - lo) * SAMPLES_PER_FRAME
@@ -322,10 +336,9 @@ class SplitKokoro:
                 # Blend the held-back tail of the last window with this window's view of the same samples.
                 body = np.concatenate([crossfade(tail, audio[keep_from - len(tail) : keep_from]), body])
             if end >= last:
-                if remember is not None and seen is not None and self.norms:
-                    remember(seen)
-                yield body, True
+                yield body, True, seen
                 return
-            hold = min(xf, len(body), ctx * SAMPLES_PER_FRAME)  # the next window's left context covers it
+            # Held back for the crossfade, within what the next window's left context covers.
+            hold = min(plan.crossfade, len(body), plan.context * SAMPLES_PER_FRAME)
             tail = body[len(body) - hold :].copy() if hold else None
-            yield body[: len(body) - hold], False  # one chunk per decoder call
+            yield body[: len(body) - hold], False, seen  # one chunk per decoder call
