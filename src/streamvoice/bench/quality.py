@@ -75,10 +75,20 @@ def loudness_ratio(reference: NDArray[np.float32], degraded: NDArray[np.float32]
     return float(np.sqrt(np.mean(degraded[:n].astype(np.float64) ** 2))) / max(1e-9, whole)
 
 
-def dnsmos(audio: NDArray[np.float32]) -> float:
+# DNSMOS scores 9.01 s at a time, and repeats a shorter clip end to end until it is that long: a 0.7 s reply
+# is judged as sixteen copies back to back, so how much silence ends it weighs as much as how it sounds.
+DNSMOS_SECONDS = 9.01
+
+
+def dnsmos(audio: NDArray[np.float32], in_silence: bool = False) -> float:
+    """DNSMOS overall quality; ``in_silence``: a clip shorter than DNSMOS's 9.01 s is judged once, followed by
+    silence, as a listener hears it, instead of repeated end to end."""
     from speechmos import dnsmos as model
 
     clip = np.clip(to16k(audio), -1.0, 1.0)
+    short = round(DNSMOS_SECONDS * 16_000) - len(clip)
+    if in_silence and short > 0:
+        clip = np.concatenate([clip, np.zeros(short, np.float32)])
     return float(model.run(clip, 16_000)["ovrl_mos"])
 
 
@@ -88,9 +98,11 @@ def dnsmos(audio: NDArray[np.float32]) -> float:
 ALIGNMENTS = (0, 24, 60, 120, 240)
 
 
-def dnsmos_at_leads(audio: NDArray[np.float32], leads: Sequence[int]) -> NDArray[np.float64]:
+def dnsmos_at_leads(
+    audio: NDArray[np.float32], leads: Sequence[int], in_silence: bool = False
+) -> NDArray[np.float64]:
     """DNSMOS of the clip with each of ``leads`` samples of silence before it."""
-    return np.array([dnsmos(np.concatenate([np.zeros(n, np.float32), audio])) for n in leads])
+    return np.array([dnsmos(np.concatenate([np.zeros(n, np.float32), audio]), in_silence) for n in leads])
 
 
 def dnsmos_over_alignments(audio: NDArray[np.float32]) -> float:
@@ -275,11 +287,12 @@ def compare_plans(
     return rows
 
 
-def every_sentence(voices: list[str], leads: int) -> dict[str, Any]:
+def every_sentence(voices: list[str], leads: int, in_silence: bool = False) -> dict[str, Any]:
     """Each voice's ``SENTENCES``, warm: DNSMOS of the streamed piece, the whole piece and the whole piece 5 ms
     later, each at ``leads`` leads 1 ms apart. Per sentence the drop (whole less streamed, paired lead by lead)
     and its standard error, and the judge's null (whole less whole 5 ms later), so a sentence's drop over 0.10
-    can be told from the judge's spread (0.10 sd per sentence at one lead: docs/benchmarks.md 7)."""
+    can be told from the judge's spread (0.10 sd per sentence at one lead: docs/benchmarks.md 7). ``in_silence``:
+    each clip judged once in silence (``dnsmos``), not repeated end to end."""
     engine = KokoroEngine.load()
     prepare(engine)
     shifts = [24 * i for i in range(leads)]
@@ -290,15 +303,18 @@ def every_sentence(voices: list[str], leads: int) -> dict[str, Any]:
             piece = engine.planner.plan(text, "en-us")[0]
             streamed = np.concatenate(list(engine.stream_piece(piece, spec, 1.0)))
             whole = engine.synthesize_piece(piece, spec, 1.0)
-            at_whole = dnsmos_at_leads(whole, shifts)
-            drop = at_whole - dnsmos_at_leads(streamed, shifts)
-            null = at_whole - dnsmos_at_leads(np.concatenate([np.zeros(120, np.float32), whole]), shifts)
+            at_whole = dnsmos_at_leads(whole, shifts, in_silence)
+            drop = at_whole - dnsmos_at_leads(streamed, shifts, in_silence)
+            later = np.concatenate([np.zeros(120, np.float32), whole])
+            null = at_whole - dnsmos_at_leads(later, shifts, in_silence)
             rows.append({"voice": voice, "text": text, "drop": float(drop.mean()),
                          "se": float(drop.std(ddof=1) / np.sqrt(leads)), "null": float(null.mean()),
-                         "loudness": loudness_ratio(whole, streamed), "pesq": pesq_score(whole, streamed)})  # fmt: skip
+                         "loudness": loudness_ratio(whole, streamed), "pesq": pesq_score(whole, streamed),
+                         "seconds_streamed": len(streamed) / SAMPLE_RATE, "seconds_whole": len(whole) / SAMPLE_RATE})  # fmt: skip
             print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)
     summary = {
         "leads": leads,
+        "in_silence": in_silence,
         "drop_mean": statistics.fmean(r["drop"] for r in rows),
         "drop_worst": max(r["drop"] for r in rows),
         "over_0_10": sum(r["drop"] > 0.10 for r in rows),
@@ -320,17 +336,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--first-window", action="store_true", help="compare the first window's margins")
     parser.add_argument("--later-windows", action="store_true", help="compare later windows' context")
     parser.add_argument("--second-window", action="store_true", help="compare the second window's size")
-    parser.add_argument("--sentence-leads", type=int, default=0, metavar="N",
-                        help="each sentence's DNSMOS drop over N leads 1 ms apart, with the judge's own")  # fmt: skip
+    parser.add_argument(
+        "--sentence-leads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="each sentence's DNSMOS drop over N leads 1 ms apart, with the judge's own",
+    )
+    parser.add_argument("--in-silence", action="store_true",
+                        help="with --sentence-leads: judge a short clip once in silence, not repeated")  # fmt: skip
     args = parser.parse_args(argv)
     voices = [v.strip() for v in args.voices.split(",") if v.strip()]
     if args.sentence_leads:
         if args.sentence_leads < 2:
             parser.error("--sentence-leads takes 2 or more leads (a standard error needs two)")
-        result = every_sentence(voices, args.sentence_leads)
+        result = every_sentence(voices, args.sentence_leads, args.in_silence)
         worst = sorted(result["rows"], key=lambda r: -r["drop"])[:10]
         print(table(worst, [("voice", "voice"), ("text", "sentence"), ("drop", "DNSMOS drop"), ("se", "se"),
-                            ("null", "whole vs 5 ms later"), ("loudness", "loudness"), ("pesq", "PESQ")]))  # fmt: skip
+                            ("null", "whole vs 5 ms later"), ("loudness", "loudness"), ("pesq", "PESQ"),
+                            ("seconds_streamed", "s streamed"), ("seconds_whole", "s whole")]))  # fmt: skip
         m = result["summary"]
         print(
             f"\n{len(result['rows'])} sentences, {m['leads']} leads each: drop {m['drop_mean']:.3f} on average, "
@@ -338,7 +362,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"two standard errors (mean se {m['se_mean']:.3f}); the judge against itself {m['null_mean']:.3f} "
             f"on average, worst {m['null_worst']:.3f}"
         )
-        print(f"\nwrote {write_result('quality_every_sentence', result)}")
+        name = "quality_every_sentence_in_silence" if args.in_silence else "quality_every_sentence"
+        print(f"\nwrote {write_result(name, result)}")
         return result
     if args.later_windows or args.second_window:
         name = "later_windows" if args.later_windows else "second_window"
