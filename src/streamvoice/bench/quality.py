@@ -213,6 +213,10 @@ LONGER = (
     "I found three flights that leave before noon, and the cheapest one is two hundred dollars.",
 )
 OTHER_LANGUAGES = (("fr-fr", "ff_siwis"), ("es", "ef_dora"))
+# Short replies in none of the estimate's fit or its shares' sentences, and none of ``SENTENCES`` but the first
+# two (``bench.stream_breakdown --short-replies`` measures their blend).
+SHORT_REPLIES = ("Got it, thanks!", "Sure thing.", "One moment, please.", "You're welcome.", "That works for me.",
+                 "Great, see you then!", "No worries.", "Will do.")  # fmt: skip
 
 
 SECOND_WINDOW_VARIANTS: dict[str, dict[str, int]] = {
@@ -236,10 +240,8 @@ def later_windows(voices: list[str]) -> list[dict[str, Any]]:
 
 def second_window(voices: list[str]) -> list[dict[str, Any]]:
     """Each ``SECOND_WINDOW_VARIANTS`` plan on every voice's ``SENTENCES``, ``LONGER`` and
-    ``stream_breakdown.SHORT_REPLIES``: whether a larger second window (a short reply's whole rest) sounds
+    ``SHORT_REPLIES``: whether a larger second window (a short reply's whole rest) sounds
     closer to whole, for short pieces and longer ones apart."""
-    from streamvoice.bench.stream_breakdown import SHORT_REPLIES
-
     texts = dict.fromkeys((*SENTENCES, *LONGER, *SHORT_REPLIES))  # the replies in both, once
     return compare_plans([(v, text, "en-us") for v in voices for text in texts], SECOND_WINDOW_VARIANTS)
 

@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 
 from streamvoice.bench.common import table, write_result
 from streamvoice.bench.fit_speech_estimate import SHARES
-from streamvoice.bench.quality import dnsmos_over_alignments, loudness_ratio, pesq_score
+from streamvoice.bench.quality import SHORT_REPLIES, dnsmos_over_alignments, loudness_ratio, pesq_score
 from streamvoice.bench.tables import md_table, md_value
 from streamvoice.engine import KokoroEngine
 from streamvoice.engine.options import DecoderGraph, EngineOptions
@@ -287,9 +287,6 @@ def exact_statistics_stream(engine: KokoroEngine, piece: Piece, spec: VoiceSpec)
     return trim_whole(windows_with(split, feats, style, span, engine.window_plan, fixed(exact)))[0]
 
 
-# Short replies in none of the estimate's fit, its shares' sentences or ``bench.quality`` but the first two.
-SHORT_REPLIES = ("Got it, thanks!", "Sure thing.", "One moment, please.", "You're welcome.", "That works for me.",
-                 "Great, see you then!", "No worries.", "Will do.")  # fmt: skip
 # How a short reply may blend, each a (share, gain) from the voice's reference.
 REPLY_RULES: dict[str, Callable[[Reference], tuple[float, float]]] = {
     "as shipped: the voice's share and gain": lambda ref: (ref.share, ref.gain),
