@@ -1,4 +1,4 @@
-"""``bench.quality``'s modes: what it refuses before any model loads."""
+"""``bench.quality``: what its modes refuse before any model loads, and how its DNSMOS judges a short clip."""
 
 from __future__ import annotations
 

@@ -224,7 +224,8 @@ SECOND_WINDOW_VARIANTS: dict[str, dict[str, int]] = {
     "second window 24 frames": {"second": 24},
     "second window 32 frames": {"second": 32},
 }
-# A short reply's frames: under this many, a larger second window takes the whole rest of the piece.
+# Pieces whose whole audio is at most this many frames (1.45 s) are reported apart as short: about the longest
+# piece whose rest after the first window a second window of 32 frames takes whole (``WindowPlan.iter_windows``).
 SHORT_PIECE_FRAMES = 58
 
 

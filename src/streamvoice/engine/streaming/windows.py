@@ -27,7 +27,7 @@ FRAMES_PER_SECOND = SAMPLE_RATE // SAMPLES_PER_FRAME
 WindowCap = Callable[[], int | None]
 # What a window decoding frames ``lo:hi`` (keeping ``start:end``) blends with its own statistics, and at what
 # weight, given the statistics of the frames kept so far (None before the first): (lo, hi, start, end, seen).
-WindowBlend = Callable[[int, int, int, int, "NormStats | None"], tuple["NormStats | None", float]]
+WindowBlend = Callable[[int, int, int, int, NormStats | None], tuple[NormStats | None, float]]
 
 
 @dataclass(frozen=True)
