@@ -40,7 +40,7 @@ from streamvoice.engine.streaming.voice_memory import VoiceMemory
 from streamvoice.engine.streaming.windows import WindowCap, WindowPlan
 from streamvoice.engine.styles import VoiceStyles
 from streamvoice.engine.surgery.norm_stats import NormStats
-from streamvoice.engine.timing import TrimmedPiece, decode_range, pause_samples, trim_whole, word_times
+from streamvoice.engine.timing import TrimmedPiece, pause_samples, trim_whole, word_times
 from streamvoice.engine.voices import (
     SUPPORTED_LANGS,
     VoiceInfo,
@@ -381,9 +381,7 @@ class KokoroEngine:
         if not trim:
             yield from (audio for audio, _ in decoded.chunks)
         elif not how.windowed:  # one chunk: trimmed at once, so the word times end where its audio does
-            known = decoded.durations is not None  # else a stream decodes every frame, and so does this
-            span = decode_range(decoded.durations, piece.voiced, decoded.frames) if known else None
-            audio, first = trim_whole(next(decoded.chunks)[0], span=span)
+            audio, first = trim_whole(next(decoded.chunks)[0])
             if on_words is not None:
                 on_words(word_times(piece.words, decoded.durations, first, len(audio)))
             yield audio

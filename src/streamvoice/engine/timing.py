@@ -157,16 +157,8 @@ class TrimmedPiece:
                 yield chunk
 
 
-def trim_whole(
-    audio: NDArray[np.float32], first_sample: int = 0, span: tuple[int, int] | None = None
-) -> tuple[NDArray[np.float32], int]:
-    """A whole piece's audio trimmed the same way; also the model sample it now starts at. ``span``: only
-    those frames of it, the ones a stream decodes (``decode_range``): past them the model makes noise, not
-    speech (bf_emma's "Sure thing." kept a -49 dBFS click 350 ms after its last word, Intel Xeon, 2026-12-07),
-    which no stream of the piece has (``tests/test_timing.py``)."""
-    if span is not None:
-        first_sample += span[0] * SAMPLES_PER_FRAME
-        audio = audio[span[0] * SAMPLES_PER_FRAME : span[1] * SAMPLES_PER_FRAME]
+def trim_whole(audio: NDArray[np.float32], first_sample: int = 0) -> tuple[NDArray[np.float32], int]:
+    """A whole piece's audio trimmed the same way; also the model sample it now starts at."""
     loud = _loud_blocks(audio)
     if loud.size == 0:
         return audio[:0], first_sample
