@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from streamvoice.agent.llm import ScriptedTextSource
-from streamvoice.audio.levels import heard_onset
+from streamvoice.audio.levels import heard_onset, silent_gaps
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.client.agent_turns import RunResult, measure
 from streamvoice.demo import write_outputs
@@ -22,6 +22,19 @@ from tests.helpers import RunningServer, start_agent
 ANSWER = (
     "The sky looks blue because air scatters blue light more than red. At sunset the light travels further."
 )
+
+
+def _stalls_shortened(audio: np.ndarray, keep_ms: float = 300.0) -> np.ndarray:
+    """The track with every silence inside it cut to ``keep_ms``: on a loaded CI machine the stalls are
+    seconds long, and greedy Whisper fills a long silence inside a sentence with a loop ("blue, blue, blue,
+    ..." for a 20.8 s track of 7 s of speech), which tests Whisper, not the words that were sent."""
+    keep = round(keep_ms * SAMPLE_RATE / 1000)
+    parts, at = [], 0
+    for start_ms, end_ms in silent_gaps(audio, SAMPLE_RATE, min_ms=keep_ms):
+        start, end = round(start_ms * SAMPLE_RATE / 1000), round(end_ms * SAMPLE_RATE / 1000)
+        parts.append(audio[at : start + keep])
+        at = end
+    return np.concatenate([*parts, audio[at:]])
 
 
 @pytest.mark.slow
@@ -42,8 +55,8 @@ def test_the_demo_writes_what_it_measured(
             assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (SAMPLE_RATE, 1, 2)
             pcm = np.frombuffer(wav.readframes(wav.getnframes()), "<i2")
         audio = pcm.astype(np.float32) / 32768
-        # the speech that was measured, and the wait before it is in the file
-        assert word_error_rate(ANSWER, transcriber.transcribe(audio)) < 0.25
+        # the speech that was measured (every word, whatever the stalls), and the wait before it is in the file
+        assert word_error_rate(ANSWER, transcriber.transcribe(_stalls_shortened(audio))) < 0.25
         onset = heard_onset([(0.0, pcm.size * 2)], pcm.tobytes(), SAMPLE_RATE)
         assert onset is not None and abs(onset * 1000 - runs[mode].heard_ms) < 150, (
             mode,

@@ -204,7 +204,8 @@ def first_window(voices: list[str]) -> list[dict[str, Any]]:
 
 LATER_WINDOW_VARIANTS: dict[str, dict[str, int]] = {
     "context 4 everywhere (before)": {"wide_context": 4},
-    "context 6 in windows of 30+ frames (shipped)": {"wide_context": 6, "wide_from": 30},
+    "context 6 in windows of 30+ frames (before)": {"wide_context": 6, "wide_from": 30},
+    "context 6 in windows of 16+ frames (shipped)": {"wide_context": 6, "wide_from": 16},
     "context 8 in windows of 30+ frames": {"wide_context": 8, "wide_from": 30},
 }
 # Longer than ``SENTENCES``' short replies, so that a piece has windows past the second.

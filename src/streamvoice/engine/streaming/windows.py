@@ -55,8 +55,11 @@ class WindowPlan:
     # under 10% of its decoding, and mend a word the stream lost at its start (ff_siwis's "au marché" heard
     # "marcher" at 4, word for word at 6; streamed-vs-whole PESQ +0.02 and DNSMOS drop 0.035 to 0.023 over 52
     # held-out pieces in 8 voices: python -m streamvoice.bench.quality --later-windows, docs/benchmarks.md 7d).
+    # From 16 frames, so the second window takes it too: on an AMD EPYC, whose int8 kernels round otherwise,
+    # "au" sits on the second seam's edge and was heard "marcher" again with 4 there (tests/test_streaming_engine.py;
+    # docs/benchmarks.md 7e). A loaded server's capped windows stay under 16 and keep ``context``.
     wide_context: int = 6
-    wide_from: int = 30
+    wide_from: int = 16
     # Right context of the first window: its end is crossfaded with the second window's view of the same
     # samples, so two frames are enough (streamed-vs-whole PESQ 2.16 with 2 or 4, 2.15 with 1, 2.11 with 0:
     # six voices x six sentences, ``python -m streamvoice.bench.quality --first-window``, docs/benchmarks.md
