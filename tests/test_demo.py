@@ -12,29 +12,16 @@ import numpy as np
 import pytest
 
 from streamvoice.agent.llm import ScriptedTextSource
-from streamvoice.audio.levels import heard_onset, silent_gaps
+from streamvoice.audio.levels import heard_onset
 from streamvoice.bench.wer import word_error_rate
 from streamvoice.client.agent_turns import RunResult, measure
-from streamvoice.demo import write_outputs
+from streamvoice.demo import placements, write_outputs
 from streamvoice.protocol import SAMPLE_RATE
 from tests.helpers import RunningServer, start_agent
 
 ANSWER = (
     "The sky looks blue because air scatters blue light more than red. At sunset the light travels further."
 )
-
-
-def _stalls_shortened(audio: np.ndarray, keep_ms: float = 300.0) -> np.ndarray:
-    """The track with every silence inside it cut to ``keep_ms``: on a loaded CI machine the stalls are
-    seconds long, and greedy Whisper fills a long silence inside a sentence with a loop ("blue, blue, blue,
-    ..." for a 20.8 s track of 7 s of speech), which tests Whisper, not the words that were sent."""
-    keep = round(keep_ms * SAMPLE_RATE / 1000)
-    parts, at = [], 0
-    for start_ms, end_ms in silent_gaps(audio, SAMPLE_RATE, min_ms=keep_ms):
-        start, end = round(start_ms * SAMPLE_RATE / 1000), round(end_ms * SAMPLE_RATE / 1000)
-        parts.append(audio[at : start + keep])
-        at = end
-    return np.concatenate([*parts, audio[at:]])
 
 
 @pytest.mark.slow
@@ -54,9 +41,19 @@ def test_the_demo_writes_what_it_measured(
         with wave.open(str(tmp_path / f"{mode}.wav")) as wav:
             assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (SAMPLE_RATE, 1, 2)
             pcm = np.frombuffer(wav.readframes(wav.getnframes()), "<i2")
-        audio = pcm.astype(np.float32) / 32768
-        # the speech that was measured (every word, whatever the stalls), and the wait before it is in the file
-        assert word_error_rate(ANSWER, transcriber.transcribe(_stalls_shortened(audio))) < 0.25
+        # Every chunk the listener was sent is in the file where it played (the wait and any stall are
+        # silence there), and what was sent is the answer. Whisper hears what was sent, not the file: on a
+        # loaded CI machine the stalls are seconds long, and greedy Whisper filled one inside a sentence with
+        # "blue, blue, blue, ..." (a 20.8 s file of 7 s of speech), and cut to 300 ms, stalls inside words
+        # were heard as other words; neither is what this test is about.
+        sent = np.frombuffer(runs[mode].pcm, "<i2")
+        taken = 0
+        for start, n in placements(runs[mode]):
+            assert np.array_equal(pcm[start : start + n], sent[taken : taken + n])
+            taken += n
+        assert taken == sent.size and pcm.size == start + n
+        heard = transcriber.transcribe(sent.astype(np.float32) / 32768)
+        assert word_error_rate(ANSWER, heard) < 0.25, heard
         onset = heard_onset([(0.0, pcm.size * 2)], pcm.tobytes(), SAMPLE_RATE)
         assert onset is not None and abs(onset * 1000 - runs[mode].heard_ms) < 150, (
             mode,

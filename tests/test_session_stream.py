@@ -69,15 +69,22 @@ async def test_flush_speaks_what_is_buffered_and_the_quiet_cut_speaks_a_finished
     async with connect(speech_server.ws_url) as ws:
         await ws.send(json.dumps({"type": "synthesize", "stream": True, "id": "q", "text": "Good evening."}))
         reader = asyncio.create_task(_read_answer(ws, "q", log))
-        await asyncio.sleep(1.5)  # the model went quiet after a finished sentence: spoken without an end
-        assert any(isinstance(e, int) for _, e in log)
+        # Waited for as events, within the server's 30 s text timeout (``stream_text_timeout_s``), which would
+        # speak and end the stream anyway: 1.5 s sleeps failed on a loaded CI machine.
+        await wait_for(lambda: any(isinstance(e, int) for _, e in log), timeout=20)  # the quiet cut spoke it
+
+        def words() -> list[str]:
+            return [
+                w["word"]
+                for _, e in log
+                if isinstance(e, dict) and e["type"] == "alignment"
+                for w in e["words"]
+            ]
+
         await ws.send(json.dumps({"type": "append", "id": "q", "text": "The total is forty"}))
         await ws.send(json.dumps({"type": "flush", "id": "q"}))  # no sentence end: spoken because asked
-        await asyncio.sleep(1.5)
-        words = [
-            w["word"] for _, e in log if isinstance(e, dict) and e["type"] == "alignment" for w in e["words"]
-        ]
-        assert "forty" in words
+        await wait_for(lambda: "forty" in words(), timeout=20)
+        assert words() == ["Good", "evening.", "The", "total", "is", "forty"]
         await ws.send(json.dumps({"type": "end"}))  # no id: the latest open stream
         await reader
     assert [e["type"] for _, e in log if isinstance(e, dict)][-1] == "synthesis_complete"
