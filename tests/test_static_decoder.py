@@ -117,3 +117,46 @@ def test_the_shipped_ranges_make_one_graph_wherever_it_is_derived(engine: Kokoro
     graph = static_decoder.derive(model, no_calibration)
     in_use = static_decoder.find(model)
     assert in_use is not None and graph == in_use.read_bytes()
+
+
+def test_its_weights_fit_the_kernels_of_a_cpu_without_vnni(derived: bytes) -> None:
+    """Every quantized weight lies in -64..64: two u8 x s8 products then fit the 16 bits an AVX2-only CPU's
+    kernels add them in (255 x 64 x 2 = 32,640), where -127..127 saturated (``static_decoder.quantize``)."""
+    graph = onnx.load_from_string(derived).graph
+    dequantized = {n.input[0] for n in graph.node if n.op_type == "DequantizeLinear"}
+    weights = [
+        onnx.numpy_helper.to_array(i)
+        for i in graph.initializer
+        if i.name in dequantized and i.data_type == onnx.TensorProto.INT8 and len(i.dims) == 3
+    ]
+    assert len(weights) > 60
+    assert max(int(np.abs(w.astype(np.int16)).max()) for w in weights) <= 64
+
+
+@pytest.mark.slow
+def test_this_cpu_decodes_what_the_graph_says(engine: KokoroEngine) -> None:
+    """What the static decoder says on this CPU, fused into ONNX Runtime's integer kernels, against the same
+    graph run node by node (no fusion: quantize, dequantize, float convolution, the exact function a VNNI
+    CPU's integer sums give). With 8-bit weights an AVX2-only AMD EPYC heard bf_lily's greeting at PESQ 3.24
+    against it; in 7 bits the 54 voices' lowest is 4.16, the kernels' rounding (docs/benchmarks.md 7e)."""
+    import onnxruntime as ort
+
+    from streamvoice.engine.greeting import calibration_text
+
+    assert engine.split is not None and engine.decoder_graph == "static-int8"
+    found = static_decoder.find(engine.files.model)
+    assert found is not None
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    node_by_node = ort.InferenceSession(found.read_bytes(), options, providers=["CPUExecutionProvider"])
+    spec = engine.parse_voice("bf_lily")
+    piece = engine.planner.plan(calibration_text("en-gb"), "en-gb")[0]
+    fused = engine.synthesize_piece(piece, spec, 1.0)
+    kernels = engine.split.decoder
+    engine.split.decoder = node_by_node
+    try:
+        exact = engine.synthesize_piece(piece, spec, 1.0)
+    finally:
+        engine.split.decoder = kernels
+    assert len(exact) == len(fused)
+    assert pesq_score(exact, fused) >= 4.0

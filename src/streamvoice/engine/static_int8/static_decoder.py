@@ -3,8 +3,8 @@
 The official int8 file quantizes the decoder's convolutions dynamically: each call measures its activations'
 range and runs ``ConvInteger``, ONNX Runtime's generic integer path (~60% of a decoder call on this CPU).
 Static int8 fixes each activation's range beforehand, so ONNX Runtime fuses the QDQ pairs into
-``QLinearConv``, which has MLAS kernels for AVX-512 VNNI and AVX2; the weights are signed 8-bit per output
-channel. The graph is derived here from the official file (nothing new is downloaded):
+``QLinearConv``, which has MLAS kernels for AVX-512 VNNI and AVX2; the weights are signed per output channel,
+in 7 bits (``quantize`` says why). The graph is derived here from the official file (nothing new is downloaded):
 
 1. the decoder is split off as the engine splits it (prior-statistics norms, batch dimension);
 2. its dynamic-int8 convolutions become float ``Conv`` on the file's own dequantized weights, and its
@@ -50,7 +50,7 @@ from streamvoice.model_files import naming_hash, user_cache_dir
 
 log = logging.getLogger("streamvoice.engine")
 
-FORMAT = 4  # bump when the derivation changes: old files then no longer match
+FORMAT = 5  # bump when the derivation changes: old files then no longer match
 PERCENTILE = 99.999
 KEEP_FLOAT = r"conv_post"  # convolutions left in float, by node name
 # ONNX Runtime's transformers left out of the static decoder's session. ``NhwcTransformer`` moves
@@ -167,7 +167,7 @@ def quantize(
     ranges: Path | None = None,
 ) -> bytes:
     """``model`` with its ``op_types`` nodes (only those named in ``include``, when given; none named in
-    ``exclude``) in static int8, the QDQ form ONNX Runtime fuses into ``QLinearConv``: s8 weights per output
+    ``exclude``) in static int8, the QDQ form ONNX Runtime fuses into ``QLinearConv``: s7 weights per output
     channel, u8 activations ranged on ``feeds`` by the ``percentile`` of each one's magnitude (None: its
     minimum and maximum). ``ranges``: a file of ranges read instead of measuring (nothing is run, so the
     graph is the same on every machine), or, when it does not exist yet, where the measured ones are
@@ -185,14 +185,21 @@ def quantize(
         extra["CalibPercentile"] = percentile
     # ONNX Runtime's quantizer prints its progress and advises pre-processing (shape inference, which the
     # feeds' dynamic lengths make moot): neither is for a server's log.
+    # ``reduce_range``: weights in -64..64, not -127..127. Without VNNI (an AVX2-only CPU) MLAS's u8s8
+    # kernels add two u8 x s8 products in 16 bits, which saturate past 32,767 (255 x 127 x 2 = 64,770;
+    # 255 x 64 x 2 = 32,640 fits), so in 8 bits such a CPU heard another voice. On an AVX2 AMD EPYC, the 54
+    # voices' whole greetings against the same graph computed exactly: 8 bits PESQ 4.21 on average, lowest
+    # 3.24 (bf_lily); 7 bits 4.36, lowest 4.16 (the kernels' rounding). Against the exported graph: 8 bits
+    # exact (what VNNI computes) 3.79 / 3.15, 8 bits on that CPU 3.75 / 3.04, 7 bits 3.74 / 3.20
+    # (docs/benchmarks.md 7e, the sixteenth session; tests/test_static_decoder.py checks the machine it runs on).
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), quiet_root():
         source, target = Path(folder) / "float.onnx", Path(folder) / "static.onnx"
         onnx.save(model, str(source))
         quantize_static(
             str(source), str(target), CalibrationFeeds(feeds) if feeds else None,  # type: ignore[arg-type]
             quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-            weight_type=QuantType.QInt8, op_types_to_quantize=list(op_types), nodes_to_quantize=include,
-            nodes_to_exclude=exclude, extra_options=extra,
+            weight_type=QuantType.QInt8, reduce_range=True, op_types_to_quantize=list(op_types),
+            nodes_to_quantize=include, nodes_to_exclude=exclude, extra_options=extra,
             calibrate_method=CalibrationMethod.MinMax if percentile is None else CalibrationMethod.Percentile,
             calibration_cache_path=str(ranges) if ranges is not None else None,
         )  # fmt: skip

@@ -4,7 +4,7 @@ A fresh piece hears nothing before the front (text encoder, durations, prosody) 
 of a ~130 ms heard onset on 2 cores. Its prosody predictor ends in two branches of convolutions over the
 piece's frames, F0 (pitch) and N (energy), ~8 ms of dynamic int8 (``ConvInteger``, each activation quantized
 at run time). Here the N branch's convolutions become ``QLinearConv`` (static int8 as in ``static_decoder``:
-s8 weights per output channel, u8 activations with ranges measured beforehand, on the front of every
+7-bit signed weights per output channel, u8 activations with ranges measured beforehand, on the front of every
 calibration phrase of ``static_decoder.CALIBRATION``). Durations and pitch come out exactly as exported.
 
 What was measured (``python -m streamvoice.bench.front_int8``, docs/benchmarks.md 10e): the N branch alone
@@ -26,7 +26,7 @@ from streamvoice.engine.static_int8 import static_decoder
 from streamvoice.engine.static_int8.static_decoder import float_weights
 from streamvoice.model_files import naming_hash
 
-FORMAT = 2  # bump when the derivation changes: old files then no longer match
+FORMAT = 3  # bump when the derivation changes: old files then no longer match
 ENERGY_BRANCH = r"^/encoder/N\.\d/"  # the convolutions quantized statically, by node name
 
 

@@ -3,7 +3,8 @@
 Calibrating one voice takes a few hundred milliseconds of model work; all 54 take ~30 s on two cores. So it
 happens once per model file (``streamvoice models calibrate``, run by the Docker build, or by the first
 server start that finds no file), and later starts load the result in well under a second. The file is
-keyed by the model's and voices' hashes: statistics of another export would be wrong, not just stale.
+keyed by the model's and voices' hashes and by the decoder graph that measured them: statistics of another
+export or decoder would be wrong, not just stale.
 
 Looked for beside the model files first (an image ships them there), then in the user cache.
 """
@@ -21,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamvoice.engine.kokoro import KokoroEngine
+from streamvoice.engine.static_int8 import static_decoder
 from streamvoice.engine.streaming.speech_estimate import Reference
 from streamvoice.engine.surgery.norm_stats import NormStats
 from streamvoice.model_files import naming_hash, user_cache_dir
@@ -30,11 +32,19 @@ FORMAT = 4  # bump when calibration changes: old files then no longer match
 
 
 def cache_name(engine: KokoroEngine) -> str:
-    """Keyed by the model and voices, and by the speech estimate whose summaries it keeps (if any)."""
+    """Keyed by the model and voices, by the decoder graph (the exported one and each derivation of the
+    static one measure other statistics), and by the speech estimate whose summaries it keeps (if any)."""
     key = naming_hash(engine.files.model)[:16] + "-" + naming_hash(engine.files.voices)[:8]
+    decoder = "" if engine.decoder_graph == "exported" else f"-{decoder_key(engine)}"
     estimator = engine.split.estimator if engine.split is not None else None
     fit = "" if estimator is None else f"-{estimator.digest()}"
-    return f"voice-stats-v{FORMAT}-{key}{fit}.npz"
+    return f"voice-stats-v{FORMAT}-{key}{decoder}{fit}.npz"
+
+
+def decoder_key(engine: KokoroEngine) -> str:
+    if engine.decoder_graph == "static-int8":
+        return f"static{static_decoder.FORMAT}"
+    return engine.decoder_graph
 
 
 def default_dir() -> Path:
