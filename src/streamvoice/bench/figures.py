@@ -194,7 +194,9 @@ ROWS: tuple[Row, ...] = (
         "**2.03x** in full windows, 2.12x whole pieces, with the static-int8 decoder (its elementwise chains "
         "folded, its snakes without `Sin`) and the front's energy branch in static int8 (the default on a "
         "CPU; the graph as exported 0.99x / 0.96x); PESQ against the exported graph 3.79 on average over 54 "
-        "voices, lowest 3.17; DNSMOS 2.91 vs 2.93; each language heard as well",
+        "voices, lowest 3.17; DNSMOS 2.91 vs 2.93; each language heard as well (8-bit weights then, on a VNNI "
+        "CPU; 7-bit since 2026-12-07, so AVX2-only CPUs compute the same: 3.74 / 3.20 on one, docs/benchmarks.md "
+        "7e)",
         "2026-12-04, AMD EPYC, closing note of issue #48",
         "python -m streamvoice.bench.engine --repeat 3",
     ),
