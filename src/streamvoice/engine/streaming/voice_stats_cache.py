@@ -35,16 +35,12 @@ def cache_name(engine: KokoroEngine) -> str:
     """Keyed by the model and voices, by the decoder graph (the exported one and each derivation of the
     static one measure other statistics), and by the speech estimate whose summaries it keeps (if any)."""
     key = naming_hash(engine.files.model)[:16] + "-" + naming_hash(engine.files.voices)[:8]
-    decoder = "" if engine.decoder_graph == "exported" else f"-{decoder_key(engine)}"
+    decoder = {"exported": "", "static-int8": f"-static{static_decoder.FORMAT}"}.get(
+        engine.decoder_graph, f"-{engine.decoder_graph}"
+    )
     estimator = engine.split.estimator if engine.split is not None else None
     fit = "" if estimator is None else f"-{estimator.digest()}"
     return f"voice-stats-v{FORMAT}-{key}{decoder}{fit}.npz"
-
-
-def decoder_key(engine: KokoroEngine) -> str:
-    if engine.decoder_graph == "static-int8":
-        return f"static{static_decoder.FORMAT}"
-    return engine.decoder_graph
 
 
 def default_dir() -> Path:
